@@ -1,0 +1,16 @@
+// The sub-commands of `sealrun`. Each cmd_*.cc registers one command (with its --help) on the
+// top-level CLI11 app; its callback stores the process exit code in *exit_code. Messages for a
+// person go to stderr as "sealrun <command>: <what>: <why>"; data goes to stdout.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace sealrun::cli {
+
+void register_fingerprint(CLI::App& app, int* exit_code);
+void register_admit(CLI::App& app, int* exit_code);
+void register_probe(CLI::App& app, int* exit_code);
+void register_sweep(CLI::App& app, int* exit_code);
+void register_demo(CLI::App& app, int* exit_code);
+
+}  // namespace sealrun::cli

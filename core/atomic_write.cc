@@ -1,0 +1,45 @@
+// write_file_atomic(): see atomic_write.h.
+#include "core/atomic_write.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <random>
+
+#include <fmt/format.h>
+
+#include "core/syscall.h"
+
+namespace sealrun {
+
+Status write_file_atomic(const std::string& path, std::string_view bytes, mode_t mode) {
+  std::filesystem::path target(path);
+  std::string dir = target.parent_path().empty() ? "." : target.parent_path().string();
+  std::string name = target.filename().string();
+  if (name.empty() || name == "." || name == "..")
+    return Error::make(fmt::format("{}: not a file path", path));
+
+  auto dirfd = SEALRUN_TRY(open_at(AT_FDCWD, dir, O_RDONLY | O_DIRECTORY));
+  std::random_device rd;
+  std::string tmp = fmt::format(".{}.tmp-{}-{:08x}", name, ::getpid(), rd());
+  auto fd = SEALRUN_TRY(open_at(dirfd.get(), tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode));
+
+  auto fail = [&](Error e) -> Status {
+    ::unlinkat(dirfd.get(), tmp.c_str(), 0);
+    return std::move(e).context(fmt::format("write {} atomically", path));
+  };
+  if (auto st = write_all(fd.get(), bytes, tmp); !st) return fail(std::move(st).error());
+  if (::fchmod(fd.get(), mode) != 0) return fail(Error::from_errno("fchmod " + tmp));
+  if (::fsync(fd.get()) != 0) return fail(Error::from_errno("fsync " + tmp));
+  // close(2) can report a deferred write error (NFS, quota); treat it as a failure.
+  if (::close(fd.release()) != 0) return fail(Error::from_errno("close " + tmp));
+  if (::renameat(dirfd.get(), tmp.c_str(), dirfd.get(), name.c_str()) != 0)
+    return fail(Error::from_errno(fmt::format("rename {} to {}", tmp, name)));
+  if (::fsync(dirfd.get()) != 0)
+    return Error::from_errno(fmt::format("fsync directory {}", dir))
+        .context(fmt::format("write {} atomically", path));
+  return ok_status();
+}
+
+}  // namespace sealrun

@@ -1,0 +1,19 @@
+// Writing a file so that a reader sees either the old complete file or the new complete file, and
+// a crash or a full disk leaves the old one intact: write a temporary in the same directory, fsync
+// it, rename it over the target, fsync the directory (rename(2) is atomic within a filesystem only).
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+#include <string_view>
+
+#include "core/result.h"
+
+namespace sealrun {
+
+// Atomically replaces (or creates) `path` with `bytes`. On any failure the temporary is removed and
+// the previous file, if any, is untouched.
+Status write_file_atomic(const std::string& path, std::string_view bytes, mode_t mode = 0644);
+
+}  // namespace sealrun

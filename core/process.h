@@ -1,0 +1,111 @@
+// Child processes: spawning with a fixed, async-signal-safe sequence between fork and exec, and
+// owning the result as pid + pidfd (systemd's PidRef). Signals go through the pidfd, never a bare
+// pid, so a recycled pid can never be hit. A Child that is dropped without being waited for is
+// killed and reaped (crun's rule), so no exit path leaves a stray process.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/result.h"
+#include "core/unique_fd.h"
+
+namespace sealrun {
+
+struct ExitStatus {
+  int code = -1;    // exit code when the child exited normally, else -1
+  int signal = 0;   // terminating signal, else 0
+  bool core_dumped = false;
+  bool success() const { return code == 0 && signal == 0; }
+  std::string describe() const;  // "exit 3" / "signal 9 (Killed)"
+};
+
+struct SpawnOptions {
+  // argv[0] is the program path; it is executed as given (execve; no PATH search).
+  std::vector<std::string> argv;
+  // The complete environment; nullopt keeps the caller's environment.
+  std::optional<std::vector<std::string>> env;
+  std::string cwd;  // empty: stay where the caller is
+  // Standard streams: -1 means /dev/null. The descriptors are dup2'ed, so the caller keeps its own.
+  int stdin_fd = -1;
+  int stdout_fd = -1;
+  int stderr_fd = -1;
+  // Further descriptors to pass on: {caller's fd, fd number in the child}. Everything else above 2
+  // is closed (close_range) before exec, CLOEXEC or not.
+  std::vector<std::pair<int, int>> pass_fds;
+  // Drop to this identity before exec (setgroups(0), setgid, setuid), when the caller is root.
+  std::optional<uid_t> uid;
+  std::optional<gid_t> gid;
+  bool new_session = false;       // setsid(): no controlling terminal, so no TIOCSTI into ours
+  bool die_with_parent = false;   // PR_SET_PDEATHSIG(SIGKILL)
+  // Descriptors of cgroup.procs files (opened by the caller, O_WRONLY); the child writes "0" into
+  // each before exec, which moves itself into that group before any job code runs.
+  std::vector<int> join_cgroup_fds;
+  // Stop before exec until Child::release(): lets the caller place the pid somewhere (a systemd
+  // scope) before the program starts.
+  bool hold_until_release = false;
+};
+
+class Child {
+ public:
+  Child() = default;
+  Child(Child&& other) noexcept;
+  Child& operator=(Child&& other) noexcept;
+  Child(const Child&) = delete;
+  Child& operator=(const Child&) = delete;
+  ~Child();
+
+  pid_t pid() const { return pid_; }
+  int pidfd() const { return pidfd_.get(); }
+  bool running() const { return pid_ > 0 && !reaped_; }
+
+  // For a held child: lets it continue to exec and reports whether exec succeeded.
+  Status release();
+  // pidfd_send_signal(2).
+  Status signal(int sig) const;
+  // Waits for exit and reaps.
+  Result<ExitStatus> wait();
+  // Waits at most timeout_ms; nullopt if still running.
+  Result<std::optional<ExitStatus>> wait_for(int64_t timeout_ms);
+  // SIGKILL and reap; safe to call on an already-reaped child.
+  void kill_and_reap();
+
+ private:
+  friend Result<Child> spawn(const SpawnOptions& options);
+  pid_t pid_ = -1;
+  UniqueFd pidfd_;
+  UniqueFd release_fd_;  // write end the held child waits on
+  UniqueFd report_fd_;   // read end of the {step, errno} report pipe
+  bool reaped_ = false;
+  std::string program_;
+};
+
+// pidfd_open(2) / pidfd_send_signal(2) without glibc's wrappers (see process.cc).
+int pidfd_open_raw(pid_t pid, unsigned flags);
+int pidfd_send_signal_raw(int pidfd, int sig);
+
+// Forks and execs. Unless hold_until_release is set, returns only after exec succeeded (or with
+// the failing step and its errno: "spawn /usr/bin/bwrap: setuid: Operation not permitted").
+Result<Child> spawn(const SpawnOptions& options);
+
+// Runs a helper program to completion, capturing stdout and stderr (each capped at max_output
+// bytes; the rest is drained and dropped) and killing it after timeout_ms.
+struct Captured {
+  ExitStatus status;
+  std::string out;
+  std::string err;
+  bool timed_out = false;
+};
+Result<Captured> run_capture(SpawnOptions options, int64_t timeout_ms,
+                             size_t max_output = 1024 * 1024);
+
+// Looks a program up on $PATH (or the standard system directories when PATH is unset);
+// returns an absolute path.
+Result<std::string> find_program(const std::string& name);
+
+}  // namespace sealrun

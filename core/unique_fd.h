@@ -1,0 +1,39 @@
+// UniqueFd: the only owner of a file descriptor. Move-only; closes on destruction, so no path can
+// leak or double-close a raw int (the nsjail failure mode STYLE.md names).
+#pragma once
+
+#include <unistd.h>
+
+#include <utility>
+
+namespace sealrun {
+
+class UniqueFd {
+ public:
+  UniqueFd() = default;
+  explicit UniqueFd(int fd) : fd_(fd) {}
+  UniqueFd(const UniqueFd&) = delete;
+  UniqueFd& operator=(const UniqueFd&) = delete;
+  UniqueFd(UniqueFd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+  UniqueFd& operator=(UniqueFd&& other) noexcept {
+    if (this != &other) reset(std::exchange(other.fd_, -1));
+    return *this;
+  }
+  ~UniqueFd() { reset(); }
+
+  int get() const { return fd_; }
+  bool valid() const { return fd_ >= 0; }
+  explicit operator bool() const { return valid(); }
+  // Gives up ownership without closing.
+  int release() { return std::exchange(fd_, -1); }
+  // close(2) errors are not retried: on Linux the fd is gone either way (see close(2), EINTR).
+  void reset(int fd = -1) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = fd;
+  }
+
+ private:
+  int fd_ = -1;
+};
+
+}  // namespace sealrun

@@ -1,0 +1,108 @@
+#include "core/process.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include "core/syscall.h"
+
+namespace sealrun {
+namespace {
+
+TEST(Spawn, CapturesOutputAndExitCode) {
+  SpawnOptions o;
+  o.argv = {"/bin/sh", "-c", "echo out; echo err >&2; exit 3"};
+  auto r = run_capture(o, 10000);
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  EXPECT_EQ(r->status.code, 3);
+  EXPECT_EQ(r->out, "out\n");
+  EXPECT_EQ(r->err, "err\n");
+}
+
+TEST(Spawn, ReportsTheFailingStepAndErrno) {
+  SpawnOptions o;
+  o.argv = {"/nonexistent/program"};
+  auto r = spawn(o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().err(), ENOENT);
+  EXPECT_NE(r.error().message().find("execve"), std::string::npos);
+}
+
+TEST(Spawn, ClosesInheritedDescriptorsEvenWithoutCloexec) {
+  // Fifty open descriptors, half without O_CLOEXEC (ACCEPTANCE 2): the child sees only 0, 1, 2
+  // and the one passed on as fd 3.
+  std::vector<int> leaked;
+  for (int i = 0; i < 50; ++i)
+    leaked.push_back(::open("/dev/null", i % 2 == 0 ? O_RDONLY : O_RDONLY | O_CLOEXEC));
+  int passed = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  SpawnOptions o;
+  o.argv = {"/bin/sh", "-c", "ls /proc/self/fd | sort -n | tr '\\n' ' '"};
+  o.pass_fds = {{passed, 3}};
+  auto r = run_capture(o, 10000);
+  for (int fd : leaked) ::close(fd);
+  ::close(passed);
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  // ls itself opens one directory fd to list /proc/self/fd.
+  EXPECT_EQ(r->out, "0 1 2 3 4 ");
+}
+
+TEST(Spawn, TimeoutKills) {
+  SpawnOptions o;
+  o.argv = {"/bin/sleep", "30"};
+  int64_t start = monotonic_ms();
+  auto r = run_capture(o, 200);
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r->timed_out);
+  EXPECT_LT(monotonic_ms() - start, 5000);
+}
+
+TEST(Child, HeldChildRunsOnlyAfterRelease) {
+  auto pipe = make_pipe();
+  ASSERT_TRUE(pipe.ok());
+  SpawnOptions o;
+  o.argv = {"/bin/sh", "-c", "echo started"};
+  o.stdout_fd = pipe->write_end.get();
+  o.hold_until_release = true;
+  auto child = spawn(o);
+  ASSERT_TRUE(child.ok()) << child.error().message();
+  pipe->write_end.reset();
+  ASSERT_EQ(::fcntl(pipe->read_end.get(), F_SETFL, O_NONBLOCK), 0);
+  char buf[16];
+  ::usleep(100 * 1000);
+  EXPECT_EQ(::read(pipe->read_end.get(), buf, sizeof buf), -1);  // nothing yet
+  ASSERT_TRUE(child->release().ok());
+  auto st = child->wait();
+  ASSERT_TRUE(st.ok());
+  EXPECT_TRUE(st->success());
+  EXPECT_EQ(::read(pipe->read_end.get(), buf, sizeof buf), 8);
+}
+
+TEST(Child, DroppedChildIsKilledAndReaped) {
+  pid_t pid;
+  {
+    SpawnOptions o;
+    o.argv = {"/bin/sleep", "30"};
+    auto child = spawn(o);
+    ASSERT_TRUE(child.ok());
+    pid = child->pid();
+  }
+  // Reaped: the pid no longer names our child.
+  EXPECT_EQ(::kill(pid, 0), -1);
+}
+
+TEST(Child, SignalThroughPidfd) {
+  SpawnOptions o;
+  o.argv = {"/bin/sleep", "30"};
+  auto child = spawn(o);
+  ASSERT_TRUE(child.ok());
+  ASSERT_TRUE(child->signal(SIGTERM).ok());
+  auto st = child->wait_for(5000);
+  ASSERT_TRUE(st.ok());
+  ASSERT_TRUE(st->has_value());
+  EXPECT_EQ((*st)->signal, SIGTERM);
+}
+
+}  // namespace
+}  // namespace sealrun
