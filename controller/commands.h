@@ -8,6 +8,9 @@
 namespace sealrun::cli {
 
 void register_fingerprint(CLI::App& app, int* exit_code);
+// `fingerprint image` and `fingerprint source`, added to the `fingerprint` sub-command
+// (controller/cmd_fingerprint_source.cc).
+void add_fingerprint_image_and_source(CLI::App& fingerprint, int* exit_code);
 void register_admit(CLI::App& app, int* exit_code);
 void register_probe(CLI::App& app, int* exit_code);
 void register_sweep(CLI::App& app, int* exit_code);

@@ -1,0 +1,42 @@
+// The job's system-call policy as plain data (minijail style): built once, unit-tested as data and
+// as compiled BPF, installed only by the mechanism (bwrap --seccomp FD, podman --security-opt
+// seccomp=FILE). Default allow; each rule denies one system call, optionally only when an argument
+// matches under a mask (e.g. clone with CLONE_NEWUSER, ioctl TIOCSTI on the full 64-bit value).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/result.h"
+
+namespace sealrun {
+
+struct ArgMatch {
+  unsigned index = 0;  // argument number, 0-based
+  uint64_t mask = ~0ULL;
+  uint64_t value = 0;  // deny when (arg & mask) == value
+};
+
+struct SyscallDenial {
+  std::string name;      // libseccomp spelling, e.g. "io_uring_setup"
+  int errno_value = 1;   // EPERM unless the rule says otherwise (ENOSYS for clone3)
+  std::vector<ArgMatch> args;  // all must match; empty: always deny
+  std::string why;       // one line for docs and probe output
+};
+
+struct SeccompPolicy {
+  std::vector<SyscallDenial> denials;
+  // Also cover the 32-bit ABIs (x86, x32) so a job cannot switch ABI to escape the filter.
+  bool include_compat_arches = true;
+};
+
+// The policy every job runs under.
+SeccompPolicy job_seccomp_policy();
+// Compiles to classic BPF with libseccomp (seccomp_export_bpf), for bwrap --seccomp.
+Result<std::string> compile_seccomp_bpf(const SeccompPolicy& policy);
+// The same policy as an OCI/podman JSON seccomp profile.
+std::string seccomp_policy_oci_json(const SeccompPolicy& policy);
+
+}  // namespace sealrun
