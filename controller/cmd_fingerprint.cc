@@ -1,8 +1,124 @@
-// `sealrun fingerprint`: not built yet (see the open issues); registers nothing so far.
+// `sealrun fingerprint tree|file` (and, through add_fingerprint_image_and_source, `image` and
+// `source`): the user-facing side of fingerprint/. Parses the command line, shows progress on a
+// terminal, and turns a Result into output and an exit code: 0 done, 1 failed (message on
+// stderr naming the input), 2 usage.
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
 #include "controller/commands.h"
+#include "controller/exit_codes.h"
+#include "controller/output.h"
+#include "fingerprint/file_hash.h"
+#include "fingerprint/tree.h"
 
 namespace sealrun::cli {
+namespace {
 
-void register_fingerprint(CLI::App& /*app*/, int* /*exit_code*/) {}
+struct TreeArgs {
+  std::string dir;
+  std::string out;
+  bool json = false;
+  unsigned threads = 0;
+};
+
+struct FileArgs {
+  std::string path;
+  bool json = false;
+};
+
+std::string human_bytes(uint64_t bytes) {
+  static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(bytes);
+  size_t unit = 0;
+  while (v >= 1024 && unit + 1 < std::size(kUnits)) {
+    v /= 1024;
+    ++unit;
+  }
+  return unit == 0 ? fmt::format("{} B", bytes) : fmt::format("{:.1f} {}", v, kUnits[unit]);
+}
+
+int run_tree(const TreeArgs& args) {
+  TreeOptions options;
+  options.threads = args.threads;
+  const bool show_progress = stderr_is_terminal();
+  if (show_progress) {
+    options.progress = [](uint64_t done, uint64_t total) {
+      // `total` grows while the walk is still discovering files.
+      int pct = total == 0 ? 100 : static_cast<int>(done * 100 / total);
+      fmt::print(stderr, "\rhashing: {} of {} ({}%)\033[K", human_bytes(done), human_bytes(total),
+                 pct);
+      std::fflush(stderr);
+    };
+  }
+  auto summary = write_tree_inventory(args.dir, args.out, options);
+  if (show_progress) {
+    fmt::print(stderr, "\r\033[K");
+    std::fflush(stderr);
+  }
+  if (!summary.ok()) {
+    print_error("fingerprint tree", summary.error());
+    return kExitFailure;
+  }
+  if (args.json) {
+    print_json({{"sha256", summary->sha256},
+                {"entries", summary->entries},
+                {"regular_bytes", summary->regular_bytes}});
+  } else {
+    fmt::print("tree sha256    {}  (SHA-256 of the inventory {})\n", summary->sha256, args.out);
+    fmt::print("entries        {}  (records after the header, \".\" included)\n",
+               summary->entries);
+    fmt::print("regular bytes  {}  ({}, the sum of all regular file sizes)\n",
+               summary->regular_bytes, human_bytes(summary->regular_bytes));
+  }
+  return kExitOk;
+}
+
+int run_file(const FileArgs& args) {
+  auto digest = hash_file(args.path);
+  if (!digest.ok()) {
+    print_error("fingerprint file", digest.error());
+    return kExitFailure;
+  }
+  if (args.json) {
+    print_json({{"path", args.path}, {"sha256", digest->sha256}, {"bytes", digest->bytes}});
+  } else {
+    fmt::print("{}  {}  ({} bytes)\n", digest->sha256, args.path, digest->bytes);
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+void register_fingerprint(CLI::App& app, int* exit_code) {
+  CLI::App* fp = app.add_subcommand(
+      "fingerprint", "Prove what bytes go in: hash a tree, a file, an image archive or a source");
+  fp->require_subcommand(1);
+
+  auto tree_args = std::make_shared<TreeArgs>();
+  CLI::App* tree = fp->add_subcommand(
+      "tree",
+      "Write the semantic-tree-v1 inventory of DIR (one JSON record per line, sorted by raw path "
+      "bytes; symlinks recorded, never followed) and print {sha256, entries, regular_bytes}");
+  tree->add_option("DIR", tree_args->dir, "Directory to inventory")->required();
+  tree->add_option("--out", tree_args->out, "Inventory file to write (must not exist yet)")
+      ->required();
+  tree->add_flag("--json", tree_args->json, "Print the summary as JSON");
+  tree->add_option("--threads", tree_args->threads,
+                   "Hashing threads (default: one per available CPU)");
+  tree->callback([tree_args, exit_code] { *exit_code = run_tree(*tree_args); });
+
+  auto file_args = std::make_shared<FileArgs>();
+  CLI::App* file = fp->add_subcommand(
+      "file", "SHA-256 and size of one regular file (a symlink is refused, never followed)");
+  file->add_option("PATH", file_args->path, "Regular file to hash")->required();
+  file->add_flag("--json", file_args->json, "Print {path, sha256, bytes} as JSON");
+  file->callback([file_args, exit_code] { *exit_code = run_file(*file_args); });
+
+  add_fingerprint_image_and_source(*fp, exit_code);
+}
 
 }  // namespace sealrun::cli
