@@ -1,1 +1,220 @@
-// Implementation pending.
+// The grant journal (grant_journal.h): one JSON record per run under <state>/grants (0700),
+// written atomically under an exclusive flock on <state>/grants/.lock, listed under a shared one.
+// Records are parsed from bounded reads with nlohmann; a record that cannot be read or parsed is
+// listed with its problem, never skipped, because sweep must know that something is unaccounted for.
+#include "containment/grant_journal.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "containment/resgroup/cgroupfs_io.h"
+#include "core/atomic_write.h"
+#include "core/bounded_file.h"
+#include "core/syscall.h"
+
+namespace sealrun {
+namespace {
+
+constexpr size_t kMaxRecordBytes = 64 * 1024;
+constexpr const char* kSchema = "sealrun-grant-v1";
+constexpr const char* kLockName = ".lock";
+
+// Holds an flock for its lifetime (released when the descriptor closes).
+class JournalLock {
+ public:
+  static Result<JournalLock> take(int dirfd, const std::string& dir, bool exclusive) {
+    auto fd = SEALRUN_TRY(open_at(dirfd, kLockName, O_RDWR | O_CREAT | O_NOFOLLOW, 0600));
+    if (retry_eintr([&] { return ::flock(fd.get(), exclusive ? LOCK_EX : LOCK_SH); }) != 0)
+      return Error::from_errno(fmt::format("flock {}/{}", dir, kLockName));
+    return JournalLock(std::move(fd));
+  }
+
+ private:
+  explicit JournalLock(UniqueFd fd) : fd_(std::move(fd)) {}
+  UniqueFd fd_;
+};
+
+std::string record_file(const std::string& id) { return id + ".json"; }
+
+template <typename T>
+Result<T> field(const nlohmann::json& j, const char* key) {
+  auto it = j.find(key);
+  if (it == j.end()) return Error::make(fmt::format("field '{}' is missing", key));
+  try {
+    if constexpr (std::is_same_v<T, std::string>) {
+      if (!it->is_string()) return Error::make(fmt::format("field '{}' is not a string", key));
+    } else if constexpr (std::is_same_v<T, std::vector<std::string>>) {
+      if (!it->is_array()) return Error::make(fmt::format("field '{}' is not an array", key));
+      for (const auto& e : *it)
+        if (!e.is_string())
+          return Error::make(fmt::format("field '{}' holds a non-string", key));
+    } else {
+      if (!it->is_number_integer())
+        return Error::make(fmt::format("field '{}' is not an integer", key));
+      auto v = it->get<int64_t>();
+      if (v < 0 || v > INT32_MAX)
+        return Error::make(fmt::format("field '{}' is out of range ({})", key, v));
+    }
+    return it->get<T>();
+  } catch (const nlohmann::json::exception& e) {
+    return Error::make(fmt::format("field '{}': {}", key, e.what()));
+  }
+}
+
+}  // namespace
+
+Result<std::string> own_process_start() { return resgroup::process_starttime("/proc", ::getpid()); }
+
+bool controller_alive(const GrantRecord& record, const std::string& proc_root) {
+  return resgroup::process_alive(proc_root, record.controller_pid, record.controller_start);
+}
+
+std::string grant_record_to_json(const GrantRecord& r) {
+  nlohmann::json j = {
+      {"schema", kSchema},
+      {"id", r.id},
+      {"owner_uid", r.owner_uid},
+      {"controller_pid", r.controller_pid},
+      {"controller_start", r.controller_start},
+      {"mechanism", r.mechanism},
+      {"job_user", r.job_user},
+      {"job_pid", r.job_pid},
+      {"container_name", r.container_name},
+      {"podman_root", r.podman_root},
+      {"group_backend", r.group_backend},
+      {"group_locators", r.group_locators},
+      {"owned_root", r.owned_root},
+      {"created_at", r.created_at},
+  };
+  return j.dump(2) + "\n";
+}
+
+Result<GrantRecord> grant_record_from_json(std::string_view text) {
+  nlohmann::json j;
+  try {
+    // Depth is bounded by the size cap of the read; records are flat.
+    j = nlohmann::json::parse(text.begin(), text.end());
+  } catch (const nlohmann::json::exception& e) {
+    return Error::make(fmt::format("not JSON: {}", e.what()));
+  }
+  if (!j.is_object()) return Error::make("not a JSON object");
+  std::string schema = SEALRUN_TRY(field<std::string>(j, "schema"));
+  if (schema != kSchema)
+    return Error::make(fmt::format("schema is '{}', expected '{}'", schema, kSchema));
+  GrantRecord r;
+  r.id = SEALRUN_TRY(field<std::string>(j, "id"));
+  if (!resgroup::valid_run_id(r.id)) return Error::make(fmt::format("id '{}' is not valid", r.id));
+  r.owner_uid = static_cast<uid_t>(SEALRUN_TRY(field<int64_t>(j, "owner_uid")));
+  r.controller_pid = static_cast<pid_t>(SEALRUN_TRY(field<int64_t>(j, "controller_pid")));
+  r.controller_start = SEALRUN_TRY(field<std::string>(j, "controller_start"));
+  r.mechanism = SEALRUN_TRY(field<std::string>(j, "mechanism"));
+  r.job_user = SEALRUN_TRY(field<std::string>(j, "job_user"));
+  r.job_pid = static_cast<pid_t>(SEALRUN_TRY(field<int64_t>(j, "job_pid")));
+  r.container_name = SEALRUN_TRY(field<std::string>(j, "container_name"));
+  r.podman_root = SEALRUN_TRY(field<std::string>(j, "podman_root"));
+  r.group_backend = SEALRUN_TRY(field<std::string>(j, "group_backend"));
+  r.group_locators = SEALRUN_TRY(field<std::vector<std::string>>(j, "group_locators"));
+  r.owned_root = SEALRUN_TRY(field<std::string>(j, "owned_root"));
+  r.created_at = SEALRUN_TRY(field<std::string>(j, "created_at"));
+  if (r.controller_pid <= 0) return Error::make("controller_pid must be positive");
+  return r;
+}
+
+Result<GrantJournal> GrantJournal::open(const std::string& state_dir) {
+  if (state_dir.empty()) return Error::make("grant journal: the state directory is empty");
+  if (::mkdir(state_dir.c_str(), 0700) != 0 && errno != EEXIST)
+    return Error::from_errno("grant journal: mkdir " + state_dir);
+  auto state = SEALRUN_TRY_CTX(open_at(AT_FDCWD, state_dir, O_RDONLY | O_DIRECTORY),
+                               "grant journal: open the state directory");
+  if (::mkdirat(state.get(), "grants", 0700) != 0 && errno != EEXIST)
+    return Error::from_errno(fmt::format("grant journal: mkdir {}/grants", state_dir));
+  GrantJournal j;
+  j.dir_ = state_dir + "/grants";
+  j.dirfd_ = SEALRUN_TRY_CTX(open_at(state.get(), "grants", O_RDONLY | O_DIRECTORY | O_NOFOLLOW),
+                             "grant journal: open " + j.dir_ + " (a symlink is refused)");
+  auto st = SEALRUN_TRY(fstat_fd(j.dirfd_.get(), j.dir_));
+  if (st.st_uid != ::geteuid())
+    return Error::make(fmt::format("grant journal: {} belongs to uid {}, not to us (uid {}); "
+                                   "refusing to trust it", j.dir_, st.st_uid, ::geteuid()));
+  // Records name processes and groups to kill: nobody else may add or change them.
+  if ((st.st_mode & 077) != 0 && ::fchmod(j.dirfd_.get(), 0700) != 0)
+    return Error::from_errno("grant journal: chmod 0700 " + j.dir_);
+  return j;
+}
+
+Status GrantJournal::record(const GrantRecord& record) {
+  if (!resgroup::valid_run_id(record.id))
+    return Error::make(fmt::format("grant journal: run id '{}' is not usable as a record name",
+                                   record.id));
+  auto lock = SEALRUN_TRY_CTX(JournalLock::take(dirfd_.get(), dir_, true), "grant journal");
+  return write_file_atomic(dir_ + "/" + record_file(record.id), grant_record_to_json(record), 0600)
+      .context("grant journal: record " + record.id);
+}
+
+Status GrantJournal::forget(const std::string& id) {
+  if (!resgroup::valid_run_id(id))
+    return Error::make(fmt::format("grant journal: run id '{}' is not a record name", id));
+  auto lock = SEALRUN_TRY_CTX(JournalLock::take(dirfd_.get(), dir_, true), "grant journal");
+  if (::unlinkat(dirfd_.get(), record_file(id).c_str(), 0) != 0 && errno != ENOENT)
+    return Error::from_errno(fmt::format("grant journal: remove {}/{}", dir_, record_file(id)));
+  if (::fsync(dirfd_.get()) != 0) return Error::from_errno("grant journal: fsync " + dir_);
+  return ok_status();
+}
+
+Result<std::vector<JournalEntry>> GrantJournal::list() {
+  auto lock = SEALRUN_TRY_CTX(JournalLock::take(dirfd_.get(), dir_, false), "grant journal");
+  int dup = ::fcntl(dirfd_.get(), F_DUPFD_CLOEXEC, 3);
+  if (dup < 0) return Error::from_errno("grant journal: dup " + dir_);
+  std::unique_ptr<DIR, int (*)(DIR*)> d(::fdopendir(dup), &::closedir);
+  if (!d) {
+    ::close(dup);
+    return Error::from_errno("grant journal: read " + dir_);
+  }
+  ::rewinddir(d.get());
+  std::vector<std::string> names;
+  while (struct dirent* e = ::readdir(d.get())) {
+    std::string n = e->d_name;
+    if (n != "." && n != ".." && n != kLockName) names.push_back(n);
+  }
+  std::sort(names.begin(), names.end());
+  std::vector<JournalEntry> out;
+  for (const auto& n : names) {
+    JournalEntry e;
+    e.file = dir_ + "/" + n;
+    bool json_name = n.size() > 5 && n.compare(n.size() - 5, 5, ".json") == 0 && n[0] != '.';
+    if (!json_name) {
+      e.problem = n.find(".tmp-") != std::string::npos
+                      ? "leftover temporary file of an interrupted record write"
+                      : "unexpected file in the grant journal (not <id>.json)";
+      out.push_back(std::move(e));
+      continue;
+    }
+    auto text = read_bounded_file(dirfd_.get(), n, kMaxRecordBytes);
+    if (!text) {
+      e.problem = "unreadable: " + text.error().message();
+      out.push_back(std::move(e));
+      continue;
+    }
+    auto rec = grant_record_from_json(*text);
+    if (!rec) {
+      e.problem = "corrupt: " + rec.error().message();
+    } else if (record_file(rec->id) != n) {
+      e.problem = fmt::format("corrupt: record id '{}' does not match its file name", rec->id);
+    } else {
+      e.readable = true;
+      e.record = std::move(*rec);
+    }
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+}  // namespace sealrun

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/result.h"
@@ -38,6 +39,16 @@ struct JournalEntry {
   std::string problem;             // why it could not be read (corrupt, too large, ...)
   GrantRecord record;
 };
+
+// The starttime (/proc/<pid>/stat field 22) of the calling process: GrantRecord::controller_start.
+Result<std::string> own_process_start();
+// True while the controller that wrote `record` runs: same pid, same starttime, not a zombie.
+// Sweep never touches the run of a live controller.
+bool controller_alive(const GrantRecord& record, const std::string& proc_root = "/proc");
+// The record as one JSON document ("schema": "sealrun-grant-v1"), and back (strict: every field
+// present with its type; the error names the first problem).
+std::string grant_record_to_json(const GrantRecord& record);
+Result<GrantRecord> grant_record_from_json(std::string_view text);
 
 class GrantJournal {
  public:
