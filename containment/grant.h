@@ -26,6 +26,8 @@ struct Grant {
   DimensionSet degraded;              // requested - enforced
   std::vector<std::string> tried;     // mechanisms asked, in order, with their verdicts
   ContainmentSpec spec;               // frozen at acquisition
+  // For a person, to be shown once by the caller (e.g. the report-only shortfall).
+  std::vector<std::string> warnings;
 };
 
 // Dimensions that a resource group (not the mechanism) enforces, from resgroup::probe_backends().
@@ -40,6 +42,10 @@ struct GroupCapabilities {
 Result<Grant> acquire_grant(const ContainmentSpec& spec,
                             const std::vector<Mechanism*>& mechanisms,
                             const GroupCapabilities& groups);
+
+// (probe's enforceable ∪ the group's dimensions) ∩ requested; empty when the probe is unavailable.
+DimensionSet enforced_dimensions(const MechanismProbe& probe, const GroupCapabilities& groups,
+                                 const DimensionSet& requested);
 
 // Re-check at the point of spawn: the grant must not claim more than `probe` shows the mechanism
 // can enforce (a hand-made or stale grant is refused).

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/result.h"
+#include "core/unique_fd.h"
 
 namespace sealrun {
 
@@ -36,6 +37,8 @@ struct SeccompPolicy {
 SeccompPolicy job_seccomp_policy();
 // Compiles to classic BPF with libseccomp (seccomp_export_bpf), for bwrap --seccomp.
 Result<std::string> compile_seccomp_bpf(const SeccompPolicy& policy);
+// The compiled program in a sealed memfd (offset 0), ready to pass to bwrap as --seccomp FD.
+Result<UniqueFd> seccomp_program_fd(const std::string& bpf);
 // The same policy as an OCI/podman JSON seccomp profile.
 std::string seccomp_policy_oci_json(const SeccompPolicy& policy);
 

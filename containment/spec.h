@@ -8,6 +8,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "containment/dimension.h"
@@ -52,5 +53,8 @@ struct ContainmentSpec {
 };
 
 Status validate_spec(const ContainmentSpec& spec);
+
+// The system paths that can never be (or contain) a writable mount target, for docs and probe.
+std::vector<std::string_view> reserved_mount_targets();
 
 }  // namespace sealrun

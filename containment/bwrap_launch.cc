@@ -1,0 +1,181 @@
+// Starting bwrap for a grant: see bwrap_launch.h. The mount sources are opened here, as the
+// controller, because the job user may not be able to reach them by path (a repository under
+// /root); bwrap binds them from the descriptors (--ro-bind-fd / --bind-fd), which needs no search
+// permission on the path. Descriptor numbers in bwrap: 0-2 stdio, 3 status, 4 seccomp, 5.. mounts;
+// nothing else crosses (spawn() closes every other descriptor, CLOEXEC or not).
+#include "containment/bwrap_launch.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "containment/bwrap_argv.h"
+#include "containment/resgroup/resource_group.h"
+#include "containment/seccomp_policy.h"
+#include "core/syscall.h"
+
+namespace sealrun::bwrap_internal {
+
+namespace {
+constexpr int kStatusFd = 3;
+constexpr int kSeccompFd = 4;
+constexpr int kFirstMountFd = 5;
+}  // namespace
+
+Result<std::string> resolve_bwrap(const BwrapOptions& options) {
+  if (!options.bwrap_path.empty()) {
+    struct stat st {};
+    if (::stat(options.bwrap_path.c_str(), &st) != 0)
+      return Error::from_errno(fmt::format("bubblewrap at {}", options.bwrap_path))
+          .context("bwrap is not installed there; install the bubblewrap package");
+    if (!S_ISREG(st.st_mode) || ::access(options.bwrap_path.c_str(), X_OK) != 0)
+      return Error::make(fmt::format("{} is not an executable file", options.bwrap_path));
+    return options.bwrap_path;
+  }
+  return find_program("bwrap").context("bubblewrap is not installed (apt-get install bubblewrap)");
+}
+
+Result<std::optional<JobUser>> resolve_run_as(const BwrapOptions& options) {
+  if (::geteuid() != 0) return std::optional<JobUser>{};
+  auto user = SEALRUN_TRY(
+      lookup_job_user(options.job_user.empty() ? job_user_name() : options.job_user));
+  return std::optional<JobUser>(std::move(user));
+}
+
+std::optional<long> status_value(const std::string& text, const std::string& key) {
+  std::string quoted = "\"" + key + "\"";
+  size_t pos = text.find(quoted);
+  if (pos == std::string::npos) return std::nullopt;
+  pos = text.find(':', pos + quoted.size());
+  if (pos == std::string::npos) return std::nullopt;
+  const char* start = text.c_str() + pos + 1;
+  char* end = nullptr;
+  long v = std::strtol(start, &end, 10);
+  if (end == start) return std::nullopt;
+  return v;
+}
+
+void pidfd_kill(int pidfd) {
+  if (pidfd >= 0) pidfd_send_signal_raw(pidfd, SIGKILL);
+}
+
+void drain_status(Launched& l) {
+  if (!l.status_read) return;
+  char buf[4096];
+  for (;;) {
+    ssize_t n = ::read(l.status_read.get(), buf, sizeof buf);
+    if (n > 0) {
+      if (l.status_text.size() < 65536) l.status_text.append(buf, static_cast<size_t>(n));
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n == 0) l.status_read.reset();  // bwrap closed it: it has exited
+    return;
+  }
+}
+
+Result<Launched> launch(const std::string& bwrap_path, const std::optional<JobUser>& run_as,
+                        const Grant& grant, resgroup::ResourceGroup* group, const JobIo& io,
+                        int64_t startup_timeout_ms) {
+  const ContainmentSpec& spec = grant.spec;
+  std::vector<UniqueFd> mount_fds;
+  BwrapFds fds;
+  std::vector<std::pair<int, int>> pass;
+  for (size_t i = 0; i < spec.mounts.size(); ++i) {
+    const auto& m = spec.mounts[i];
+    // O_NOFOLLOW: an admitted source that has become a symlink is refused, not followed.
+    auto fd = SEALRUN_TRY_CTX(open_at(AT_FDCWD, m.source, O_PATH | O_NOFOLLOW),
+                              fmt::format("open mount source for {}", m.target));
+    auto st = SEALRUN_TRY(fstat_fd(fd.get(), m.source));
+    if (S_ISLNK(st.st_mode))
+      return Error::make(fmt::format("mount source {} is a symlink; give the real path", m.source));
+    int target = kFirstMountFd + static_cast<int>(i);
+    pass.emplace_back(fd.get(), target);
+    fds.mount_sources.push_back(target);
+    mount_fds.push_back(std::move(fd));
+  }
+  std::string bpf;
+  UniqueFd seccomp_fd;
+  {  // Always installed, requested or not: it costs nothing and only narrows the job.
+    bpf = SEALRUN_TRY_CTX(compile_seccomp_bpf(job_seccomp_policy()), "compile seccomp policy");
+    seccomp_fd = SEALRUN_TRY(seccomp_program_fd(bpf));
+    pass.emplace_back(seccomp_fd.get(), kSeccompFd);
+    fds.seccomp = kSeccompFd;
+  }
+  auto status = SEALRUN_TRY(make_pipe());
+  if (::fcntl(status.read_end.get(), F_SETFL, O_NONBLOCK) != 0)
+    return Error::from_errno("make the bwrap status pipe non-blocking");
+  pass.emplace_back(status.write_end.get(), kStatusFd);
+  fds.json_status = kStatusFd;
+
+  SpawnOptions so;
+  so.argv = build_bwrap_argv(bwrap_path, grant, read_host_root_layout(), fds);
+  so.env = std::vector<std::string>{};  // bwrap itself needs no environment; the job's is --setenv
+  so.stdin_fd = io.stdin_fd;
+  so.stdout_fd = io.stdout_fd;
+  so.stderr_fd = io.stderr_fd;
+  so.pass_fds = pass;
+  if (run_as) {
+    so.uid = run_as->uid;
+    so.gid = run_as->gid;
+  }
+  so.new_session = true;
+  so.die_with_parent = true;
+  if (group != nullptr) {
+    so.join_cgroup_fds = group->join_fds();
+    so.hold_until_release = true;
+  }
+
+  Launched l;
+  l.bwrap = SEALRUN_TRY(spawn(so));
+  if (group != nullptr) {
+    Status adopted = group->adopt(l.bwrap.pid());
+    if (!adopted) {
+      l.bwrap.kill_and_reap();
+      return std::move(adopted).error().context("place bwrap in the resource group");
+    }
+    SEALRUN_TRY(l.bwrap.release());
+  }
+  status.write_end.reset();
+  mount_fds.clear();
+  seccomp_fd.reset();
+  l.status_read = std::move(status.read_end);
+
+  // Wait for {"child-pid": N}, or for bwrap to give up (it prints why on the job's stderr).
+  int64_t deadline = monotonic_ms() + startup_timeout_ms;
+  while (!status_value(l.status_text, "child-pid")) {
+    int64_t left = deadline - monotonic_ms();
+    if (left <= 0) {
+      l.bwrap.kill_and_reap();
+      return Error::make(fmt::format("bwrap did not start the sandbox within {} ms",
+                                     startup_timeout_ms));
+    }
+    struct pollfd p[2] = {{l.status_read.get(), POLLIN, 0}, {l.bwrap.pidfd(), POLLIN, 0}};
+    int nfds = l.status_read ? 2 : 1;
+    struct pollfd* first = l.status_read ? &p[0] : &p[1];
+    int rc = ::poll(first, static_cast<nfds_t>(nfds), static_cast<int>(std::min<int64_t>(left, 1000)));
+    if (rc < 0 && errno != EINTR) return Error::from_errno("poll bwrap status");
+    drain_status(l);
+    if (status_value(l.status_text, "child-pid")) break;
+    if (!l.status_read || (p[1].revents & POLLIN) != 0) {
+      auto st = l.bwrap.wait_for(2000);
+      std::string how = st.ok() && st->has_value() ? (*st)->describe() : "no exit status";
+      l.bwrap.kill_and_reap();
+      return Error::make(fmt::format(
+          "bwrap exited before starting the sandbox ({}); its message is on the job's stderr", how));
+    }
+  }
+  l.sandbox_pid = static_cast<pid_t>(*status_value(l.status_text, "child-pid"));
+  int pidfd = pidfd_open_raw(l.sandbox_pid, 0);
+  if (pidfd >= 0) l.sandbox_pidfd.reset(pidfd);
+  return l;
+}
+
+}  // namespace sealrun::bwrap_internal
