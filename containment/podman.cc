@@ -1,1 +1,289 @@
-// Implementation pending.
+// The rootless podman mechanism and its running job (see podman.h). spawn() prepares the run's
+// storage, loads the verified archive and refuses unless the loaded image has the admitted id, then
+// starts `podman run` (built by podman_argv.cc) as the job user inside the resource group. The job
+// is stopped with `podman kill` (TERM, grace, KILL) and, should podman itself hang, by signalling
+// the podman process through its pidfd; cleanup removes the container by name and the storage.
+#include "containment/podman.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+
+#include <algorithm>
+#include <atomic>
+#include <mutex>
+#include <optional>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "containment/grant.h"
+#include "containment/podman_probe.h"
+#include "containment/podman_runner.h"
+#include "containment/podman_storage.h"
+#include "containment/resgroup/resource_group.h"
+#include "core/bounded_file.h"
+#include "core/syscall.h"
+
+namespace sealrun {
+
+namespace {
+
+using podman::HostFacts;
+using podman::JobUser;
+using podman::StorageLayout;
+
+// Polls a pidfd for exit without reaping (safe alongside a wait() in another thread).
+bool exited_within(int pidfd, int64_t timeout_ms) {
+  int64_t deadline = monotonic_ms() + timeout_ms;
+  for (;;) {
+    struct pollfd p {pidfd, POLLIN, 0};
+    int64_t left = std::max<int64_t>(0, deadline - monotonic_ms());
+    int rc = ::poll(&p, 1, static_cast<int>(std::min<int64_t>(left, 1 << 30)));
+    if (rc > 0) return true;
+    if (rc == 0) return false;
+    if (errno != EINTR) return false;
+  }
+}
+
+std::string join(const std::vector<std::string>& v, const char* sep) {
+  std::string out;
+  for (const auto& s : v) out += (out.empty() ? "" : sep) + s;
+  return out;
+}
+
+class PodmanJob final : public ContainedJob {
+ public:
+  PodmanJob(JobUser user, StorageLayout layout, HostFacts facts, std::string run_id, Child child,
+            int64_t wall_clock_ms, int64_t grace_ms, int64_t command_timeout_ms,
+            std::vector<std::string> setup_actions)
+      : user_(std::move(user)), layout_(std::move(layout)), facts_(std::move(facts)),
+        run_id_(std::move(run_id)), child_(std::move(child)),
+        deadline_ms_(monotonic_ms() + wall_clock_ms), grace_ms_(grace_ms),
+        command_timeout_ms_(command_timeout_ms), setup_actions_(std::move(setup_actions)) {}
+
+  ~PodmanJob() override {
+    if (!cleaned_) {
+      (void)stop(0);
+      (void)cleanup();
+    }
+  }
+
+  pid_t pid() const override { return child_.pid(); }
+
+  std::string container_id() const override {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (cid_.empty()) {
+      auto text = read_bounded_file(AT_FDCWD, layout_.cidfile, 4096);
+      if (text) cid_ = text->substr(0, text->find_first_of(" \n"));
+    }
+    return cid_;
+  }
+
+  Result<JobExit> wait() override {
+    JobExit exit;
+    if (!exited_within(child_.pidfd(), std::max<int64_t>(0, deadline_ms_ - monotonic_ms()))) {
+      exit.timed_out = true;
+      SEALRUN_TRY_CTX(stop(grace_ms_), fmt::format("stop container {} at its wall-clock limit",
+                                                   podman::container_name(run_id_)));
+    }
+    (void)container_id();  // the cidfile is gone once cleanup removed the storage
+    exit.status = SEALRUN_TRY_CTX(child_.wait(), "wait for podman run");
+    return exit;
+  }
+
+  Status stop(int64_t grace_ms) override {
+    if (exited_within(child_.pidfd(), 0)) return ok_status();
+    // podman kill reaches the container's PID 1 through the runtime; if the container does not
+    // exist yet (still being created), the podman process forwards TERM itself (--sig-proxy).
+    if (!kill_container("TERM")) (void)child_.signal(SIGTERM);
+    if (exited_within(child_.pidfd(), grace_ms)) return ok_status();
+    (void)kill_container("KILL");
+    if (exited_within(child_.pidfd(), 10 * 1000)) return ok_status();
+    // podman itself hangs: kill it; cleanup's `podman rm -f` ends a container it left running.
+    (void)child_.signal(SIGKILL);
+    if (exited_within(child_.pidfd(), 5 * 1000)) return ok_status();
+    return Error::make(fmt::format("podman run (pid {}) did not exit after KILL", child_.pid()));
+  }
+
+  Result<std::vector<std::string>> cleanup() override {
+    std::vector<std::string> actions = setup_actions_;
+    bool confirmed = true;
+    if (child_.running()) {
+      Status st = stop(0);
+      actions.push_back(st ? "stopped podman run" : "stop podman run: " + st.error().message());
+      child_.kill_and_reap();
+    }
+    std::string name = podman::container_name(run_id_);
+    auto rm = podman::run_as_job_user(user_, layout_, podman::rm_argv(layout_, facts_, run_id_),
+                                      command_timeout_ms_);
+    actions.push_back(rm ? fmt::format("podman rm -f {}: ok", name)
+                         : fmt::format("podman rm -f {}: {}", name, rm.error().message()));
+    auto left = podman::podman_output(user_, layout_, podman::ps_argv(layout_, facts_, run_id_),
+                                      command_timeout_ms_);
+    if (left && left->find_first_not_of(" \n") == std::string::npos) {
+      actions.push_back(fmt::format("podman ps -a --filter label={}: none left",
+                                    podman::run_label(run_id_)));
+    } else {
+      confirmed = false;
+      actions.push_back(fmt::format("podman ps -a --filter label={}: {}",
+                                    podman::run_label(run_id_),
+                                    left ? "still there: " + *left : left.error().message()));
+    }
+    Status removed = podman::remove_storage(layout_, user_, facts_, actions);
+    confirmed = confirmed && removed.ok();
+    cleaned_ = true;
+    if (!confirmed)
+      return Error::make(fmt::format("podman cleanup not confirmed: {}", join(actions, "; ")));
+    return actions;
+  }
+
+ private:
+  bool kill_container(const char* signal) {
+    auto r = podman::run_as_job_user(user_, layout_,
+                                     podman::kill_argv(layout_, facts_, run_id_, signal),
+                                     command_timeout_ms_);
+    return r.ok();
+  }
+
+  JobUser user_;
+  StorageLayout layout_;
+  HostFacts facts_;
+  std::string run_id_;
+  Child child_;
+  int64_t deadline_ms_;
+  int64_t grace_ms_;
+  int64_t command_timeout_ms_;
+  std::vector<std::string> setup_actions_;
+  mutable std::mutex mu_;
+  mutable std::string cid_;
+  std::atomic<bool> cleaned_{false};
+};
+
+class PodmanMechanism final : public Mechanism {
+ public:
+  explicit PodmanMechanism(PodmanOptions options) : options_(std::move(options)) {}
+
+  std::string_view name() const override { return "podman"; }
+
+  MechanismProbe probe() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!outcome_) {
+      try {
+        outcome_ = podman::run_probe(options_);
+      } catch (const std::exception& e) {  // a probe that throws counts as unavailable
+        podman::ProbeOutcome failed;
+        failed.probe.name = "podman";
+        failed.probe.unavailable_reason = std::string("probe failed: ") + e.what();
+        outcome_ = failed;
+      }
+    }
+    return outcome_->probe;
+  }
+
+  Result<std::unique_ptr<ContainedJob>> spawn(const Grant& grant, resgroup::ResourceGroup* group,
+                                              const JobIo& io) override {
+    const ContainmentSpec& spec = grant.spec;
+    SEALRUN_TRY(check_grant(grant, group));
+    JobUser user = SEALRUN_TRY(podman::resolve_job_user());
+    StorageLayout layout = podman::storage_layout(spec.owned_root);
+    SEALRUN_TRY(podman::prepare_storage(layout, user));
+    std::vector<std::string> actions;
+    auto job = start(grant, group, io, user, layout, actions);
+    if (!job) {
+      // Nothing may stay behind from a refused or failed start: no container, no storage.
+      std::vector<std::string> undo;
+      (void)podman::run_as_job_user(user, layout,
+                                    podman::rm_argv(layout, facts_, spec.run_id),
+                                    options_.command_timeout_ms);
+      (void)podman::remove_storage(layout, user, facts_, undo);
+    }
+    return job;
+  }
+
+ private:
+  // The spawn-time re-check: the grant must be this mechanism's, and claim nothing the probe did
+  // not see enforced here (memory and pids may come from the resource group instead).
+  Status check_grant(const Grant& grant, resgroup::ResourceGroup* group) {
+    SEALRUN_TRY_CTX(validate_spec(grant.spec), "podman spawn");
+    if (grant.mechanism != "podman")
+      return Error::make(fmt::format("podman spawn: the grant is for mechanism \"{}\"",
+                                     grant.mechanism));
+    if (!grant.spec.image)
+      return Error::make("podman spawn: the spec names no image (a verified archive and id)");
+    MechanismProbe p = probe();
+    if (!p.available) return Error::make("podman spawn: podman unavailable: " + p.unavailable_reason);
+    DimensionSet from_group{Dimension::kMemory, Dimension::kProcessCount};
+    DimensionSet claimed = grant.enforced - (group != nullptr ? from_group : DimensionSet{});
+    DimensionSet beyond = claimed - p.enforceable();
+    if (!beyond.empty())
+      return Error::make(fmt::format(
+          "podman spawn: the grant claims {} enforced, which podman cannot enforce here{}",
+          beyond.joined(), group == nullptr ? " (and no resource group was given)" : ""));
+    std::lock_guard<std::mutex> lock(mu_);
+    facts_ = outcome_->facts;
+    return ok_status();
+  }
+
+  Result<std::unique_ptr<ContainedJob>> start(const Grant& grant, resgroup::ResourceGroup* group,
+                                              const JobIo& io, const JobUser& user,
+                                              const StorageLayout& layout,
+                                              std::vector<std::string>& actions) {
+    const ContainmentSpec& spec = grant.spec;
+    SEALRUN_TRY(podman::write_seccomp_profile(layout, user, podman::job_seccomp_profile_json()));
+    std::string archive = SEALRUN_TRY(
+        podman::accessible_image_archive(layout, user, spec.image->archive_path, actions));
+    SEALRUN_TRY_CTX(podman::run_as_job_user(user, layout,
+                                            podman::load_argv(layout, facts_, archive),
+                                            options_.command_timeout_ms),
+                    fmt::format("load image archive {}", spec.image->archive_path));
+    std::string ids = SEALRUN_TRY(podman::podman_output(
+        user, layout, podman::image_ids_argv(layout, facts_), options_.command_timeout_ms));
+    std::string want = "sha256:" + SEALRUN_TRY(podman::image_hex(spec.image->image_id));
+    std::istringstream in(ids);
+    std::vector<std::string> loaded;
+    for (std::string line; std::getline(in, line);)
+      if (!line.empty()) loaded.push_back(line.rfind("sha256:", 0) == 0 ? line : "sha256:" + line);
+    if (std::find(loaded.begin(), loaded.end(), want) == loaded.end())
+      return Error::make(fmt::format(
+          "image archive {} loaded as [{}], not the admitted image id {}: refusing to run",
+          spec.image->archive_path, join(loaded, ", "), want));
+    actions.push_back(fmt::format("loaded {} as {} (matches the admitted id)",
+                                  spec.image->archive_path, want));
+    auto mounts = SEALRUN_TRY(podman::prepare_mounts(spec, layout, user, actions));
+    auto argv = SEALRUN_TRY(podman::run_argv(spec, mounts, layout, facts_, want));
+
+    SpawnOptions o = podman::as_job_user(user, layout, argv);
+    o.stdin_fd = io.stdin_fd;
+    o.stdout_fd = io.stdout_fd;
+    o.stderr_fd = io.stderr_fd;
+    if (group != nullptr) {
+      o.join_cgroup_fds = group->join_fds();
+      o.hold_until_release = true;
+    }
+    Child child = SEALRUN_TRY_CTX(spawn_process(o), "start podman run");
+    if (group != nullptr) {
+      Status adopted = group->adopt(child.pid());
+      if (!adopted) return std::move(adopted).error().context("place podman in the resource group");
+      SEALRUN_TRY_CTX(child.release(), "start podman run");
+    }
+    return std::unique_ptr<ContainedJob>(std::make_unique<PodmanJob>(
+        user, layout, facts_, spec.run_id, std::move(child), spec.wall_clock_ms,
+        spec.stop_grace_ms, options_.command_timeout_ms, std::move(actions)));
+  }
+
+  static Result<Child> spawn_process(const SpawnOptions& o) { return sealrun::spawn(o); }
+
+  PodmanOptions options_;
+  std::mutex mu_;
+  std::optional<podman::ProbeOutcome> outcome_;
+  HostFacts facts_;
+};
+
+}  // namespace
+
+std::unique_ptr<Mechanism> make_podman_mechanism(PodmanOptions options) {
+  return std::make_unique<PodmanMechanism>(std::move(options));
+}
+
+}  // namespace sealrun

@@ -1,0 +1,39 @@
+// The rootless podman mechanism: runs a job as a container of the verified image, with podman
+// itself running as the unprivileged job user and keeping all of its state below the run's owned
+// root. The boundary comes from podman's flags (podman_argv.h: no network, read-only root, no
+// capabilities, no_new_privs, the job seccomp policy, only the admitted mounts writable); memory
+// and pids limits come from the resource group the podman process is placed into before exec
+// (on this cgroup v1 host conmon and the container inherit it: rootless podman with cgroupfs
+// creates no groups of its own, checked by tests/containment/podman_integration_test.cc).
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "containment/mechanism.h"
+#include "containment/podman_argv.h"
+
+namespace sealrun {
+
+struct PodmanOptions {
+  std::string podman_path;  // empty: found on PATH
+  // The probe builds a throwaway busybox image here (a directory the job user can traverse);
+  // empty: /var/tmp. Its working directory is removed afterwards.
+  std::string probe_dir;
+  std::string busybox_path = "/bin/busybox";
+  // Time limits for podman's own housekeeping commands (load, kill, rm, ps, inspect).
+  int64_t command_timeout_ms = 120 * 1000;
+};
+
+std::unique_ptr<Mechanism> make_podman_mechanism(PodmanOptions options = {});
+
+namespace podman {
+// The probe's verdicts, separated from running it so the parsing is unit-tested: `status` is the
+// throwaway container's /proc/self/status, `checks` its "name=value" lines from the probe script.
+std::vector<DimensionCheck> dimensions_from_probe(const std::string& status,
+                                                  const std::string& checks,
+                                                  const std::string& podman_stderr,
+                                                  const HostFacts& facts);
+}  // namespace podman
+
+}  // namespace sealrun

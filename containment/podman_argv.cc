@@ -1,0 +1,185 @@
+// Pure builders of podman command lines (see podman_argv.h). Each flag of `podman run` is chosen
+// for a stated reason, so a reviewer can check the job's boundary by reading one function.
+#include "containment/podman_argv.h"
+
+#include <fmt/format.h>
+
+#include <string_view>
+
+namespace sealrun::podman {
+
+StorageLayout storage_layout(const std::string& owned_root) {
+  StorageLayout l;
+  l.base = owned_root + "/podman";
+  l.home = l.base + "/home";
+  l.graph_root = l.base + "/graph";
+  l.run_root = l.base + "/runroot";
+  l.tmp_dir = l.base + "/tmp";
+  l.runtime_dir = l.base + "/xdg";
+  l.stage_dir = l.base + "/stage";
+  l.seccomp_profile = l.base + "/seccomp.json";
+  l.image_copy = l.base + "/image.tar";
+  l.cidfile = l.base + "/container.id";
+  l.conmon_pidfile = l.base + "/conmon.pid";
+  return l;
+}
+
+std::vector<std::string> storage_dirs(const StorageLayout& l) {
+  return {l.base, l.home, l.graph_root, l.run_root, l.tmp_dir, l.runtime_dir, l.stage_dir};
+}
+
+std::vector<std::string> podman_environment(const StorageLayout& l) {
+  return {
+      "PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin",  // podman finds conmon, runc, newuidmap
+      "HOME=" + l.home,
+      "XDG_RUNTIME_DIR=" + l.runtime_dir,
+      "TMPDIR=" + l.tmp_dir,
+  };
+}
+
+std::vector<std::string> global_args(const StorageLayout& l, const HostFacts& f) {
+  return {
+      f.podman_path,
+      "--root", l.graph_root,
+      "--runroot", l.run_root,
+      "--tmpdir", l.tmp_dir,
+      // vfs needs neither fuse-overlayfs nor kernel overlay in a user namespace (TESTBED.md).
+      "--storage-driver", "vfs",
+      "--runtime", f.runtime_path,
+      // The systemd manager is unreachable rootless here; cgroupfs lets podman run inside the
+      // resource group the controller placed it in, which conmon and the container inherit.
+      "--cgroup-manager", "cgroupfs",
+      // No journald, and no events file growing outside the run's accounting.
+      "--events-backend", "none",
+  };
+}
+
+std::string container_name(const std::string& run_id) { return "sealrun-" + run_id; }
+std::string run_label(const std::string& run_id) { return "sealrun.run=" + run_id; }
+
+Result<std::string> image_hex(const std::string& image_id) {
+  std::string_view hex = image_id;
+  if (hex.substr(0, 7) == "sha256:") hex.remove_prefix(7);
+  bool ok = hex.size() == 64;
+  for (char c : hex) ok = ok && ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'));
+  if (!ok)
+    return Error::make(fmt::format(
+        "image id \"{}\" is not \"sha256:\" followed by 64 lowercase hex digits", image_id));
+  return std::string(hex);
+}
+
+Result<std::string> mount_option(const MountSpec& m) {
+  for (const std::string* p : {&m.source, &m.target}) {
+    if (p->empty() || (*p)[0] != '/')
+      return Error::make(fmt::format("mount path \"{}\" must be absolute", *p));
+    // podman splits --mount on ',' and each field on '='; such a path would be misread as options.
+    if (p->find_first_of(",=\n") != std::string::npos)
+      return Error::make(fmt::format(
+          "mount path \"{}\" contains ',', '=' or a newline, which podman's --mount syntax cannot "
+          "carry; rename it",
+          *p));
+  }
+  std::string opt = fmt::format("type=bind,src={},dst={}", m.source, m.target);
+  if (m.access == MountSpec::Access::kReadOnly) opt += ",ro=true";
+  return opt;
+}
+
+Result<std::vector<std::string>> run_argv(const ContainmentSpec& spec,
+                                          const std::vector<MountSpec>& mounts,
+                                          const StorageLayout& l, const HostFacts& f,
+                                          const std::string& image_id) {
+  std::string hex = SEALRUN_TRY(image_hex(image_id));
+  if (spec.argv.empty()) return Error::make("podman run: the job has an empty argv");
+  std::vector<std::string> a = global_args(l, f);
+  auto add = [&a](std::initializer_list<std::string> more) { a.insert(a.end(), more); };
+  add({"run",
+       // Kept after exit so cleanup can confirm and remove it by name, reporting each step.
+       "--rm=false", "--name", container_name(spec.run_id), "--label", run_label(spec.run_id),
+       // No registry is reachable and a tag could be re-pointed: run the verified id, never pull.
+       "--pull=never",
+       // Own network namespace with only loopback: no connect() out, no host abstract sockets.
+       "--network=none",
+       // Root file system read-only, and no implicit writable tmpfs on /run, /tmp, /var/tmp
+       // (podman's --read-only-tmpfs default): only the admitted mounts and /tmp below are writable.
+       "--read-only", "--read-only-tmpfs=false",
+       "--cap-drop=all", "--security-opt", "no-new-privileges",
+       "--security-opt", "seccomp=" + l.seccomp_profile,
+       // A fixed hostname: podman always exports HOSTNAME, and a container id there would make
+       // builds differ from run to run.
+       "--hostname", "sealrun",
+       // The job's environment is exactly the admitted one: drop podman's defaults (PATH, TERM,
+       // container=podman), never copy the host's, never inject proxy variables.
+       "--unsetenv-all", "--env-host=false", "--http-proxy=false",
+       "--systemd=false",
+       // Output goes straight to the caller's descriptors through `podman run`'s attach; no
+       // log file grows outside the accounted trees.
+       "--log-driver", "none",
+       "--cidfile", l.cidfile, "--conmon-pidfile", l.conmon_pidfile,
+       // Default rootless mapping: container root is the unprivileged job user (with no
+       // capabilities), other ids are subordinate ids. keep-id would need /etc/passwd edits in a
+       // read-only root and buys nothing here.
+       "--workdir", spec.cwd,
+       "--tmpfs", "/tmp:rw,nosuid,nodev,exec,mode=1777"});
+  if (f.cgroups_v2) add({"--pids-limit", std::to_string(spec.pids_max)});
+  if (f.have_init) add({"--init"});
+  for (const auto& [key, value] : spec.env) add({"--env", key + "=" + value});
+  for (const MountSpec& m : mounts) {
+    std::string opt = SEALRUN_TRY_CTX(mount_option(m), "podman run");
+    add({"--mount", opt});
+  }
+  a.push_back(hex);
+  a.insert(a.end(), spec.argv.begin(), spec.argv.end());
+  return a;
+}
+
+std::vector<std::string> load_argv(const StorageLayout& l, const HostFacts& f,
+                                   const std::string& archive) {
+  auto a = global_args(l, f);
+  a.insert(a.end(), {"load", "--quiet", "--input", archive});
+  return a;
+}
+
+std::vector<std::string> image_ids_argv(const StorageLayout& l, const HostFacts& f) {
+  auto a = global_args(l, f);
+  a.insert(a.end(), {"images", "--all", "--no-trunc", "--quiet"});
+  return a;
+}
+
+std::vector<std::string> kill_argv(const StorageLayout& l, const HostFacts& f,
+                                   const std::string& run_id, const std::string& signal) {
+  auto a = global_args(l, f);
+  a.insert(a.end(), {"kill", "--signal", signal, container_name(run_id)});
+  return a;
+}
+
+std::vector<std::string> rm_argv(const StorageLayout& l, const HostFacts& f,
+                                 const std::string& run_id) {
+  auto a = global_args(l, f);
+  a.insert(a.end(), {"rm", "--force", "--time", "0", "--ignore", container_name(run_id)});
+  return a;
+}
+
+std::vector<std::string> ps_argv(const StorageLayout& l, const HostFacts& f,
+                                 const std::string& run_id) {
+  auto a = global_args(l, f);
+  a.insert(a.end(), {"ps", "--all", "--no-trunc", "--quiet", "--filter", "label=" + run_label(run_id)});
+  return a;
+}
+
+std::vector<std::string> inspect_pid_argv(const StorageLayout& l, const HostFacts& f,
+                                          const std::string& run_id) {
+  auto a = global_args(l, f);
+  a.insert(a.end(), {"inspect", "--type", "container", "--format", "{{.State.Pid}}",
+                     container_name(run_id)});
+  return a;
+}
+
+std::vector<std::string> unshare_rm_argv(const StorageLayout& l, const HostFacts& f,
+                                         const std::vector<std::string>& paths) {
+  auto a = global_args(l, f);
+  a.insert(a.end(), {"unshare", "rm", "-rf", "--"});
+  a.insert(a.end(), paths.begin(), paths.end());
+  return a;
+}
+
+}  // namespace sealrun::podman

@@ -1,0 +1,97 @@
+// Running podman as the job user (see podman_runner.h).
+#include "containment/podman_runner.h"
+
+#include <pwd.h>
+#include <unistd.h>
+
+#include <cstdlib>
+
+#include <fmt/format.h>
+
+namespace sealrun::podman {
+
+Result<JobUser> resolve_job_user() {
+  JobUser u;
+  if (::geteuid() != 0) {
+    u.uid = ::geteuid();
+    u.gid = ::getegid();
+    struct passwd* pw = ::getpwuid(u.uid);
+    u.name = pw != nullptr ? pw->pw_name : std::to_string(u.uid);
+    return u;
+  }
+  const char* env = ::getenv("SEALRUN_JOB_USER");
+  u.name = env != nullptr && *env != '\0' ? env : "sealrun";
+  struct passwd pw {};
+  struct passwd* found = nullptr;
+  char buf[4096];
+  int rc = ::getpwnam_r(u.name.c_str(), &pw, buf, sizeof buf, &found);
+  if (rc != 0 || found == nullptr)
+    return Error::with_errno(rc, fmt::format(
+        "job user \"{}\" does not exist: run .ci/setup (it creates it with subordinate ids) or "
+        "set SEALRUN_JOB_USER to an unprivileged user",
+        u.name));
+  if (pw.pw_uid == 0)
+    return Error::make(fmt::format("job user \"{}\" is root; rootless podman needs an "
+                                   "unprivileged user (SEALRUN_JOB_USER)",
+                                   u.name));
+  u.uid = pw.pw_uid;
+  u.gid = pw.pw_gid;
+  u.drop = true;
+  return u;
+}
+
+SpawnOptions as_job_user(const JobUser& user, const StorageLayout& layout,
+                         std::vector<std::string> argv) {
+  SpawnOptions o;
+  o.argv = std::move(argv);
+  o.env = podman_environment(layout);
+  if (user.drop) {
+    o.uid = user.uid;
+    o.gid = user.gid;
+  }
+  o.cwd = "/";  // the caller's cwd may be unreadable for the job user
+  o.new_session = true;
+  o.die_with_parent = true;
+  return o;
+}
+
+std::string describe_command(const std::vector<std::string>& argv) {
+  // Skip the global flags (global_args() ends with "--events-backend none"): name the subcommand.
+  size_t start = 0;
+  for (size_t i = 0; i + 1 < argv.size(); ++i)
+    if (argv[i] == "--events-backend") start = i + 2;
+  std::string out = start == 0 ? argv.at(0) : "podman";
+  if (start == 0) start = 1;
+  for (size_t i = start; i < argv.size() && i < start + 3; ++i) out += " " + argv[i];
+  if (argv.size() > start + 3) out += " ...";
+  return out;
+}
+
+std::string last_stderr_line(const std::string& err) {
+  size_t end = err.find_last_not_of(" \n\r\t");
+  if (end == std::string::npos) return {};
+  size_t start = err.rfind('\n', end);
+  start = start == std::string::npos ? 0 : start + 1;
+  return err.substr(start, end - start + 1);
+}
+
+Result<Captured> run_as_job_user(const JobUser& user, const StorageLayout& layout,
+                                 std::vector<std::string> argv, int64_t timeout_ms) {
+  std::string what = describe_command(argv);
+  auto c = SEALRUN_TRY(run_capture(as_job_user(user, layout, std::move(argv)), timeout_ms,
+                                   256 * 1024));
+  if (c.timed_out)
+    return Error::make(fmt::format("{}: no answer within {} ms (killed)", what, timeout_ms));
+  if (!c.status.success())
+    return Error::make(fmt::format("{}: {}: {}", what, c.status.describe(),
+                                   last_stderr_line(c.err)));
+  return c;
+}
+
+Result<std::string> podman_output(const JobUser& user, const StorageLayout& layout,
+                                  std::vector<std::string> argv, int64_t timeout_ms) {
+  auto c = SEALRUN_TRY(run_as_job_user(user, layout, std::move(argv), timeout_ms));
+  return std::move(c.out);
+}
+
+}  // namespace sealrun::podman

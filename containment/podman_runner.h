@@ -1,0 +1,43 @@
+// Who runs podman and how: rootless podman must run as the unprivileged job user (SEALRUN_JOB_USER,
+// default "sealrun") when the controller is root, and as the caller otherwise, always with a
+// cleared environment (podman_environment()). This file owns that identity and the one helper that
+// runs a podman subcommand to completion with bounded output and a timeout.
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+#include "containment/podman_argv.h"
+#include "core/process.h"
+#include "core/result.h"
+
+namespace sealrun::podman {
+
+struct JobUser {
+  std::string name;
+  uid_t uid = 0;
+  gid_t gid = 0;
+  bool drop = false;  // true when the controller is root and must setuid/setgid before exec
+};
+
+// Root: getpwnam(SEALRUN_JOB_USER or "sealrun"); otherwise the caller itself.
+Result<JobUser> resolve_job_user();
+
+// Spawn options for `argv` as the job user with podman's cleared environment.
+SpawnOptions as_job_user(const JobUser& user, const StorageLayout& layout,
+                         std::vector<std::string> argv);
+
+// Runs argv as the job user; a non-zero exit becomes an error that quotes podman's stderr.
+Result<Captured> run_as_job_user(const JobUser& user, const StorageLayout& layout,
+                                 std::vector<std::string> argv, int64_t timeout_ms);
+Result<std::string> podman_output(const JobUser& user, const StorageLayout& layout,
+                                  std::vector<std::string> argv, int64_t timeout_ms);
+
+// "podman load --quiet --input ...": the subcommand without the global flags, for messages.
+std::string describe_command(const std::vector<std::string>& argv);
+// The last non-empty line of podman's stderr, trimmed: its "Error: ..." message.
+std::string last_stderr_line(const std::string& err);
+
+}  // namespace sealrun::podman

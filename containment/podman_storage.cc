@@ -1,0 +1,213 @@
+// The run's podman storage and mount access (see podman_storage.h).
+#include "containment/podman_storage.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <system_error>
+
+#include <fmt/format.h>
+
+#include "core/syscall.h"
+
+namespace sealrun::podman {
+
+namespace fs = std::filesystem;
+
+bool path_is_below(const std::string& path, const std::string& root) {
+  if (root.empty() || path.size() <= root.size()) return false;
+  if (path.compare(0, root.size(), root) != 0) return false;
+  return root == "/" || path[root.size()] == '/';
+}
+
+MountAction decide_mount_action(const MountSpec& m, const MountFacts& f) {
+  if (f.accessible_to_job_user) return MountAction::kBindAsIs;
+  // Only root can copy what the job user cannot read, or give a directory away.
+  if (!f.controller_is_root) return MountAction::kRefuse;
+  if (m.access == MountSpec::Access::kReadOnly) return MountAction::kStageCopy;
+  // A writable mount is the job's output: copying it would detach it from what the controller
+  // collects, so it is handed to the job user instead, and only when provably the run's own.
+  if (f.under_owned_root || f.empty_directory) return MountAction::kChownToJobUser;
+  return MountAction::kRefuse;
+}
+
+namespace {
+
+Status chown_path(const std::string& path, const JobUser& user) {
+  if (!user.drop) return ok_status();
+  if (::lchown(path.c_str(), user.uid, user.gid) != 0)
+    return Error::from_errno(fmt::format("chown {} to {}", path, user.name));
+  return ok_status();
+}
+
+// Runs a host tool as root (the controller), failing with its stderr.
+Status run_as_controller(std::vector<std::string> argv, int64_t timeout_ms) {
+  std::string what = describe_command(argv);
+  argv[0] = SEALRUN_TRY(find_program(argv[0]));
+  SpawnOptions o;
+  o.argv = std::move(argv);
+  o.env = std::vector<std::string>{"PATH=/usr/bin:/bin:/usr/sbin:/sbin", "LC_ALL=C"};
+  auto c = SEALRUN_TRY(run_capture(std::move(o), timeout_ms, 64 * 1024));
+  if (c.timed_out || !c.status.success())
+    return Error::make(fmt::format("{}: {}: {}", what,
+                                   c.timed_out ? "timed out" : c.status.describe(),
+                                   last_stderr_line(c.err)));
+  return ok_status();
+}
+
+// find(1) as the job user: prints the first entry it cannot use. access(2) with the job user's
+// real ids is the same check the kernel makes when the container (mapped to that user) opens it.
+Result<bool> job_user_can_use_tree(const JobUser& user, const StorageLayout& layout,
+                                   const std::string& path, bool writable) {
+  std::string find = SEALRUN_TRY(find_program("find"));
+  std::vector<std::string> argv = {find, path, "(", "!", "-readable", "-o", "-type", "d", "!",
+                                   "-executable"};
+  if (writable) argv.insert(argv.end(), {"-o", "!", "-writable"});
+  argv.insert(argv.end(), {")", "-print", "-quit"});
+  auto c = SEALRUN_TRY(run_capture(as_job_user(user, layout, std::move(argv)), 120 * 1000, 4096));
+  return !c.timed_out && c.status.success() && c.out.empty() && c.err.empty();
+}
+
+Result<bool> job_user_can_access(const JobUser& user, const StorageLayout& layout,
+                                 const std::string& path, const std::string& test_flag) {
+  std::string test = SEALRUN_TRY(find_program("test"));
+  auto c = SEALRUN_TRY(
+      run_capture(as_job_user(user, layout, {test, test_flag, path}), 10 * 1000, 4096));
+  return !c.timed_out && c.status.success();
+}
+
+bool is_empty_directory(const std::string& path) {
+  std::error_code ec;
+  auto st = fs::symlink_status(path, ec);
+  if (ec || !fs::is_directory(st)) return false;
+  return fs::directory_iterator(path, ec) == fs::directory_iterator() && !ec;
+}
+
+}  // namespace
+
+Status prepare_storage(const StorageLayout& layout, const JobUser& user) {
+  for (const std::string& dir : storage_dirs(layout)) {
+    SEALRUN_TRY_CTX(make_dir_at(AT_FDCWD, dir, 0700), "podman storage");
+    SEALRUN_TRY_CTX(chown_path(dir, user), "podman storage");
+  }
+  bool reachable = SEALRUN_TRY(job_user_can_access(user, layout, layout.runtime_dir, "-w"));
+  if (!reachable)
+    return Error::make(fmt::format(
+        "podman storage {}: the job user {} cannot reach it (a parent directory denies search); "
+        "put the state directory where {} can traverse (e.g. below /var/tmp), or grant o+x on its "
+        "parents",
+        layout.base, user.name, user.name));
+  return ok_status();
+}
+
+Status write_seccomp_profile(const StorageLayout& layout, const JobUser& user,
+                             const std::string& profile_json) {
+  auto fd = SEALRUN_TRY_CTX(
+      open_at(AT_FDCWD, layout.seccomp_profile, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0600),
+      "seccomp profile");
+  SEALRUN_TRY(write_all(fd.get(), profile_json, layout.seccomp_profile));
+  if (user.drop && ::fchown(fd.get(), user.uid, user.gid) != 0)
+    return Error::from_errno(fmt::format("chown {} to {}", layout.seccomp_profile, user.name));
+  return ok_status();
+}
+
+Result<std::string> accessible_image_archive(const StorageLayout& layout, const JobUser& user,
+                                             const std::string& archive,
+                                             std::vector<std::string>& actions) {
+  bool readable = SEALRUN_TRY(job_user_can_access(user, layout, archive, "-r"));
+  if (readable) return archive;
+  if (!user.drop)
+    return Error::make(fmt::format("image archive {} is not readable; make it readable", archive));
+  std::error_code ec;
+  fs::copy_file(archive, layout.image_copy, fs::copy_options::none, ec);
+  if (ec)
+    return Error::with_errno(ec.value(), fmt::format("copy image archive {} to {}", archive,
+                                                     layout.image_copy));
+  SEALRUN_TRY(chown_path(layout.image_copy, user));
+  ::chmod(layout.image_copy.c_str(), 0400);
+  actions.push_back(fmt::format("copied image archive {} to {} (unreadable for {})", archive,
+                                layout.image_copy, user.name));
+  return layout.image_copy;
+}
+
+Result<std::vector<MountSpec>> prepare_mounts(const ContainmentSpec& spec,
+                                              const StorageLayout& layout, const JobUser& user,
+                                              std::vector<std::string>& actions) {
+  std::vector<MountSpec> out;
+  int staged = 0;
+  for (const MountSpec& m : spec.mounts) {
+    bool writable = m.access == MountSpec::Access::kWritable;
+    MountFacts f;
+    f.accessible_to_job_user = SEALRUN_TRY(job_user_can_use_tree(user, layout, m.source, writable));
+    f.under_owned_root = path_is_below(m.source, spec.owned_root);
+    f.empty_directory = is_empty_directory(m.source);
+    f.controller_is_root = user.drop;
+    MountSpec use = m;
+    switch (decide_mount_action(m, f)) {
+      case MountAction::kBindAsIs:
+        break;
+      case MountAction::kStageCopy: {
+        use.source = fmt::format("{}/{}", layout.stage_dir, staged++);
+        SEALRUN_TRY_CTX(run_as_controller({"cp", "-a", "--", m.source, use.source}, 600 * 1000),
+                        fmt::format("stage mount {}", m.target));
+        SEALRUN_TRY_CTX(run_as_controller({"chown", "-R", "-h", fmt::format("{}:{}", user.uid,
+                                                                              user.gid),
+                                           "--", use.source},
+                                          600 * 1000),
+                        fmt::format("stage mount {}", m.target));
+        // The container's root is the job user: owner bits decide, so make them readable.
+        SEALRUN_TRY_CTX(run_as_controller({"chmod", "-R", "u+rX", "--", use.source}, 600 * 1000),
+                        fmt::format("stage mount {}", m.target));
+        actions.push_back(fmt::format("staged {} (unreadable for {}) as {} for {}", m.source,
+                                      user.name, use.source, m.target));
+        break;
+      }
+      case MountAction::kChownToJobUser:
+        SEALRUN_TRY_CTX(run_as_controller({"chown", "-R", "-h", fmt::format("{}:{}", user.uid,
+                                                                              user.gid),
+                                           "--", m.source},
+                                          600 * 1000),
+                        fmt::format("writable mount {}", m.target));
+        actions.push_back(fmt::format("gave writable mount source {} to {}", m.source, user.name));
+        break;
+      case MountAction::kRefuse:
+        return Error::make(fmt::format(
+            "mount {} -> {}: the job user {} cannot {} it, and sealrun will only {} what it "
+            "owns; make it accessible to {}",
+            m.source, m.target, user.name, writable ? "write" : "read",
+            user.drop ? "hand over a directory below the run's owned root or an empty one,"
+                      : "(not running as root) change nothing,",
+            user.name));
+    }
+    out.push_back(std::move(use));
+  }
+  return out;
+}
+
+Status remove_storage(const StorageLayout& layout, const JobUser& user, const HostFacts& facts,
+                      std::vector<std::string>& actions) {
+  std::error_code ec;
+  if (!fs::exists(fs::symlink_status(layout.base, ec))) {
+    actions.push_back(fmt::format("storage {}: already absent", layout.base));
+    return ok_status();
+  }
+  // Container layers hold files owned by subordinate ids: removable from inside the job user's
+  // user namespace; as root, plain removal below would also do, but not for a non-root caller.
+  auto unshared = run_as_job_user(
+      user, layout, unshare_rm_argv(layout, facts, {layout.graph_root, layout.run_root}),
+      120 * 1000);
+  actions.push_back(unshared ? fmt::format("podman unshare rm -rf {} {}: ok", layout.graph_root,
+                                           layout.run_root)
+                             : fmt::format("podman unshare rm -rf: {}", unshared.error().message()));
+  fs::remove_all(layout.base, ec);
+  if (ec) {
+    actions.push_back(fmt::format("remove {}: {}", layout.base, ec.message()));
+    return Error::with_errno(ec.value(), fmt::format("remove podman storage {}", layout.base));
+  }
+  actions.push_back(fmt::format("removed {}", layout.base));
+  return ok_status();
+}
+
+}  // namespace sealrun::podman

@@ -1,0 +1,263 @@
+// Unit tests of the rootless podman mechanism's pure parts: the storage layout, the `podman run`
+// command line built from a spec, the mount-access decisions and the probe's verdicts. These read
+// the boundary as data; podman_integration_test.cc checks that podman really enforces it.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "containment/podman.h"
+#include "containment/podman_argv.h"
+#include "containment/podman_runner.h"
+#include "containment/podman_storage.h"
+
+namespace sealrun::podman {
+namespace {
+
+const std::string kId = "sha256:" + std::string(64, 'a');
+
+ContainmentSpec sample_spec() {
+  ContainmentSpec s;
+  s.run_id = "r1";
+  s.owned_root = "/state/owned/r1";
+  s.argv = {"/bin/make", "-C", "/src"};
+  s.env = {{"SOURCE_DATE_EPOCH", "0"}, {"LANG", "C"}};
+  s.mounts = {{"/repo", "/src", MountSpec::Access::kReadOnly},
+              {"/state/results/r1/out", "/out", MountSpec::Access::kWritable}};
+  s.pids_max = 77;
+  return s;
+}
+
+bool has_pair(const std::vector<std::string>& a, const std::string& flag, const std::string& v) {
+  for (size_t i = 0; i + 1 < a.size(); ++i)
+    if (a[i] == flag && a[i + 1] == v) return true;
+  return false;
+}
+bool has(const std::vector<std::string>& a, const std::string& flag) {
+  return std::find(a.begin(), a.end(), flag) != a.end();
+}
+
+TEST(PodmanLayout, EverythingLivesBelowTheOwnedRoot) {
+  StorageLayout l = storage_layout("/state/owned/r1");
+  EXPECT_EQ(l.base, "/state/owned/r1/podman");
+  for (const auto& p : storage_dirs(l)) EXPECT_EQ(p.rfind(l.base, 0), 0u) << p;
+  for (const auto* p : {&l.seccomp_profile, &l.cidfile, &l.conmon_pidfile, &l.image_copy})
+    EXPECT_EQ(p->rfind(l.base + "/", 0), 0u) << *p;
+  EXPECT_EQ(storage_dirs(l).front(), l.base);  // parents first
+  auto env = podman_environment(l);
+  EXPECT_TRUE(has(env, "XDG_RUNTIME_DIR=" + l.runtime_dir));
+  EXPECT_TRUE(has(env, "TMPDIR=" + l.tmp_dir));
+  EXPECT_TRUE(has(env, "HOME=" + l.home));
+  EXPECT_EQ(env.size(), 4u);  // nothing of the controller's environment
+}
+
+TEST(PodmanArgv, GlobalFlagsPinStorageRuntimeAndCgroupManager) {
+  StorageLayout l = storage_layout("/o");
+  HostFacts f;
+  f.podman_path = "/usr/bin/podman";
+  f.runtime_path = "/usr/sbin/runc";
+  auto a = global_args(l, f);
+  EXPECT_EQ(a.front(), "/usr/bin/podman");
+  EXPECT_TRUE(has_pair(a, "--root", l.graph_root));
+  EXPECT_TRUE(has_pair(a, "--runroot", l.run_root));
+  EXPECT_TRUE(has_pair(a, "--storage-driver", "vfs"));
+  EXPECT_TRUE(has_pair(a, "--runtime", "/usr/sbin/runc"));
+  EXPECT_TRUE(has_pair(a, "--cgroup-manager", "cgroupfs"));
+}
+
+TEST(PodmanArgv, RunCarriesEveryBoundaryFlag) {
+  auto spec = sample_spec();
+  StorageLayout l = storage_layout(spec.owned_root);
+  HostFacts f;
+  auto a = run_argv(spec, spec.mounts, l, f, kId);
+  ASSERT_TRUE(a.ok()) << a.error().message();
+  for (const char* flag : {"--pull=never", "--network=none", "--read-only", "--read-only-tmpfs=false",
+                           "--cap-drop=all", "--unsetenv-all", "--env-host=false",
+                           "--http-proxy=false", "--rm=false"})
+    EXPECT_TRUE(has(*a, flag)) << flag;
+  EXPECT_TRUE(has_pair(*a, "--security-opt", "no-new-privileges"));
+  EXPECT_TRUE(has_pair(*a, "--security-opt", "seccomp=" + l.seccomp_profile));
+  EXPECT_TRUE(has_pair(*a, "--name", "sealrun-r1"));
+  EXPECT_TRUE(has_pair(*a, "--label", "sealrun.run=r1"));
+  EXPECT_TRUE(has_pair(*a, "--cidfile", l.cidfile));
+  EXPECT_TRUE(has_pair(*a, "--conmon-pidfile", l.conmon_pidfile));
+  EXPECT_TRUE(has_pair(*a, "--workdir", "/src"));
+  EXPECT_TRUE(has_pair(*a, "--log-driver", "none"));
+  EXPECT_FALSE(has(*a, "--privileged"));
+  EXPECT_FALSE(has(*a, "--env-host"));
+}
+
+TEST(PodmanArgv, ImageByIdThenTheJobArgvLast) {
+  auto spec = sample_spec();
+  auto a = run_argv(spec, spec.mounts, storage_layout(spec.owned_root), HostFacts{}, kId);
+  ASSERT_TRUE(a.ok());
+  ASSERT_GE(a->size(), 4u);
+  size_t n = a->size();
+  EXPECT_EQ((*a)[n - 4], std::string(64, 'a'));  // the id, never a tag
+  EXPECT_EQ((*a)[n - 3], "/bin/make");
+  EXPECT_EQ((*a)[n - 1], "/src");
+}
+
+TEST(PodmanArgv, OnlyAdmittedEnvironmentIsPassed) {
+  auto spec = sample_spec();
+  auto a = run_argv(spec, spec.mounts, storage_layout(spec.owned_root), HostFacts{}, kId);
+  ASSERT_TRUE(a.ok());
+  std::vector<std::string> envs;
+  for (size_t i = 0; i + 1 < a->size(); ++i)
+    if ((*a)[i] == "--env") envs.push_back((*a)[i + 1]);
+  EXPECT_EQ(envs, (std::vector<std::string>{"LANG=C", "SOURCE_DATE_EPOCH=0"}));
+}
+
+TEST(PodmanArgv, MountsReadOnlyAndWritableAsAdmitted) {
+  auto spec = sample_spec();
+  auto a = run_argv(spec, spec.mounts, storage_layout(spec.owned_root), HostFacts{}, kId);
+  ASSERT_TRUE(a.ok());
+  EXPECT_TRUE(has_pair(*a, "--mount", "type=bind,src=/repo,dst=/src,ro=true"));
+  EXPECT_TRUE(has_pair(*a, "--mount", "type=bind,src=/state/results/r1/out,dst=/out"));
+  EXPECT_TRUE(has_pair(*a, "--tmpfs", "/tmp:rw,nosuid,nodev,exec,mode=1777"));
+}
+
+TEST(PodmanArgv, PidsLimitAndInitFollowHostFacts) {
+  auto spec = sample_spec();
+  StorageLayout l = storage_layout(spec.owned_root);
+  HostFacts v1;
+  auto a = run_argv(spec, spec.mounts, l, v1, kId);
+  ASSERT_TRUE(a.ok());
+  EXPECT_FALSE(has(*a, "--pids-limit"));  // ignored rootless on cgroup v1: left to the group
+  EXPECT_FALSE(has(*a, "--init"));
+  HostFacts v2;
+  v2.cgroups_v2 = true;
+  v2.have_init = true;
+  auto b = run_argv(spec, spec.mounts, l, v2, kId);
+  ASSERT_TRUE(b.ok());
+  EXPECT_TRUE(has_pair(*b, "--pids-limit", "77"));
+  EXPECT_TRUE(has(*b, "--init"));
+}
+
+TEST(PodmanArgv, RefusesWhatPodmanWouldMisparse) {
+  auto spec = sample_spec();
+  StorageLayout l = storage_layout(spec.owned_root);
+  struct Case {
+    std::string id;
+    bool ok;
+  } ids[] = {{kId, true},
+             {std::string(64, 'b'), true},
+             {"localhost/busybox:1", false},
+             {"sha256:" + std::string(63, 'a'), false},
+             {"sha256:" + std::string(64, 'A'), false}};
+  for (const auto& c : ids) EXPECT_EQ(image_hex(c.id).ok(), c.ok) << c.id;
+  for (const char* bad : {"/a,b", "/a=b", "relative"}) {
+    auto m = spec.mounts;
+    m[0].source = bad;
+    EXPECT_FALSE(run_argv(spec, m, l, HostFacts{}, kId).ok()) << bad;
+  }
+  auto empty = spec;
+  empty.argv.clear();
+  EXPECT_FALSE(run_argv(empty, spec.mounts, l, HostFacts{}, kId).ok());
+}
+
+TEST(PodmanArgv, HousekeepingCommandsNameTheRunsContainer) {
+  StorageLayout l = storage_layout("/o");
+  HostFacts f;
+  auto k = kill_argv(l, f, "r1", "TERM");
+  EXPECT_EQ(std::vector<std::string>(k.end() - 4, k.end()),
+            (std::vector<std::string>{"kill", "--signal", "TERM", "sealrun-r1"}));
+  auto rm = rm_argv(l, f, "r1");
+  EXPECT_TRUE(has(rm, "--force"));
+  EXPECT_EQ(rm.back(), "sealrun-r1");
+  auto ps = ps_argv(l, f, "r1");
+  EXPECT_TRUE(has_pair(ps, "--filter", "label=sealrun.run=r1"));
+  EXPECT_TRUE(has(ps, "--all"));
+  auto un = unshare_rm_argv(l, f, {l.graph_root});
+  EXPECT_EQ(un.back(), l.graph_root);
+  EXPECT_TRUE(has(un, "unshare"));
+  EXPECT_EQ(describe_command(load_argv(l, f, "/a.tar")), "podman load --quiet --input ...");
+}
+
+TEST(PodmanMounts, DecisionTable) {
+  MountSpec ro{"/r", "/src", MountSpec::Access::kReadOnly};
+  MountSpec rw{"/w", "/out", MountSpec::Access::kWritable};
+  struct Case {
+    MountSpec m;
+    MountFacts f;
+    MountAction want;
+  } cases[] = {
+      {ro, {true, false, false, true}, MountAction::kBindAsIs},
+      {ro, {false, false, false, true}, MountAction::kStageCopy},
+      {ro, {false, false, false, false}, MountAction::kRefuse},
+      {rw, {true, false, false, false}, MountAction::kBindAsIs},
+      {rw, {false, true, false, true}, MountAction::kChownToJobUser},
+      {rw, {false, false, true, true}, MountAction::kChownToJobUser},
+      {rw, {false, false, false, true}, MountAction::kRefuse},  // not provably the run's own
+      {rw, {false, true, true, false}, MountAction::kRefuse},   // not root: change nothing
+  };
+  for (const auto& c : cases)
+    EXPECT_EQ(static_cast<int>(decide_mount_action(c.m, c.f)), static_cast<int>(c.want))
+        << c.m.source << " accessible=" << c.f.accessible_to_job_user;
+}
+
+TEST(PodmanMounts, PathIsBelow) {
+  EXPECT_TRUE(path_is_below("/a/b/c", "/a/b"));
+  EXPECT_FALSE(path_is_below("/a/bc", "/a/b"));
+  EXPECT_FALSE(path_is_below("/a/b", "/a/b"));
+  EXPECT_TRUE(path_is_below("/x", "/"));
+}
+
+const char* kGoodStatus =
+    "Name:\tsh\nNoNewPrivs:\t1\nSeccomp:\t2\nCapInh:\t0000000000000000\nCapPrm:\t0000000000000000\n"
+    "CapEff:\t0000000000000000\nCapBnd:\t0000000000000000\nCapAmb:\t0000000000000000\n";
+const char* kGoodChecks =
+    "@@sealrun-probe-checks\nroot_write=denied\nnet_ifaces=lo,\nuserns=denied\n"
+    "pid1=/run/podman-init -- /bin/sh\nself_pid=2\n";
+
+DimensionSet enforceable(const std::vector<DimensionCheck>& dims) {
+  DimensionSet s;
+  for (const auto& d : dims)
+    if (d.enforceable) s.insert(d.dimension);
+  return s;
+}
+
+TEST(PodmanProbeVerdicts, AGoodContainerOnCgroupV1) {
+  HostFacts v1;
+  auto dims = dimensions_from_probe(
+      kGoodStatus, kGoodChecks,
+      "Resource limits are not supported and ignored on cgroups V1 rootless systems\n", v1);
+  EXPECT_EQ(dims.size(), 8u);
+  EXPECT_EQ(enforceable(dims),
+            (DimensionSet{Dimension::kFilesystem, Dimension::kProcessTree, Dimension::kWallClock,
+                          Dimension::kNetwork, Dimension::kSyscalls, Dimension::kCapabilities}));
+  for (const auto& d : dims) EXPECT_FALSE(d.why.empty());
+}
+
+TEST(PodmanProbeVerdicts, EachWeaknessIsSeen) {
+  HostFacts v2;
+  v2.cgroups_v2 = true;
+  std::string status = kGoodStatus;
+  EXPECT_TRUE(enforceable(dimensions_from_probe(status, kGoodChecks, "", v2))
+                  .contains(Dimension::kProcessCount));
+  auto replace = [](std::string s, const std::string& from, const std::string& to) {
+    s.replace(s.find(from), from.size(), to);
+    return s;
+  };
+  struct Case {
+    std::string status, checks;
+    Dimension lost;
+  } cases[] = {
+      {replace(status, "CapEff:\t0000000000000000", "CapEff:\t00000000a80425fb"), kGoodChecks,
+       Dimension::kCapabilities},
+      {replace(status, "NoNewPrivs:\t1", "NoNewPrivs:\t0"), kGoodChecks, Dimension::kCapabilities},
+      {replace(status, "Seccomp:\t2", "Seccomp:\t0"), kGoodChecks, Dimension::kSyscalls},
+      {status, replace(kGoodChecks, "userns=denied", "userns=allowed"), Dimension::kSyscalls},
+      {status, replace(kGoodChecks, "net_ifaces=lo,", "net_ifaces=lo,eth0,"), Dimension::kNetwork},
+      {status, replace(kGoodChecks, "root_write=denied", "root_write=allowed"),
+       Dimension::kFilesystem},
+      {status, replace(kGoodChecks, "self_pid=2", "self_pid=4711"), Dimension::kProcessTree},
+  };
+  for (const auto& c : cases)
+    EXPECT_FALSE(enforceable(dimensions_from_probe(c.status, c.checks, "", v2)).contains(c.lost))
+        << dimension_name(c.lost);
+}
+
+}  // namespace
+}  // namespace sealrun::podman
