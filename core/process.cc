@@ -110,6 +110,13 @@ int lift_fd(int fd, int floor) { return ::fcntl(fd, F_DUPFD_CLOEXEC, floor); }
   if (::dup2(in, 0) < 0 || ::dup2(out, 1) < 0 || ::dup2(err, 2) < 0)
     child_fail(report_fd, Step::kDupStdio);
 
+  // The caller may block signals (a controller that sigwait()s) or ignore SIGPIPE; a blocked mask
+  // and ignored dispositions survive execve, so the program would start with them. Reset both.
+  sigset_t none;
+  ::sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  for (int sig : {SIGPIPE, SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGCHLD}) ::signal(sig, SIG_DFL);
+
   if (o.die_with_parent) {
     if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) child_fail(report_fd, Step::kDeathSig);
     // The parent may have died between fork and prctl; then nobody would send the signal.

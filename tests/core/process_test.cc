@@ -106,3 +106,29 @@ TEST(Child, SignalThroughPidfd) {
 
 }  // namespace
 }  // namespace sealrun
+
+namespace sealrun {
+namespace {
+
+TEST(Spawn, ChildStartsWithDefaultSignalsEvenIfCallerBlocksOrIgnoresThem) {
+  sigset_t block, old;
+  sigemptyset(&block);
+  sigaddset(&block, SIGTERM);
+  ASSERT_EQ(pthread_sigmask(SIG_BLOCK, &block, &old), 0);
+  auto previous = ::signal(SIGPIPE, SIG_IGN);
+  SpawnOptions o;
+  o.argv = {"/bin/sh", "-c", "grep -E '^Sig(Blk|Ign)' /proc/self/status"};
+  auto r = run_capture(o, 10000);
+  ::signal(SIGPIPE, previous);
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  // sh itself ignores nothing it was not told to; the blocked mask must be empty.
+  EXPECT_NE(r->out.find("SigBlk:\t0000000000000000"), std::string::npos) << r->out;
+  auto ign = r->out.find("SigIgn:\t");
+  ASSERT_NE(ign, std::string::npos) << r->out;
+  uint64_t ignored = std::stoull(r->out.substr(ign + 8, 16), nullptr, 16);
+  EXPECT_EQ(ignored & (1ULL << (SIGPIPE - 1)), 0u) << r->out;
+}
+
+}  // namespace
+}  // namespace sealrun
