@@ -1,0 +1,73 @@
+#include "census/census_thread.h"
+
+#include <atomic>
+#include <filesystem>
+
+#include <gtest/gtest.h>
+
+#include "core/syscall.h"
+#include "tests/support/temp_dir.h"
+
+namespace sealrun::census {
+namespace {
+
+using testing::TempDir;
+using testing::write_text;
+
+TEST(CensusThread, TripsOnceWithinAboutOneIntervalAndNamesTheGuard) {
+  TempDir dir;
+  std::filesystem::create_directories(dir / "owned");
+  std::filesystem::create_directories(dir / "result");
+  CensusConfig c;
+  c.owned_root = dir / "owned";
+  c.result_root = dir / "result";
+  c.interval_ms = 50;
+  c.limits.owned_max_bytes = 1 << 20;
+  c.limits.free_min_bytes = 0;
+  c.limits.ceiling_bytes = UINT64_MAX / 2;
+  std::atomic<int> calls{0};
+  std::atomic<int64_t> tripped_at{0};
+  CensusThread census(c, [&](const GuardTrip&) {
+    calls++;
+    tripped_at = monotonic_ms();
+  });
+  ASSERT_TRUE(census.start().ok());
+  int64_t wrote_at = monotonic_ms();
+  write_text(dir / "owned/big", std::string(2 << 20, 'x'));
+  for (int i = 0; i < 100 && calls == 0; ++i) ::usleep(10 * 1000);
+  census.stop();
+  ASSERT_EQ(calls.load(), 1);
+  EXPECT_LT(tripped_at - wrote_at, 500);
+  auto trip = census.trip();
+  ASSERT_TRUE(trip.has_value());
+  EXPECT_EQ(trip->name, "owned_max_bytes");
+  EXPECT_GE(trip->observed, 2u << 20);
+  EXPECT_GE(census.samples().size(), 2u);
+}
+
+TEST(CensusThread, SamplesStayBounded) {
+  TempDir dir;
+  CensusConfig c;
+  c.owned_root = dir.str();
+  c.result_root = dir.str();
+  c.interval_ms = 1;
+  c.max_samples = 16;
+  c.limits.free_min_bytes = 0;
+  CensusThread census(c, nullptr);
+  ASSERT_TRUE(census.start().ok());
+  ::usleep(200 * 1000);
+  census.stop();
+  EXPECT_LE(census.samples().size(), 16u);
+  EXPECT_GT(census.dropped(), 0u);
+}
+
+TEST(CensusThread, BadRootFailsAtStart) {
+  CensusConfig c;
+  c.owned_root = "/nonexistent/owned";
+  c.result_root = "/nonexistent/result";
+  CensusThread census(c, nullptr);
+  EXPECT_FALSE(census.start().ok());
+}
+
+}  // namespace
+}  // namespace sealrun::census
