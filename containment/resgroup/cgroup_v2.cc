@@ -29,7 +29,7 @@ std::string v2_value(uint64_t v) { return v == kUnlimited ? "max" : fmt::format(
 bool has_word(std::string_view text, std::string_view word) {
   size_t pos = 0;
   while ((pos = text.find(word, pos)) != std::string_view::npos) {
-    bool left = pos == 0 || text[pos - 1] == ' ' || text[pos - 1] == '\n';
+    bool left = pos == 0 || text[pos - 1] == ' ' || text[pos - 1] == '\n' || text[pos - 1] == '+';
     size_t end = pos + word.size();
     bool right = end == text.size() || text[end] == ' ' || text[end] == '\n';
     if (left && right) return true;

@@ -1,0 +1,147 @@
+// Unit tests of the grant journal: records round-trip, the directory and files are private, every
+// corrupt or unexpected file is listed with its problem (never skipped), forget is idempotent,
+// and controller liveness is told by pid + starttime.
+#include "containment/grant_journal.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include <gtest/gtest.h>
+
+#include "core/process.h"
+#include "tests/support/temp_dir.h"
+
+namespace sealrun {
+namespace {
+
+using sealrun::testing::read_text;
+using sealrun::testing::TempDir;
+using sealrun::testing::write_text;
+namespace fs = std::filesystem;
+
+GrantRecord sample(const std::string& id) {
+  GrantRecord r;
+  r.id = id;
+  r.owner_uid = ::geteuid();
+  r.controller_pid = ::getpid();
+  r.controller_start = *own_process_start();
+  r.mechanism = "bwrap";
+  r.job_user = "sealrun";
+  r.job_pid = 4242;
+  r.group_backend = "cgroup-v1";
+  r.group_locators = {"/sys/fs/cgroup/memory/sealrun-" + id + ".1.2"};
+  r.owned_root = "/state/owned/" + id;
+  r.created_at = "2026-11-30T01:02:03.456Z";
+  return r;
+}
+
+TEST(GrantJournal, RecordsRoundTripPrivately) {
+  TempDir tmp;
+  auto j = GrantJournal::open(tmp / "state");
+  ASSERT_TRUE(j.ok()) << j.error().message();
+  ASSERT_TRUE(j->record(sample("a")).ok());
+  ASSERT_TRUE(j->record(sample("b")).ok());
+  struct stat st {};
+  ASSERT_EQ(::stat(j->dir().c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+  ASSERT_EQ(::stat((j->dir() + "/a.json").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  auto list = j->list();
+  ASSERT_TRUE(list.ok()) << list.error().message();
+  ASSERT_EQ(list->size(), 2u);
+  EXPECT_TRUE((*list)[0].readable);
+  const GrantRecord& r = (*list)[0].record;
+  GrantRecord want = sample("a");
+  EXPECT_EQ(r.id, "a");
+  EXPECT_EQ(r.controller_pid, want.controller_pid);
+  EXPECT_EQ(r.controller_start, want.controller_start);
+  EXPECT_EQ(r.group_locators, want.group_locators);
+  EXPECT_EQ(r.job_pid, 4242);
+  EXPECT_EQ(r.created_at, want.created_at);
+  ASSERT_TRUE(j->forget("a").ok());
+  ASSERT_TRUE(j->forget("a").ok());  // idempotent
+  EXPECT_EQ(j->list()->size(), 1u);
+}
+
+TEST(GrantJournal, CorruptAndUnexpectedFilesAreListedWithTheProblem) {
+  TempDir tmp;
+  auto j = GrantJournal::open(tmp.str());
+  ASSERT_TRUE(j.ok());
+  std::string d = j->dir();
+  ASSERT_TRUE(j->record(sample("good")).ok());
+  write_text(d + "/notjson.json", "{ this is not json");
+  write_text(d + "/array.json", "[1,2]");
+  std::string missing = grant_record_to_json(sample("missing"));
+  missing.replace(missing.find("\"job_pid\""), 9, "\"job_pod\"");
+  write_text(d + "/missing.json", missing);
+  std::string wrongtype = grant_record_to_json(sample("wrongtype"));
+  wrongtype.replace(wrongtype.find("\"job_pid\": 4242"), 15, "\"job_pid\": \"42\"");
+  write_text(d + "/wrongtype.json", wrongtype);
+  write_text(d + "/renamed.json", grant_record_to_json(sample("other")));
+  write_text(d + "/huge.json", std::string(200 * 1024, ' '));
+  write_text(d + "/.x.json.tmp-1-00000000", "{");
+  write_text(d + "/stray.txt", "");
+  fs::create_symlink("/etc/passwd", d + "/link.json");
+  auto list = j->list();
+  ASSERT_TRUE(list.ok());
+  std::map<std::string, std::string> problems;
+  for (const auto& e : *list) problems[fs::path(e.file).filename()] = e.problem;
+  EXPECT_EQ(problems.size(), 10u);
+  EXPECT_EQ(problems["good.json"], "");
+  EXPECT_NE(problems["notjson.json"].find("not JSON"), std::string::npos);
+  EXPECT_NE(problems["array.json"].find("not a JSON object"), std::string::npos);
+  EXPECT_NE(problems["missing.json"].find("'job_pid' is missing"), std::string::npos);
+  EXPECT_NE(problems["wrongtype.json"].find("'job_pid' is not an integer"), std::string::npos);
+  EXPECT_NE(problems["renamed.json"].find("does not match its file name"), std::string::npos);
+  EXPECT_NE(problems["huge.json"].find("unreadable"), std::string::npos);
+  EXPECT_NE(problems[".x.json.tmp-1-00000000"].find("temporary"), std::string::npos);
+  EXPECT_NE(problems["stray.txt"].find("unexpected"), std::string::npos);
+  EXPECT_NE(problems["link.json"].find("unreadable"), std::string::npos);
+  for (const auto& e : *list) EXPECT_EQ(e.readable, e.problem.empty()) << e.file;
+}
+
+TEST(GrantJournal, RefusesBadIdsAndASymlinkedDirectory) {
+  TempDir tmp;
+  auto j = GrantJournal::open(tmp.str());
+  ASSERT_TRUE(j.ok());
+  EXPECT_FALSE(j->record(sample("../escape")).ok());
+  EXPECT_FALSE(j->forget("../escape").ok());
+  fs::create_directories(tmp / "elsewhere");
+  fs::create_directories(tmp / "s2");
+  fs::create_directory_symlink(tmp / "elsewhere", tmp / "s2/grants");
+  EXPECT_FALSE(GrantJournal::open(tmp / "s2").ok());
+}
+
+TEST(GrantJournal, WideningPermissionsAreTightened) {
+  TempDir tmp;
+  fs::create_directories(tmp / "grants");
+  ::chmod((tmp / "grants").c_str(), 0777);
+  auto j = GrantJournal::open(tmp.str());
+  ASSERT_TRUE(j.ok());
+  struct stat st {};
+  ASSERT_EQ(::stat(j->dir().c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+}
+
+TEST(GrantJournal, ControllerLivenessByPidAndStarttime) {
+  GrantRecord r = sample("x");
+  EXPECT_TRUE(controller_alive(r));
+  r.controller_start += "0";
+  EXPECT_FALSE(controller_alive(r));
+  auto exe = find_program("true");
+  ASSERT_TRUE(exe.ok());
+  SpawnOptions o;
+  o.argv = {*exe};
+  auto child = spawn(o);
+  ASSERT_TRUE(child.ok());
+  GrantRecord dead = sample("y");
+  dead.controller_pid = child->pid();
+  dead.controller_start = "1";
+  ASSERT_TRUE(child->wait().ok());
+  EXPECT_FALSE(controller_alive(dead));
+}
+
+}  // namespace
+}  // namespace sealrun
