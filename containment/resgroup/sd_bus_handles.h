@@ -1,0 +1,59 @@
+// RAII for libsystemd's sd-bus handles (STYLE.md rule 3): a connection, a message, a match slot and
+// an sd_bus_error each have exactly one owner here, so no error path can leak a reference or skip
+// sd_bus_error_free. Also the one place that turns sd-bus's negative-errno returns and D-Bus error
+// names into sealrun Errors.
+#pragma once
+
+#include <systemd/sd-bus.h>
+
+#include <memory>
+#include <string>
+
+#include "core/result.h"
+
+namespace sealrun::resgroup {
+
+struct SdBusCloser {
+  // flush_close_unref: pending outgoing messages are written and the socket closed, not merely
+  // dereferenced (sd_bus_unref would leave a connection open while other references exist).
+  void operator()(sd_bus* bus) const { sd_bus_flush_close_unref(bus); }
+};
+struct SdBusMessageUnref {
+  void operator()(sd_bus_message* m) const { sd_bus_message_unref(m); }
+};
+struct SdBusSlotUnref {
+  void operator()(sd_bus_slot* s) const { sd_bus_slot_unref(s); }
+};
+
+using SdBusPtr = std::unique_ptr<sd_bus, SdBusCloser>;
+using SdBusMessagePtr = std::unique_ptr<sd_bus_message, SdBusMessageUnref>;
+using SdBusSlotPtr = std::unique_ptr<sd_bus_slot, SdBusSlotUnref>;
+
+// An sd_bus_error that frees itself. Pass ptr() to sd-bus calls.
+class SdBusError {
+ public:
+  SdBusError() = default;
+  SdBusError(const SdBusError&) = delete;
+  SdBusError& operator=(const SdBusError&) = delete;
+  ~SdBusError() { sd_bus_error_free(&error_); }
+
+  sd_bus_error* ptr() { return &error_; }
+  bool is_set() const { return sd_bus_error_is_set(&error_) > 0; }
+  bool has_name(const char* name) const { return sd_bus_error_has_name(&error_, name) > 0; }
+  std::string name() const { return error_.name ? error_.name : ""; }
+  std::string message() const { return error_.message ? error_.message : ""; }
+
+  // An Error for a failed call `what` returning r (< 0): the D-Bus error name and message when the
+  // peer sent one, else the errno from r.
+  Error to_error(int r, const std::string& what) const {
+    if (is_set()) {
+      return Error::with_errno(-r, what + ": " + name() + ": " + message());
+    }
+    return Error::with_errno(-r, what);
+  }
+
+ private:
+  sd_bus_error error_ = SD_BUS_ERROR_NULL;
+};
+
+}  // namespace sealrun::resgroup

@@ -1,0 +1,246 @@
+// See sd_bus_manager.h. Bus calls to org.freedesktop.systemd1, each bounded in time.
+#include "containment/resgroup/sd_bus_manager.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <cstdlib>
+
+#include "core/syscall.h"
+
+namespace sealrun::resgroup {
+namespace {
+
+constexpr const char* kDestination = "org.freedesktop.systemd1";
+constexpr const char* kManagerPath = "/org/freedesktop/systemd1";
+constexpr const char* kManagerInterface = "org.freedesktop.systemd1.Manager";
+constexpr uint64_t kCallTimeoutUs = 30ULL * 1000 * 1000;
+
+struct FreeDeleter {
+  void operator()(char* p) const { std::free(p); }
+};
+
+int on_job_removed(sd_bus_message* m, void* userdata, sd_bus_error* /*ret_error*/) {
+  auto* finished = static_cast<std::map<std::string, std::string>*>(userdata);
+  uint32_t id = 0;
+  const char* job = nullptr;
+  const char* unit = nullptr;
+  const char* result = nullptr;
+  if (sd_bus_message_read(m, "uoss", &id, &job, &unit, &result) >= 0 && job && result) {
+    (*finished)[job] = result;
+  }
+  return 0;
+}
+
+// Appends one (sv) entry of a property array.
+int append_property(sd_bus_message* m, const systemd::UnitProperty& p) {
+  std::string sig = p.signature();
+  int r = sd_bus_message_open_container(m, SD_BUS_TYPE_STRUCT, "sv");
+  if (r < 0) return r;
+  if ((r = sd_bus_message_append(m, "s", p.name.c_str())) < 0) return r;
+  if ((r = sd_bus_message_open_container(m, SD_BUS_TYPE_VARIANT, sig.c_str())) < 0) return r;
+  if (const auto* u = std::get_if<uint64_t>(&p.value)) {
+    r = sd_bus_message_append(m, "t", *u);
+  } else if (const auto* b = std::get_if<bool>(&p.value)) {
+    r = sd_bus_message_append(m, "b", static_cast<int>(*b));
+  } else if (const auto* s = std::get_if<std::string>(&p.value)) {
+    r = sd_bus_message_append(m, "s", s->c_str());
+  } else {
+    const auto& pids = std::get<std::vector<uint32_t>>(p.value);
+    r = sd_bus_message_append_array(m, 'u', pids.data(), pids.size() * sizeof(uint32_t));
+  }
+  if (r < 0) return r;
+  if ((r = sd_bus_message_close_container(m)) < 0) return r;
+  return sd_bus_message_close_container(m);
+}
+
+}  // namespace
+
+SystemdManagerClient::SystemdManagerClient(SdBusPtr bus, std::string address)
+    : finished_jobs_(std::make_unique<std::map<std::string, std::string>>()),
+      bus_(std::move(bus)),
+      address_(std::move(address)) {}
+
+Result<SystemdManagerClient> SystemdManagerClient::connect(const std::string& address) {
+  sd_bus* raw = nullptr;
+  if (address.empty()) {
+    bool root = geteuid() == 0;
+    int r = root ? sd_bus_open_system(&raw) : sd_bus_open_user(&raw);
+    SdBusPtr bus(raw);
+    if (r < 0) {
+      return Error::with_errno(-r, root ? "connect to the system bus" : "connect to the user bus");
+    }
+    return SystemdManagerClient(std::move(bus), root ? "system bus" : "user bus");
+  }
+  int r = sd_bus_new(&raw);
+  SdBusPtr bus(raw);
+  if (r < 0) return Error::with_errno(-r, "sd_bus_new");
+  if ((r = sd_bus_set_address(bus.get(), address.c_str())) < 0) {
+    return Error::with_errno(-r, fmt::format("bus address \"{}\"", address));
+  }
+  if ((r = sd_bus_set_bus_client(bus.get(), 1)) < 0) {
+    return Error::with_errno(-r, "sd_bus_set_bus_client");
+  }
+  if ((r = sd_bus_start(bus.get())) < 0) {
+    return Error::with_errno(-r, fmt::format("connect to the bus at \"{}\"", address));
+  }
+  return SystemdManagerClient(std::move(bus), address);
+}
+
+Result<std::string> SystemdManagerClient::version() {
+  return get_string(kManagerPath, kManagerInterface, "Version").context("systemd manager version");
+}
+
+Status SystemdManagerClient::ensure_job_watch() {
+  if (job_removed_slot_) return ok_status();
+  sd_bus_slot* slot = nullptr;
+  int r = sd_bus_match_signal(bus_.get(), &slot, kDestination, kManagerPath, kManagerInterface,
+                              "JobRemoved", on_job_removed, finished_jobs_.get());
+  if (r < 0) return Error::with_errno(-r, "watch the manager's JobRemoved signal");
+  job_removed_slot_.reset(slot);
+  // Subscribe makes the manager emit job signals to us even where it would not track us as the
+  // job's requester (e.g. a private connection).
+  SdBusError error;
+  sd_bus_message* reply = nullptr;
+  r = sd_bus_call_method(bus_.get(), kDestination, kManagerPath, kManagerInterface, "Subscribe",
+                         error.ptr(), &reply, "");
+  SdBusMessagePtr owned(reply);
+  if (r < 0) return error.to_error(r, "Subscribe to the systemd manager");
+  return ok_status();
+}
+
+Result<std::string> SystemdManagerClient::wait_for_job(const std::string& job_path,
+                                                       int64_t timeout_ms,
+                                                       const std::string& what) {
+  int64_t deadline = monotonic_ms() + timeout_ms;
+  for (;;) {
+    auto it = finished_jobs_->find(job_path);
+    if (it != finished_jobs_->end()) {
+      std::string result = it->second;
+      finished_jobs_->erase(it);
+      return result;
+    }
+    int r = sd_bus_process(bus_.get(), nullptr);
+    if (r < 0) return Error::with_errno(-r, what + ": processing the bus");
+    if (r > 0) continue;
+    int64_t left = deadline - monotonic_ms();
+    if (left <= 0) {
+      return Error::make(
+          fmt::format("{}: job {} did not finish within {} ms", what, job_path, timeout_ms));
+    }
+    r = sd_bus_wait(bus_.get(), static_cast<uint64_t>(left) * 1000);
+    if (r < 0 && r != -EINTR) return Error::with_errno(-r, what + ": waiting on the bus");
+  }
+}
+
+Result<std::string> SystemdManagerClient::start_transient_unit(
+    const std::string& name, const std::vector<systemd::UnitProperty>& properties,
+    int64_t timeout_ms) {
+  std::string what = fmt::format("StartTransientUnit {}", name);
+  SEALRUN_TRY_CTX(ensure_job_watch(), what);
+  sd_bus_message* raw = nullptr;
+  int r = sd_bus_message_new_method_call(bus_.get(), &raw, kDestination, kManagerPath,
+                                         kManagerInterface, "StartTransientUnit");
+  SdBusMessagePtr call(raw);
+  if (r < 0) return Error::with_errno(-r, what);
+  r = sd_bus_message_append(call.get(), "ss", name.c_str(), "fail");
+  if (r >= 0) r = sd_bus_message_open_container(call.get(), SD_BUS_TYPE_ARRAY, "(sv)");
+  for (const auto& p : properties) {
+    if (r < 0) break;
+    r = append_property(call.get(), p);
+    if (r < 0) return Error::with_errno(-r, fmt::format("{}: property {}", what, p.name));
+  }
+  if (r >= 0) r = sd_bus_message_close_container(call.get());
+  // No auxiliary units.
+  if (r >= 0) r = sd_bus_message_append(call.get(), "a(sa(sv))", 0);
+  if (r < 0) return Error::with_errno(-r, what + ": building the message");
+
+  SdBusError error;
+  sd_bus_message* reply_raw = nullptr;
+  r = sd_bus_call(bus_.get(), call.get(), kCallTimeoutUs, error.ptr(), &reply_raw);
+  SdBusMessagePtr reply(reply_raw);
+  if (r < 0) return error.to_error(r, what);
+  const char* job = nullptr;
+  r = sd_bus_message_read(reply.get(), "o", &job);
+  if (r < 0 || !job) return Error::with_errno(-r, what + ": reading the job path");
+  return wait_for_job(job, timeout_ms, what);
+}
+
+Status SystemdManagerClient::kill_unit(const std::string& name, const std::string& who,
+                                       int signal) {
+  SdBusError error;
+  sd_bus_message* reply = nullptr;
+  int r = sd_bus_call_method(bus_.get(), kDestination, kManagerPath, kManagerInterface, "KillUnit",
+                             error.ptr(), &reply, "ssi", name.c_str(), who.c_str(), signal);
+  SdBusMessagePtr owned(reply);
+  if (r < 0) return error.to_error(r, fmt::format("KillUnit {} {} signal {}", name, who, signal));
+  return ok_status();
+}
+
+Result<std::string> SystemdManagerClient::stop_unit(const std::string& name, int64_t timeout_ms) {
+  std::string what = fmt::format("StopUnit {}", name);
+  SEALRUN_TRY_CTX(ensure_job_watch(), what);
+  SdBusError error;
+  sd_bus_message* reply_raw = nullptr;
+  int r = sd_bus_call_method(bus_.get(), kDestination, kManagerPath, kManagerInterface, "StopUnit",
+                             error.ptr(), &reply_raw, "ss", name.c_str(), "replace");
+  SdBusMessagePtr reply(reply_raw);
+  if (r < 0) return error.to_error(r, what);
+  const char* job = nullptr;
+  r = sd_bus_message_read(reply.get(), "o", &job);
+  if (r < 0 || !job) return Error::with_errno(-r, what + ": reading the job path");
+  return wait_for_job(job, timeout_ms, what);
+}
+
+Status SystemdManagerClient::reset_failed_unit(const std::string& name) {
+  SdBusError error;
+  sd_bus_message* reply = nullptr;
+  int r = sd_bus_call_method(bus_.get(), kDestination, kManagerPath, kManagerInterface,
+                             "ResetFailedUnit", error.ptr(), &reply, "s", name.c_str());
+  SdBusMessagePtr owned(reply);
+  if (r < 0) return error.to_error(r, fmt::format("ResetFailedUnit {}", name));
+  return ok_status();
+}
+
+Result<std::optional<std::string>> SystemdManagerClient::unit_path(const std::string& name) {
+  SdBusError error;
+  sd_bus_message* reply_raw = nullptr;
+  int r = sd_bus_call_method(bus_.get(), kDestination, kManagerPath, kManagerInterface, "GetUnit",
+                             error.ptr(), &reply_raw, "s", name.c_str());
+  SdBusMessagePtr reply(reply_raw);
+  if (r < 0) {
+    if (error.has_name("org.freedesktop.systemd1.NoSuchUnit")) {
+      return std::optional<std::string>();
+    }
+    return error.to_error(r, fmt::format("GetUnit {}", name));
+  }
+  const char* path = nullptr;
+  r = sd_bus_message_read(reply.get(), "o", &path);
+  if (r < 0 || !path) return Error::with_errno(-r, fmt::format("GetUnit {}: reply", name));
+  return std::optional<std::string>(path);
+}
+
+Result<uint64_t> SystemdManagerClient::get_u64(const std::string& path,
+                                               const std::string& interface,
+                                               const std::string& property) {
+  SdBusError error;
+  uint64_t value = 0;
+  int r = sd_bus_get_property_trivial(bus_.get(), kDestination, path.c_str(), interface.c_str(),
+                                      property.c_str(), error.ptr(), 't', &value);
+  if (r < 0) return error.to_error(r, fmt::format("property {} of {}", property, path));
+  return value;
+}
+
+Result<std::string> SystemdManagerClient::get_string(const std::string& path,
+                                                     const std::string& interface,
+                                                     const std::string& property) {
+  SdBusError error;
+  char* raw = nullptr;
+  int r = sd_bus_get_property_string(bus_.get(), kDestination, path.c_str(), interface.c_str(),
+                                     property.c_str(), error.ptr(), &raw);
+  std::unique_ptr<char, FreeDeleter> value(raw);
+  if (r < 0) return error.to_error(r, fmt::format("property {} of {}", property, path));
+  return std::string(value ? value.get() : "");
+}
+
+}  // namespace sealrun::resgroup
