@@ -1,0 +1,74 @@
+// admit(): see admitted.h. The order matters: bytes, then their digest, then the parse, then the
+// pins — and the digest comparison happens before any byte of the document is interpreted.
+#include "admission/admitted.h"
+
+#include <fcntl.h>
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "core/bounded_file.h"
+#include "fingerprint/sha256.h"
+
+namespace sealrun::admission {
+
+bool AdmissionReport::all_passed() const {
+  return !refusal && !checks.empty() &&
+         std::all_of(checks.begin(), checks.end(), [](const PinCheck& c) { return c.passed(); });
+}
+
+std::string AdmissionReport::summary() const {
+  if (refusal) return refusal->message();
+  std::string failed;
+  for (const PinCheck& c : checks)
+    if (c.status == CheckStatus::kFail)
+      failed += (failed.empty() ? "" : ", ") + c.target;
+  if (failed.empty()) return all_passed() ? "every check passed" : "no check ran";
+  return "pin mismatch: " + failed;
+}
+
+AdmitOutcome admit(const std::string& path, const std::string& expected_sha256,
+                   const VerifyOptions& options) {
+  AdmitOutcome out;
+  AdmissionReport& report = out.report;
+  report.path = path;
+  std::string expected = expected_sha256;
+  std::transform(expected.begin(), expected.end(), expected.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+
+  auto bytes = read_bounded_file(AT_FDCWD, path, kMaxAdmissionBytes);
+  if (!bytes.ok()) {
+    Error e = std::move(bytes).error();
+    report.checks.push_back({"admission", expected, "error: " + e.message(), CheckStatus::kFail});
+    report.refusal = std::move(e).context("admission " + path);
+    return out;
+  }
+  report.observed_sha256 = sha256_hex(*bytes);
+  const bool digest_ok = report.observed_sha256 == expected;
+  report.checks.push_back({"admission", expected, report.observed_sha256,
+                           digest_ok ? CheckStatus::kPass : CheckStatus::kFail});
+
+  auto doc = parse_admission_bytes(*bytes);
+  if (!doc.ok()) {
+    report.refusal = std::move(doc).error().context("admission " + path);
+    return out;
+  }
+  VerifyOptions verify = options;
+  if (!digest_ok) {
+    verify.skip_reason = fmt::format("the admission's SHA-256 is {}, not the given {}",
+                                     report.observed_sha256, expected);
+    verify.source_export_dir.clear();
+  }
+  std::vector<PinCheck> pins = verify_pins(*doc, verify);
+  report.checks.insert(report.checks.end(), pins.begin(), pins.end());
+  if (!report.all_passed()) return out;
+
+  std::string source_root =
+      doc->source.kind == SourceKind::kTree ? doc->source.path : options.source_export_dir;
+  out.admitted.emplace(Admitted(std::move(doc).value(), path, report.observed_sha256,
+                                report.checks, std::move(source_root)));
+  return out;
+}
+
+}  // namespace sealrun::admission

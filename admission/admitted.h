@@ -1,0 +1,76 @@
+// The gate: reading an admission file, checking its own digest, parsing it strictly and verifying
+// every pin. Only when all of that passed does an `Admitted` exist — its constructor is private
+// and admit() is the one place that calls it — so a later stage that takes an Admitted has proof
+// in the type system that nothing was skipped (DESIGN.md: values flow forward).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "admission/document.h"
+#include "admission/verify.h"
+#include "core/result.h"
+
+namespace sealrun::admission {
+
+struct AdmitOutcome;
+
+// Everything admit() found out, pass or fail; the receipt records `checks` as verifications[].
+struct AdmissionReport {
+  std::string path;
+  std::string observed_sha256;   // of the exact bytes read; empty when they could not be read
+  std::vector<PinCheck> checks;  // "admission" first, then verify_pins() order
+  // Why the document was refused before or apart from the pins (unreadable, malformed, schema).
+  std::optional<Error> refusal;
+  bool all_passed() const;
+  // A one-line reason for a person when !all_passed(): the refusal or the failed targets.
+  std::string summary() const;
+};
+
+class Admitted {
+ public:
+  Admitted(Admitted&&) = default;
+  Admitted& operator=(Admitted&&) = default;
+  Admitted(const Admitted&) = delete;
+  Admitted& operator=(const Admitted&) = delete;
+
+  const AdmissionDocument& document() const { return doc_; }
+  const std::string& path() const { return path_; }
+  const std::string& sha256() const { return sha256_; }
+  const std::vector<PinCheck>& verifications() const { return checks_; }
+  // Where the verified source bytes are: the export directory for git and bundle sources (only
+  // when VerifyOptions::source_export_dir was given, else empty), the tree itself for kind "tree".
+  const std::string& source_root() const { return source_root_; }
+
+ private:
+  friend AdmitOutcome admit(const std::string&, const std::string&, const VerifyOptions&);
+  Admitted(AdmissionDocument doc, std::string path, std::string sha256,
+           std::vector<PinCheck> checks, std::string source_root)
+      : doc_(std::move(doc)),
+        path_(std::move(path)),
+        sha256_(std::move(sha256)),
+        checks_(std::move(checks)),
+        source_root_(std::move(source_root)) {}
+
+  AdmissionDocument doc_;
+  std::string path_;
+  std::string sha256_;
+  std::vector<PinCheck> checks_;
+  std::string source_root_;
+};
+
+struct AdmitOutcome {
+  AdmissionReport report;
+  std::optional<Admitted> admitted;  // set exactly when report.all_passed()
+};
+
+// Reads `path` (regular file, no symlink, <= 1 MiB), compares the SHA-256 of its exact bytes with
+// `expected_sha256` first, parses it strictly and verifies every pin. When the digest does not
+// match, the document is still parsed (bounded, harmless) so that problems are reported, but no pin
+// is recomputed: an unauthenticated document does not get to point us at paths to hash.
+AdmitOutcome admit(const std::string& path, const std::string& expected_sha256,
+                   const VerifyOptions& options = {});
+
+
+}  // namespace sealrun::admission

@@ -1,0 +1,139 @@
+// The admission document, schema "sealrun-admission-v1" (docs/admission.md,
+// docs/admission.schema.json): the one statement of what may run — the exact command, every
+// input pinned by hash, the mounts, the limits and the containment that is required. These are
+// plain values; parsing (parse.cc) guarantees every invariant documented here, and
+// canonical_admission_json() writes them back in one stable spelling.
+#pragma once
+
+#include <cstdint>
+#include <ctime>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "containment/dimension.h"
+#include "core/result.h"
+#include "fingerprint/source.h"
+
+namespace sealrun::admission {
+
+inline constexpr std::string_view kSchema = "sealrun-admission-v1";
+// An admission is read whole into memory; nothing legitimate comes near this.
+inline constexpr size_t kMaxAdmissionBytes = 1024 * 1024;
+
+inline constexpr uint64_t kGiB = 1024ull * 1024 * 1024;
+inline constexpr uint64_t kMiBytes = 1024ull * 1024;
+
+struct Command {
+  std::vector<std::string> argv;  // argv[0] absolute, or a name looked up on the job's PATH
+  std::string cwd = "/src";       // absolute, inside the job
+};
+
+enum class SourceKind { kGit, kBundle, kTree };
+std::string_view source_kind_name(SourceKind kind);
+
+struct SourcePin {
+  SourceKind kind = SourceKind::kGit;
+  std::string path;         // absolute: repository directory, bundle file or plain tree
+  std::string path_sha256;  // bundle only: SHA-256 of the bundle file
+  std::string commit;       // git and bundle: 40 hex
+  std::string tree;         // git and bundle: 40 hex
+  Manifest manifest;        // every regular file of the checked-out tree
+  std::string manifest_sha256;  // SHA-256 of manifest_to_jsonl(manifest)
+};
+
+struct ToolchainPin {
+  std::string root;         // absolute host directory
+  std::string tree_sha256;  // semantic-tree-v1 digest of root
+  std::string mount_path;   // absolute path inside the job (default: same as root)
+};
+
+struct ImagePin {
+  std::string archive;  // absolute host path of the OCI / docker archive
+  std::string archive_sha256;
+  std::string image_id;               // "sha256:<hex>"
+  std::vector<std::string> diff_ids;  // "sha256:<hex>" each
+};
+
+struct HostToolPin {
+  std::string path;  // absolute
+  std::string sha256;
+};
+
+// Where things appear inside the job. source and the toolchain are read-only; output and scratch
+// are the only writable mounts; tmp is a private, empty tmpfs.
+struct Mounts {
+  std::string source = "/src";
+  std::string output = "/out";
+  std::string scratch = "/scratch";
+  std::string tmp = "/tmp";
+};
+
+// The keys of ../shared/CONTRACT.md, with the mission's defaults.
+struct Limits {
+  uint64_t memory_high_bytes = 7 * kGiB;
+  uint64_t memory_max_bytes = 8 * kGiB;
+  uint64_t swap_max_bytes = 0;
+  uint64_t pids_max = 4096;
+  uint64_t wall_clock_s = 1500;  // the job
+  uint64_t outer_s = 1800;       // the whole run, verification and cleanup included
+  uint64_t owned_max_bytes = 8 * kGiB;
+  uint64_t result_max_bytes = 1 * kGiB;
+  uint64_t free_min_bytes = 1 * kGiB;
+  uint64_t ceiling_bytes = 10 * kGiB;   // owned + result + reserve must stay under this
+  uint64_t reserve_bytes = 512 * kMiBytes;
+  uint64_t census_interval_ms = 5000;
+  uint64_t receipt_max_bytes = 1 * kMiBytes;
+};
+
+enum class MechanismChoice { kAuto, kBwrap, kPodman };
+std::string_view mechanism_choice_name(MechanismChoice m);
+
+struct Containment {
+  DimensionSet required = DimensionSet::all();
+  std::string network = "none";  // the only value v1 accepts
+  MechanismChoice mechanism = MechanismChoice::kAuto;
+};
+
+struct Reference {
+  std::string value;    // e.g. a review URL
+  std::string pattern;  // ECMAScript regex the whole value must match
+};
+
+struct AdmissionDocument {
+  Command command;
+  int64_t source_date_epoch = 0;
+  std::map<std::string, std::string> env;  // allowed into the job, besides SOURCE_DATE_EPOCH
+  SourcePin source;
+  ToolchainPin toolchain;
+  std::optional<ImagePin> image;
+  std::vector<HostToolPin> host_tools;
+  Mounts mounts;
+  Limits limits;
+  Containment containment;
+  std::optional<std::string> expires_at;  // RFC 3339 as written
+  std::optional<time_t> expires_at_epoch;  // the same instant, seconds since the epoch
+  std::optional<Reference> reference;
+};
+
+// Validates a whole document (already read by parse_strict_json) against the schema: unknown
+// keys, missing keys, wrong types, relative paths, ".." components, bad digests, inconsistent
+// limits. The error lists every problem found (up to a bound), each prefixed with its JSON path.
+Result<AdmissionDocument> parse_admission_json(const nlohmann::json& doc);
+// parse_strict_json + parse_admission_json on exact bytes.
+Result<AdmissionDocument> parse_admission_bytes(std::string_view bytes);
+
+// The document as JSON with every field present (defaults written out).
+nlohmann::json admission_to_json(const AdmissionDocument& doc);
+// The canonical bytes: keys sorted, two-space indent, one trailing newline. Freezing the same
+// inputs twice gives identical bytes, hence an identical SHA-256.
+std::string canonical_admission_bytes(const AdmissionDocument& doc);
+
+// "2026-11-30T01:02:03Z" / "...+02:00" / fractional seconds -> seconds since the epoch.
+std::optional<time_t> parse_rfc3339(std::string_view text);
+
+}  // namespace sealrun::admission

@@ -1,0 +1,233 @@
+// freeze_admission(): see freeze.h. Layering, lowest first: the draft, then each --set, then the
+// command-line flags; then every section that names a path gets its pins computed from that path,
+// replacing whatever pins the draft carried. The assembled JSON then goes through
+// parse_admission_json(), so a --set can never produce a document that `run` would refuse.
+#include "admission/freeze.h"
+
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "admission/strict_json.h"
+#include "admission/verify.h"
+#include "core/atomic_write.h"
+#include "core/bounded_file.h"
+#include "fingerprint/file_hash.h"
+#include "fingerprint/image.h"
+#include "fingerprint/sha256.h"
+#include "fingerprint/source.h"
+#include "fingerprint/tree.h"
+
+namespace sealrun::admission {
+
+using nlohmann::json;
+
+Status apply_set(json* doc, std::string_view assignment) {
+  size_t eq = assignment.find('=');
+  if (eq == std::string_view::npos || eq == 0)
+    return Error::make(fmt::format("--set {}: expected KEY=VALUE (e.g. limits.pids_max=512)",
+                                   assignment));
+  std::string_view key = assignment.substr(0, eq);
+  std::string_view text = assignment.substr(eq + 1);
+  json* node = doc;
+  std::string walked;
+  size_t start = 0;
+  while (true) {
+    size_t dot = key.find('.', start);
+    std::string part(key.substr(start, dot == std::string_view::npos ? dot : dot - start));
+    if (part.empty())
+      return Error::make(fmt::format("--set {}: empty component in the key", key));
+    if (!node->is_object())
+      return Error::make(fmt::format("--set {}: {} is not an object", key, walked));
+    walked = json_path_join(walked, part);
+    node = &(*node)[part];
+    if (dot == std::string_view::npos) break;
+    start = dot + 1;
+    if (node->is_null()) *node = json::object();
+  }
+  auto parsed = parse_strict_json(text);
+  *node = parsed.ok() ? std::move(parsed).value() : json(std::string(text));
+  return ok_status();
+}
+
+namespace {
+
+Result<std::string> real_path(const std::string& path, const char* what) {
+  std::error_code ec;
+  auto p = std::filesystem::canonical(path, ec);
+  if (ec) return Error::with_errno(ec.value(), fmt::format("{} {}", what, path));
+  return p.string();
+}
+
+// A private temporary directory, removed with its contents when the holder goes away.
+struct TempExport {
+  std::string dir;
+  TempExport() {
+    const char* base = ::getenv("TMPDIR");
+    std::string tmpl = fmt::format("{}/sealrun-freeze-XXXXXX", base && *base ? base : "/tmp");
+    if (::mkdtemp(tmpl.data()) != nullptr) dir = tmpl;
+  }
+  ~TempExport() {
+    std::error_code ec;
+    if (!dir.empty()) std::filesystem::remove_all(dir, ec);
+  }
+  TempExport(const TempExport&) = delete;
+  TempExport& operator=(const TempExport&) = delete;
+};
+
+std::string string_or(const json& obj, const char* key, const std::string& fallback) {
+  if (obj.is_object() && obj.contains(key) && obj[key].is_string()) return obj[key].get<std::string>();
+  return fallback;
+}
+
+Result<json> source_pins(const std::string& given_path, std::string kind) {
+  std::string path = SEALRUN_TRY(real_path(given_path, "source"));
+  struct stat st = {};
+  if (::stat(path.c_str(), &st) != 0) return Error::from_errno("source " + path);
+  if (kind.empty()) {
+    if (S_ISREG(st.st_mode))
+      kind = "bundle";
+    else if (::access((path + "/.git").c_str(), F_OK) == 0)
+      kind = "git";
+    else
+      kind = "tree";
+  }
+  json src = {{"kind", kind}, {"path", path}};
+  Manifest manifest;
+  if (kind == "tree") {
+    manifest = SEALRUN_TRY_CTX(build_manifest(path), "manifest of source tree " + path);
+  } else if (kind == "git" || kind == "bundle") {
+    if (kind == "bundle") {
+      auto digest = SEALRUN_TRY_CTX(hash_file(path), "source bundle");
+      src["path_sha256"] = digest.sha256;
+    }
+    auto id = SEALRUN_TRY_CTX(read_git_identity(path, "HEAD"), "source " + path);
+    src["commit"] = id.commit;
+    src["tree"] = id.tree;
+    TempExport tmp;
+    if (tmp.dir.empty()) return Error::from_errno("mkdtemp for the source export");
+    std::string dest = tmp.dir + "/src";
+    SEALRUN_TRY_CTX(export_git_commit(path, id.commit, id.tree, dest),
+                    "export of " + id.commit + " from " + path);
+    manifest = SEALRUN_TRY_CTX(build_manifest(dest), "manifest of commit " + id.commit);
+  } else {
+    return Error::make(fmt::format("source.kind: expected \"git\", \"bundle\" or \"tree\", got \"{}\"",
+                                   kind));
+  }
+  src["manifest"] = json::array();
+  for (const ManifestEntry& e : manifest)
+    src["manifest"].push_back({{"path", e.path}, {"bytes", e.bytes}, {"sha256", e.sha256}});
+  src["manifest_sha256"] = manifest_digest(manifest);
+  return src;
+}
+
+Result<json> assemble(const FreezeRequest& r) {
+  json doc = json::object();
+  if (!r.draft.empty()) {
+    auto bytes = SEALRUN_TRY_CTX(read_bounded_file(AT_FDCWD, r.draft, kMaxAdmissionBytes),
+                                 "draft " + r.draft);
+    doc = SEALRUN_TRY_CTX(parse_strict_json(bytes), "draft " + r.draft);
+    if (!doc.is_object()) return Error::make("draft " + r.draft + ": expected a JSON object");
+  }
+  if (!doc.contains("schema")) doc["schema"] = std::string(kSchema);
+  for (const std::string& s : r.sets) SEALRUN_TRY(apply_set(&doc, s));
+  if (!r.argv.empty()) {
+    if (!doc["command"].is_object()) doc["command"] = json::object();
+    doc["command"]["argv"] = r.argv;
+  }
+  for (const std::string& e : r.env) {
+    size_t eq = e.find('=');
+    if (eq == std::string::npos || eq == 0)
+      return Error::make(fmt::format("--env {}: expected NAME=VALUE", e));
+    if (!doc["env"].is_object()) doc["env"] = json::object();
+    doc["env"][e.substr(0, eq)] = e.substr(eq + 1);
+  }
+
+  // Source: a flag replaces the draft's path; the pins always come from the path.
+  json& source = doc["source"];
+  std::string source_path = !r.source.empty() ? r.source : string_or(source, "path", "");
+  if (!source_path.empty()) {
+    std::string kind = r.source.empty() ? string_or(source, "kind", "") : "";
+    source = SEALRUN_TRY(source_pins(source_path, kind));
+  } else if (source.is_null()) {
+    doc.erase("source");
+  }
+
+  json& toolchain = doc["toolchain"];
+  std::string root = !r.toolchain.empty() ? r.toolchain : string_or(toolchain, "root", "");
+  if (!root.empty()) {
+    root = SEALRUN_TRY(real_path(root, "toolchain"));
+    TreeOptions options;
+    options.progress = r.toolchain_progress;
+    auto summary = SEALRUN_TRY_CTX(tree_digest(root, options), "toolchain " + root);
+    std::string mount = !r.toolchain_mount.empty() ? r.toolchain_mount
+                                                   : string_or(toolchain, "mount_path", root);
+    toolchain = {{"root", root}, {"tree_sha256", summary.sha256}, {"mount_path", mount}};
+  } else if (toolchain.is_null()) {
+    doc.erase("toolchain");
+  }
+
+  std::string archive = !r.image.empty() ? r.image : string_or(doc.value("image", json()), "archive", "");
+  if (!archive.empty()) {
+    archive = SEALRUN_TRY(real_path(archive, "image"));
+    auto id = SEALRUN_TRY_CTX(inspect_image_archive(archive), "image " + archive);
+    doc["image"] = {{"archive", archive},
+                    {"archive_sha256", id.archive_sha256},
+                    {"image_id", id.image_id},
+                    {"diff_ids", id.diff_ids}};
+  }
+
+  std::vector<std::string> tools;
+  if (doc.contains("host_tools") && doc["host_tools"].is_array())
+    for (const json& t : doc["host_tools"]) tools.push_back(string_or(t, "path", ""));
+  tools.insert(tools.end(), r.host_tools.begin(), r.host_tools.end());
+  if (!tools.empty()) {
+    json pinned = json::array();
+    std::set<std::string> seen;
+    for (const std::string& t : tools) {
+      if (t.empty()) return Error::make("host_tools: an entry has no path");
+      std::string path = SEALRUN_TRY(real_path(t, "host tool"));
+      if (!seen.insert(path).second) continue;
+      auto digest = SEALRUN_TRY_CTX(hash_file(path), "host tool " + path);
+      pinned.push_back({{"path", path}, {"sha256", digest.sha256}});
+    }
+    doc["host_tools"] = std::move(pinned);
+  }
+  return doc;
+}
+
+}  // namespace
+
+Result<std::string> freeze_to_bytes(const FreezeRequest& request) {
+  json doc = SEALRUN_TRY(assemble(request));
+  AdmissionDocument parsed = SEALRUN_TRY_CTX(parse_admission_json(doc), "the frozen admission");
+  std::string bytes = canonical_admission_bytes(parsed);
+  if (bytes.size() > kMaxAdmissionBytes)
+    return Error::make(fmt::format("the frozen admission is {} bytes, over the {}-byte limit "
+                                   "(a very large source manifest?)",
+                                   bytes.size(), kMaxAdmissionBytes));
+  // What we write must read back as itself; anything else is a bug here, caught before it ships.
+  SEALRUN_TRY_CTX(parse_admission_bytes(bytes), "re-reading the frozen admission");
+  return bytes;
+}
+
+Result<FreezeResult> freeze_admission(const FreezeRequest& request) {
+  if (request.out.empty()) return Error::make("--out: a path for the admission is required");
+  struct stat st = {};
+  if (!request.force && ::lstat(request.out.c_str(), &st) == 0)
+    return Error::make(fmt::format("{}: exists; pass --force to replace it", request.out));
+  std::string bytes = SEALRUN_TRY(freeze_to_bytes(request));
+  SEALRUN_TRY_CTX(write_file_atomic(request.out, bytes, 0644), "write " + request.out);
+  FreezeResult result;
+  result.path = request.out;
+  result.sha256 = sha256_hex(bytes);
+  result.document = SEALRUN_TRY(parse_admission_bytes(bytes));
+  return result;
+}
+
+}  // namespace sealrun::admission

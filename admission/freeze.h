@@ -1,0 +1,52 @@
+// Freezing an admission: from a command line (and/or a small draft document), compute every pin
+// with the fingerprint module, validate the result with the same strict parser that `run` uses,
+// and write it in canonical form. What is frozen is exactly what `admit check` will verify.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "admission/document.h"
+#include "core/result.h"
+
+namespace sealrun::admission {
+
+struct FreezeRequest {
+  std::string out;        // where to write the admission
+  bool force = false;     // replace an existing file at `out`
+  std::string draft;      // optional: a partial admission (JSON) to start from
+  std::string source;     // a git repository directory, a bundle file, or a plain tree
+  std::string toolchain;  // the toolchain root directory
+  std::string toolchain_mount;  // where the toolchain appears in the job (default: its root)
+  std::string image;            // an OCI / docker archive
+  std::vector<std::string> host_tools;  // paths of host binaries to pin
+  std::vector<std::string> sets;        // "dotted.key=VALUE" (VALUE: JSON, or else a string)
+  std::vector<std::string> env;         // "NAME=VALUE"
+  std::vector<std::string> argv;        // the command
+  // Called while the toolchain tree is hashed (bytes done, bytes in all).
+  std::function<void(uint64_t, uint64_t)> toolchain_progress;
+};
+
+struct FreezeResult {
+  std::string path;
+  std::string sha256;  // of the bytes written
+  AdmissionDocument document;
+};
+
+// Computes, validates and writes. Refuses to replace an existing `out` unless `force`.
+Result<FreezeResult> freeze_admission(const FreezeRequest& request);
+
+// The pure part, for tests: the draft plus the command line as a document with every pin filled
+// in, validated, in canonical bytes.
+Result<std::string> freeze_to_bytes(const FreezeRequest& request);
+
+// Applies one "--set dotted.key=VALUE" to `doc`, creating intermediate objects. VALUE is taken as
+// JSON when it parses as JSON (numbers, true, arrays...), otherwise as a plain string.
+Status apply_set(nlohmann::json* doc, std::string_view assignment);
+
+}  // namespace sealrun::admission

@@ -1,0 +1,245 @@
+// verify_pins(): see verify.h. Each check is independent: a failure is recorded with what was
+// observed (or the error that stopped the observation) and the next check runs regardless.
+#include "admission/verify.h"
+
+#include <stdlib.h>
+
+#include <filesystem>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "fingerprint/file_hash.h"
+#include "fingerprint/image.h"
+#include "fingerprint/sha256.h"
+#include "fingerprint/source.h"
+#include "fingerprint/tree.h"
+
+namespace sealrun::admission {
+
+using nlohmann::json;
+
+std::string_view check_status_name(CheckStatus s) {
+  switch (s) {
+    case CheckStatus::kPass: return "pass";
+    case CheckStatus::kFail: return "fail";
+    case CheckStatus::kSkipped: return "skipped";
+  }
+  return "?";
+}
+
+json pin_check_to_json(const PinCheck& c) {
+  return {{"target", c.target},
+          {"expected", c.expected},
+          {"observed", c.observed},
+          {"result", std::string(check_status_name(c.status))}};
+}
+
+std::string manifest_digest(const Manifest& manifest) {
+  return sha256_hex(manifest_to_jsonl(manifest));
+}
+
+namespace {
+
+// A private temporary directory, removed with its contents when the holder goes away.
+class ScratchDir {
+ public:
+  ScratchDir() {
+    const char* base = ::getenv("TMPDIR");
+    std::string tmpl = fmt::format("{}/sealrun-admit-XXXXXX", base && *base ? base : "/tmp");
+    if (::mkdtemp(tmpl.data()) != nullptr) path_ = tmpl;
+  }
+  ~ScratchDir() {
+    std::error_code ec;
+    if (!path_.empty()) std::filesystem::remove_all(path_, ec);
+  }
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+std::string format_utc(time_t t) {
+  struct tm tm = {};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+class Checks {
+ public:
+  explicit Checks(std::string skip_reason) : skip_(std::move(skip_reason)) {}
+  bool skipping() const { return !skip_.empty(); }
+
+  void compare(std::string target, std::string expected, const Result<std::string>& observed) {
+    PinCheck c{std::move(target), std::move(expected), {}, CheckStatus::kFail};
+    if (observed.ok()) {
+      c.observed = observed.value();
+      c.status = c.observed == c.expected ? CheckStatus::kPass : CheckStatus::kFail;
+    } else {
+      c.observed = "error: " + observed.error().message();
+    }
+    list_.push_back(std::move(c));
+  }
+  void skipped(std::string target, std::string expected) {
+    list_.push_back({std::move(target), std::move(expected), "not checked: " + skip_,
+                     CheckStatus::kSkipped});
+  }
+  void add(PinCheck c) { list_.push_back(std::move(c)); }
+  std::vector<PinCheck> take() { return std::move(list_); }
+
+ private:
+  std::string skip_;
+  std::vector<PinCheck> list_;
+};
+
+Result<std::string> file_sha256(const std::string& path) {
+  auto d = SEALRUN_TRY(hash_file(path));
+  return d.sha256;
+}
+
+std::string describe_mismatches(const std::vector<ManifestMismatch>& mismatches) {
+  std::string out = fmt::format("{} file(s) differ:", mismatches.size());
+  size_t shown = 0;
+  for (const ManifestMismatch& m : mismatches) {
+    if (++shown > 5) {
+      out += fmt::format(" and {} more", mismatches.size() - 5);
+      break;
+    }
+    out += fmt::format(" {} (expected {}, observed {});", m.path, m.expected, m.observed);
+  }
+  return out;
+}
+
+// Verifies the manifest against the files of the admitted source: the tree itself for kind
+// "tree", an export of the admitted commit for git and bundle sources.
+PinCheck check_manifest(const SourcePin& s, const VerifyOptions& options) {
+  PinCheck c{"source.manifest", fmt::format("{} files as listed in source.manifest", s.manifest.size()),
+             {}, CheckStatus::kFail};
+  std::string root = s.path;
+  ScratchDir scratch;
+  if (s.kind != SourceKind::kTree) {
+    if (options.source_export_dir.empty()) {
+      if (scratch.path().empty()) {
+        c.observed = "error: cannot create a temporary directory for the source export";
+        return c;
+      }
+      root = scratch.path() + "/src";
+    } else {
+      root = options.source_export_dir;
+    }
+    if (Status st = export_git_commit(s.path, s.commit, s.tree, root); !st.ok()) {
+      c.observed = "error: export of commit " + s.commit + ": " + st.error().message();
+      return c;
+    }
+  }
+  auto mismatches = verify_manifest(root, s.manifest);
+  if (!mismatches.ok()) {
+    c.observed = "error: " + mismatches.error().message();
+  } else if (mismatches->empty()) {
+    c.observed = c.expected;
+    c.status = CheckStatus::kPass;
+  } else {
+    c.observed = describe_mismatches(*mismatches);
+  }
+  return c;
+}
+
+void check_source(const SourcePin& s, const VerifyOptions& options, Checks* checks) {
+  const bool git = s.kind != SourceKind::kTree;
+  if (checks->skipping()) {
+    if (s.kind == SourceKind::kBundle) checks->skipped("source.path_sha256", s.path_sha256);
+    if (git) {
+      checks->skipped("source.commit", s.commit);
+      checks->skipped("source.tree", s.tree);
+    }
+    checks->skipped("source.manifest_sha256", s.manifest_sha256);
+    checks->skipped("source.manifest", fmt::format("{} files", s.manifest.size()));
+    return;
+  }
+  if (s.kind == SourceKind::kBundle) checks->compare("source.path_sha256", s.path_sha256, file_sha256(s.path));
+  if (git) {
+    // The commit that the repository (or bundle) has checked out must be the admitted one, and the
+    // admitted commit must have the admitted tree.
+    auto head = read_git_identity(s.path, "HEAD");
+    checks->compare("source.commit", s.commit,
+                    head.ok() ? Result<std::string>(head->commit)
+                              : Result<std::string>(std::move(head).error()));
+    auto pinned = read_git_identity(s.path, s.commit);
+    checks->compare("source.tree", s.tree,
+                    pinned.ok() ? Result<std::string>(pinned->tree)
+                                : Result<std::string>(std::move(pinned).error()));
+  }
+  checks->compare("source.manifest_sha256", s.manifest_sha256,
+                  Result<std::string>(manifest_digest(s.manifest)));
+  checks->add(check_manifest(s, options));
+}
+
+void check_image(const ImagePin& image, Checks* checks) {
+  std::string ids = fmt::format("{}", fmt::join(image.diff_ids, ","));
+  if (checks->skipping()) {
+    checks->skipped("image.archive_sha256", image.archive_sha256);
+    checks->skipped("image.image_id", image.image_id);
+    checks->skipped("image.diff_ids", ids);
+    return;
+  }
+  // The archive digest is computed on its own, so that a damaged archive still says which of
+  // its pins moved even when it can no longer be inspected.
+  checks->compare("image.archive_sha256", image.archive_sha256, file_sha256(image.archive));
+  auto identity = inspect_image_archive(image.archive);
+  if (!identity.ok()) {
+    checks->compare("image.image_id", image.image_id, identity.error());
+    checks->compare("image.diff_ids", ids, identity.error());
+    return;
+  }
+  checks->compare("image.image_id", image.image_id, Result<std::string>(identity->image_id));
+  checks->compare("image.diff_ids", ids,
+                  Result<std::string>(fmt::format("{}", fmt::join(identity->diff_ids, ","))));
+}
+
+}  // namespace
+
+std::vector<PinCheck> verify_pins(const AdmissionDocument& doc, const VerifyOptions& options) {
+  Checks checks(options.skip_reason);
+  check_source(doc.source, options, &checks);
+
+  if (checks.skipping()) {
+    checks.skipped("toolchain.tree_sha256", doc.toolchain.tree_sha256);
+  } else {
+    TreeOptions tree_options;
+    tree_options.progress = options.toolchain_progress;
+    auto summary = tree_digest(doc.toolchain.root, tree_options);
+    checks.compare("toolchain.tree_sha256", doc.toolchain.tree_sha256,
+                   summary.ok() ? Result<std::string>(summary->sha256)
+                                : Result<std::string>(std::move(summary).error()));
+  }
+
+  if (doc.image) check_image(*doc.image, &checks);
+
+  for (const HostToolPin& tool : doc.host_tools) {
+    std::string target = "host_tools:" + tool.path;
+    if (checks.skipping())
+      checks.skipped(target, tool.sha256);
+    else
+      checks.compare(target, tool.sha256, file_sha256(tool.path));
+  }
+
+  if (doc.expires_at_epoch) {
+    time_t now = options.now ? *options.now : ::time(nullptr);
+    std::string expected = "before " + *doc.expires_at;
+    if (checks.skipping()) {
+      checks.skipped("expires_at", expected);
+    } else {
+      bool valid = now < *doc.expires_at_epoch;
+      checks.add({"expires_at", expected,
+                  fmt::format("{}: it is now {}", valid ? "valid" : "expired", format_utc(now)),
+                  valid ? CheckStatus::kPass : CheckStatus::kFail});
+    }
+  }
+  return checks.take();
+}
+
+}  // namespace sealrun::admission

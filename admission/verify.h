@@ -1,0 +1,56 @@
+// Pin verification: recomputes every digest an admission names (source commit, tree, manifest and
+// bundle; toolchain tree; image archive, id and diff ids; host tools) and compares each with the
+// document, plus its expiry. Every check is reported, even after the first failure, so one run of
+// `sealrun admit check` shows everything that drifted; the same list goes into the receipt's
+// `verifications[]`.
+#pragma once
+
+#include <cstdint>
+#include <ctime>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "admission/document.h"
+
+namespace sealrun::admission {
+
+enum class CheckStatus {
+  kPass,
+  kFail,
+  kSkipped,  // not attempted: an earlier gate (the admission's own digest) failed
+};
+std::string_view check_status_name(CheckStatus s);  // "pass" / "fail" / "skipped"
+
+struct PinCheck {
+  std::string target;    // "admission", "source.commit", "image.image_id", "host_tools:/usr/bin/bwrap"
+  std::string expected;  // what the admission says
+  std::string observed;  // what is there now (or why it could not be read)
+  CheckStatus status = CheckStatus::kFail;
+  bool passed() const { return status == CheckStatus::kPass; }
+};
+nlohmann::json pin_check_to_json(const PinCheck& check);  // {target, expected, observed, result}
+
+struct VerifyOptions {
+  // Current time for the expiry check; nullopt: the real clock.
+  std::optional<time_t> now;
+  // Called while the toolchain tree is hashed (bytes done, bytes in all).
+  std::function<void(uint64_t, uint64_t)> toolchain_progress;
+  // Git and bundle sources are verified on an export of the admitted commit. When this is set, the
+  // export is made here (it must not exist yet) and kept, so a run uses exactly the bytes that were
+  // verified; otherwise it goes to a temporary directory that is removed afterwards.
+  std::string source_export_dir;
+  // When non-empty, nothing is recomputed: every pin is listed as skipped, with this reason.
+  std::string skip_reason;
+};
+
+// One PinCheck per pin of `doc`, in document order.
+std::vector<PinCheck> verify_pins(const AdmissionDocument& doc, const VerifyOptions& options = {});
+
+// SHA-256 of manifest_to_jsonl(manifest): what source.manifest_sha256 pins.
+std::string manifest_digest(const Manifest& manifest);
+
+}  // namespace sealrun::admission
