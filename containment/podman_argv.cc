@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <cstdint>
 #include <string_view>
 
 namespace sealrun::podman {
@@ -14,6 +15,9 @@ StorageLayout storage_layout(const std::string& owned_root) {
   l.home = l.base + "/home";
   l.graph_root = l.base + "/graph";
   l.run_root = l.base + "/runroot";
+  uint64_t h = 1469598103934665603ULL;  // FNV-1a: stable across builds, unlike std::hash
+  for (unsigned char c : l.base) h = (h ^ c) * 1099511628211ULL;
+  l.run_root_link = fmt::format("/tmp/sealrun-pm-{:016x}", h);
   l.tmp_dir = l.base + "/tmp";
   l.runtime_dir = l.base + "/xdg";
   l.stage_dir = l.base + "/stage";
@@ -41,7 +45,7 @@ std::vector<std::string> global_args(const StorageLayout& l, const HostFacts& f)
   return {
       f.podman_path,
       "--root", l.graph_root,
-      "--runroot", l.run_root,
+      "--runroot", l.run_root_link,
       "--tmpdir", l.tmp_dir,
       // vfs needs neither fuse-overlayfs nor kernel overlay in a user namespace (TESTBED.md).
       "--storage-driver", "vfs",

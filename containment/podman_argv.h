@@ -19,7 +19,11 @@ struct StorageLayout {
   std::string base;             // <owned_root>/podman
   std::string home;             // base/home: HOME for podman (containers.conf lookups, caches)
   std::string graph_root;       // base/graph: --root (images and container layers, vfs driver)
-  std::string run_root;         // base/runroot: --runroot (locks, container state)
+  std::string run_root;         // base/runroot: the container state (locks, attach sockets)
+  // podman refuses a --runroot longer than 50 characters (its sockets must fit sun_path), and an
+  // owned root is usually deeper than that: --runroot is this short symlink to run_root instead,
+  // "/tmp/sealrun-pm-<FNV-1a 64 of base, hex>", so sweep can recompute it from the owned root.
+  std::string run_root_link;
   std::string tmp_dir;          // base/tmp: TMPDIR and --tmpdir (libpod's temporary state)
   std::string runtime_dir;      // base/xdg: XDG_RUNTIME_DIR (podman refuses one it does not own)
   std::string stage_dir;        // base/stage: copies of mount sources the job user cannot read

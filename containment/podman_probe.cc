@@ -68,7 +68,8 @@ constexpr const char* kProbeScript =
     "/proc/net/dev); "
     "if /bin/busybox unshare -U /bin/busybox true 2>/dev/null; then echo userns=allowed; "
     "else echo userns=denied; fi; "
-    "echo pid1=$(/bin/busybox tr '\\0' ' ' < /proc/1/cmdline); echo self_pid=$$";
+    "echo pid1=$(/bin/busybox tr '\\0' ' ' < /proc/1/cmdline); "
+    "echo pidns=$(/bin/busybox readlink /proc/self/ns/pid)";
 
 std::map<std::string, std::string> parse_lines(const std::string& text, char sep) {
   std::map<std::string, std::string> out;
@@ -130,13 +131,15 @@ std::vector<DimensionCheck> dimensions_from_probe(const std::string& status,
                                                                             ? "not reported"
                                                                             : "allowed"));
 
-  long self_pid = std::strtol(ck["self_pid"].c_str(), nullptr, 10);
-  bool own_pidns = !ck["pid1"].empty() && self_pid > 0 && self_pid <= 3;
+  // The caller appends host_pidns= (its own /proc/self/ns/pid) to the container's report.
+  bool own_pidns = ck["pidns"].rfind("pid:[", 0) == 0 && !ck["host_pidns"].empty() &&
+                   ck["pidns"] != ck["host_pidns"] && !ck["pid1"].empty();
   add(Dimension::kProcessTree, own_pidns,
-      own_pidns ? fmt::format("own PID namespace: the probe shell is PID {}, PID 1 is \"{}\"; "
+      own_pidns ? fmt::format("own PID namespace ({} inside, {} outside), PID 1 is \"{}\"; "
                               "`podman rm -f` ends every process in it",
-                              self_pid, ck["pid1"])
-                : fmt::format("no private PID namespace seen (shell PID \"{}\")", ck["self_pid"]));
+                              ck["pidns"], ck["host_pidns"], ck["pid1"])
+                : fmt::format("no private PID namespace seen (inside \"{}\", outside \"{}\")",
+                              ck["pidns"], ck["host_pidns"]));
 
   add(Dimension::kWallClock, true,
       "stopped at the limit by `podman kill` TERM, grace, KILL, then the podman process by pidfd");
@@ -234,7 +237,9 @@ Status probe_container(MechanismProbe& p, HostFacts& facts, const PodmanOptions&
   size_t at = run.out.find(kMarker);
   if (at == std::string::npos)
     return Error::make("the probe container's report was incomplete: " + run.out.substr(0, 200));
-  p.dimensions = dimensions_from_probe(run.out.substr(0, at), run.out.substr(at), run.err, facts);
+  std::string checks = run.out.substr(at) + "\nhost_pidns=" +
+                       fs::read_symlink("/proc/self/ns/pid", ec).string() + "\n";
+  p.dimensions = dimensions_from_probe(run.out.substr(0, at), checks, run.err, facts);
   return ok_status();
 }
 

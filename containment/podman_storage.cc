@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <filesystem>
 #include <system_error>
 
@@ -92,7 +93,22 @@ Status prepare_storage(const StorageLayout& layout, const JobUser& user) {
     SEALRUN_TRY_CTX(make_dir_at(AT_FDCWD, dir, 0700), "podman storage");
     SEALRUN_TRY_CTX(chown_path(dir, user), "podman storage");
   }
-  bool reachable = SEALRUN_TRY(job_user_can_access(user, layout, layout.runtime_dir, "-w"));
+  // A link left by a killed run of this same owned root may be replaced; anything else is not ours.
+  struct stat st {};
+  if (::lstat(layout.run_root_link.c_str(), &st) == 0) {
+    std::error_code ec;
+    if (!S_ISLNK(st.st_mode) || fs::read_symlink(layout.run_root_link, ec) != layout.run_root)
+      return Error::make(fmt::format("podman runroot link {} exists and is not this run's; remove "
+                                     "it (sealrun sweep)",
+                                     layout.run_root_link));
+    ::unlink(layout.run_root_link.c_str());
+  }
+  if (::symlink(layout.run_root.c_str(), layout.run_root_link.c_str()) != 0)
+    return Error::from_errno(fmt::format("symlink {} -> {}", layout.run_root_link, layout.run_root));
+  // Owned by the job user so that fs.protected_symlinks lets it follow the link in sticky /tmp.
+  if (user.drop && ::lchown(layout.run_root_link.c_str(), user.uid, user.gid) != 0)
+    return Error::from_errno(fmt::format("chown {}", layout.run_root_link));
+  bool reachable = SEALRUN_TRY(job_user_can_access(user, layout, layout.run_root_link, "-w"));
   if (!reachable)
     return Error::make(fmt::format(
         "podman storage {}: the job user {} cannot reach it (a parent directory denies search); "
@@ -189,7 +205,8 @@ Result<std::vector<MountSpec>> prepare_mounts(const ContainmentSpec& spec,
 Status remove_storage(const StorageLayout& layout, const JobUser& user, const HostFacts& facts,
                       std::vector<std::string>& actions) {
   std::error_code ec;
-  if (!fs::exists(fs::symlink_status(layout.base, ec))) {
+  if (!fs::exists(fs::symlink_status(layout.base, ec)) &&
+      !fs::is_symlink(fs::symlink_status(layout.run_root_link, ec))) {
     actions.push_back(fmt::format("storage {}: already absent", layout.base));
     return ok_status();
   }
@@ -201,6 +218,15 @@ Status remove_storage(const StorageLayout& layout, const JobUser& user, const Ho
   actions.push_back(unshared ? fmt::format("podman unshare rm -rf {} {}: ok", layout.graph_root,
                                            layout.run_root)
                              : fmt::format("podman unshare rm -rf: {}", unshared.error().message()));
+  struct stat st {};
+  if (::lstat(layout.run_root_link.c_str(), &st) == 0 && S_ISLNK(st.st_mode) &&
+      fs::read_symlink(layout.run_root_link, ec) == layout.run_root) {
+    if (::unlink(layout.run_root_link.c_str()) == 0)
+      actions.push_back(fmt::format("removed runroot link {}", layout.run_root_link));
+    else
+      actions.push_back(fmt::format("remove runroot link {}: {}", layout.run_root_link,
+                                    ::strerror(errno)));
+  }
   fs::remove_all(layout.base, ec);
   if (ec) {
     actions.push_back(fmt::format("remove {}: {}", layout.base, ec.message()));

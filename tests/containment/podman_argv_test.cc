@@ -60,7 +60,10 @@ TEST(PodmanArgv, GlobalFlagsPinStorageRuntimeAndCgroupManager) {
   auto a = global_args(l, f);
   EXPECT_EQ(a.front(), "/usr/bin/podman");
   EXPECT_TRUE(has_pair(a, "--root", l.graph_root));
-  EXPECT_TRUE(has_pair(a, "--runroot", l.run_root));
+  EXPECT_TRUE(has_pair(a, "--runroot", l.run_root_link));
+  EXPECT_LE(l.run_root_link.size(), 50u);  // podman's limit
+  EXPECT_EQ(l.run_root_link, storage_layout("/o").run_root_link);  // recomputable by sweep
+  EXPECT_NE(l.run_root_link, storage_layout("/o2").run_root_link);
   EXPECT_TRUE(has_pair(a, "--storage-driver", "vfs"));
   EXPECT_TRUE(has_pair(a, "--runtime", "/usr/sbin/runc"));
   EXPECT_TRUE(has_pair(a, "--cgroup-manager", "cgroupfs"));
@@ -209,7 +212,7 @@ const char* kGoodStatus =
     "CapEff:\t0000000000000000\nCapBnd:\t0000000000000000\nCapAmb:\t0000000000000000\n";
 const char* kGoodChecks =
     "@@sealrun-probe-checks\nroot_write=denied\nnet_ifaces=lo,\nuserns=denied\n"
-    "pid1=/run/podman-init -- /bin/sh\nself_pid=2\n";
+    "pid1=/run/podman-init -- /bin/sh\npidns=pid:[4026532301]\nhost_pidns=pid:[4026531836]\n";
 
 DimensionSet enforceable(const std::vector<DimensionCheck>& dims) {
   DimensionSet s;
@@ -252,7 +255,8 @@ TEST(PodmanProbeVerdicts, EachWeaknessIsSeen) {
       {status, replace(kGoodChecks, "net_ifaces=lo,", "net_ifaces=lo,eth0,"), Dimension::kNetwork},
       {status, replace(kGoodChecks, "root_write=denied", "root_write=allowed"),
        Dimension::kFilesystem},
-      {status, replace(kGoodChecks, "self_pid=2", "self_pid=4711"), Dimension::kProcessTree},
+      {status, replace(kGoodChecks, "pid:[4026532301]", "pid:[4026531836]"),
+       Dimension::kProcessTree},
   };
   for (const auto& c : cases)
     EXPECT_FALSE(enforceable(dimensions_from_probe(c.status, c.checks, "", v2)).contains(c.lost))

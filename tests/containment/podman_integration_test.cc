@@ -1,0 +1,305 @@
+// Integration tests of the rootless podman mechanism with the real podman 4.3 + runc on this host
+// and the busybox fixture image (tests/fixtures/busybox_image.sh). Each hostile attempt runs as
+// the static helper podman_jobs/escape.c copied into the job's /src; each test ends with cleanup()
+// confirmed: no container with the run's label, no storage, no process left.
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <set>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "containment/grant.h"
+#include "containment/podman.h"
+#include "containment/podman_argv.h"
+#include "containment/podman_runner.h"
+#include "containment/resgroup/resource_group.h"
+#include "core/syscall.h"
+#include "tests/support/temp_dir.h"
+
+namespace sealrun {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::read_text;
+using testing::TempDir;
+
+std::string fixture(const std::string& name) {
+  std::string dir = std::string(SEALRUN_BINARY_DIR) + "/fixtures";
+  if (!fs::exists(dir + "/busybox.oci.tar") || !fs::exists(dir + "/busybox.image-id")) {
+    std::string cmd = "bash " + std::string(SEALRUN_SOURCE_DIR) +
+                      "/tests/fixtures/busybox_image.sh " + dir + " >/dev/null";
+    EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  }
+  return dir + "/" + name;
+}
+
+std::string image_id() {
+  std::string id = read_text(fixture("busybox.image-id"));
+  return id.substr(0, id.find_first_of(" \n"));
+}
+
+const DimensionSet kPodmanDims{Dimension::kFilesystem, Dimension::kProcessTree,
+                               Dimension::kWallClock,  Dimension::kNetwork,
+                               Dimension::kSyscalls,   Dimension::kCapabilities};
+
+class PodmanIntegration : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    mechanism_ = make_podman_mechanism().release();
+    probe_ = new MechanismProbe(mechanism_->probe());
+  }
+  static void TearDownTestSuite() {
+    delete mechanism_;
+    delete probe_;
+  }
+
+  void SetUp() override {
+    ASSERT_TRUE(probe_->available) << probe_->unavailable_reason;
+    // TempDir is 0700 root; the job user must be able to traverse to the owned root.
+    fs::permissions(tmp_.path(), fs::perms(0711));
+    for (const char* d : {"owned", "src", "out", "scratch"}) fs::create_directory(tmp_ / d);
+    fs::permissions(tmp_ / "owned", fs::perms(0711));
+    fs::copy_file(PODMAN_ESCAPE_HELPER, tmp_ / "src/escape");
+    testing::write_text(tmp_ / "src/hello.txt", "hello from the source\n");
+    spec_.run_id = "pm-" + std::to_string(::getpid()) + "-" +
+                   ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    spec_.owned_root = tmp_ / "owned";
+    spec_.cwd = "/src";
+    spec_.env = {{"SOURCE_DATE_EPOCH", "1700000000"}, {"PATH", "/bin"}};
+    spec_.mounts = {{tmp_ / "src", "/src", MountSpec::Access::kReadOnly},
+                    {tmp_ / "out", "/out", MountSpec::Access::kWritable},
+                    {tmp_ / "scratch", "/scratch", MountSpec::Access::kWritable}};
+    spec_.image = ImageRef{fixture("busybox.oci.tar"), image_id()};
+    spec_.requested = kPodmanDims;
+    spec_.required = kPodmanDims;
+    spec_.wall_clock_ms = 120 * 1000;
+    spec_.stop_grace_ms = 2000;
+  }
+
+  Grant grant() const {
+    Grant g;
+    g.mechanism = "podman";
+    g.requested = spec_.requested;
+    g.required = spec_.required;
+    g.enforced = spec_.requested & probe_->enforceable();
+    g.spec = spec_;
+    return g;
+  }
+
+  struct Outcome {
+    JobExit exit;
+    std::string out;
+    std::string container_id;
+    std::vector<std::string> cleanup;
+  };
+
+  // Runs argv to completion, cleans up (asserting it was confirmed) and returns what it printed.
+  Outcome run(std::vector<std::string> argv, resgroup::ResourceGroup* group = nullptr) {
+    spec_.argv = std::move(argv);
+    Outcome o;
+    UniqueFd out(::open((tmp_ / "stdout").c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+    JobIo io{-1, out.get(), out.get()};
+    auto job = mechanism_->spawn(grant(), group, io);
+    EXPECT_TRUE(job.ok()) << job.error().message();
+    if (!job.ok()) return o;
+    auto exit = (*job)->wait();
+    EXPECT_TRUE(exit.ok()) << exit.error().message();
+    if (exit.ok()) o.exit = *exit;
+    o.container_id = (*job)->container_id();
+    auto cleaned = (*job)->cleanup();
+    EXPECT_TRUE(cleaned.ok()) << cleaned.error().message();
+    if (cleaned.ok()) o.cleanup = *cleaned;
+    o.out = read_text(tmp_ / "stdout");
+    expect_nothing_left(o.container_id);
+    return o;
+  }
+
+  void expect_nothing_left(const std::string& container_id) {
+    EXPECT_FALSE(fs::exists(spec_.owned_root + "/podman")) << "storage left behind";
+    if (container_id.empty()) return;
+    // No process (conmon, the job) still mentions the container.
+    for (const auto& e : fs::directory_iterator("/proc")) {
+      std::ifstream f(e.path() / "cmdline");
+      std::string cmd((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+      EXPECT_EQ(cmd.find(container_id), std::string::npos) << "left: " << e.path() << " " << cmd;
+    }
+  }
+
+  static Mechanism* mechanism_;
+  static MechanismProbe* probe_;
+  TempDir tmp_;
+  ContainmentSpec spec_;
+};
+
+Mechanism* PodmanIntegration::mechanism_ = nullptr;
+MechanismProbe* PodmanIntegration::probe_ = nullptr;
+
+TEST_F(PodmanIntegration, ProbeReadsBackEachDimension) {
+  EXPECT_EQ(probe_->name, "podman");
+  EXPECT_EQ(probe_->version.rfind("4.", 0), 0u) << probe_->version;
+  std::string verdicts;
+  for (const auto& d : probe_->dimensions) {
+    EXPECT_FALSE(d.why.empty()) << dimension_name(d.dimension);
+    verdicts += fmt::format("{} {}: {}\n", dimension_name(d.dimension), d.enforceable, d.why);
+  }
+  // memory and pids come from the resource group on this cgroup v1 host
+  EXPECT_EQ(probe_->enforceable(), kPodmanDims) << verdicts;
+}
+
+TEST_F(PodmanIntegration, TrueExitsZeroAndCleanupIsConfirmed) {
+  auto o = run({"/bin/true"});
+  EXPECT_TRUE(o.exit.status.success()) << o.exit.status.describe() << o.out;
+  EXPECT_FALSE(o.exit.timed_out);
+  EXPECT_EQ(o.container_id.size(), 64u);
+  bool none_left = false;
+  for (const auto& a : o.cleanup) none_left = none_left || a.find("none left") != std::string::npos;
+  EXPECT_TRUE(none_left);
+}
+
+TEST_F(PodmanIntegration, ExitCodesPropagate) {
+  auto o = run({"/bin/sh", "-c", "exit 7"});
+  EXPECT_EQ(o.exit.status.code, 7);
+}
+
+TEST_F(PodmanIntegration, WrongImageIdIsRefusedBeforeAnythingRuns) {
+  spec_.image->image_id = "sha256:" + std::string(64, '0');
+  spec_.argv = {"/bin/touch", "/out/ran"};
+  auto job = mechanism_->spawn(grant(), nullptr, JobIo{});
+  ASSERT_FALSE(job.ok());
+  EXPECT_NE(job.error().message().find("not the admitted image id"), std::string::npos)
+      << job.error().message();
+  EXPECT_FALSE(fs::exists(tmp_ / "out/ran"));
+  EXPECT_FALSE(fs::exists(spec_.owned_root + "/podman"));
+}
+
+TEST_F(PodmanIntegration, JobSeesOnlyTheAdmittedEnvironment) {
+  spec_.env["FOO"] = "bar baz";
+  auto o = run({"/bin/env"});
+  std::set<std::string> seen;
+  std::istringstream in(o.out);
+  for (std::string line; std::getline(in, line);) seen.insert(line);
+  // podman always exports HOSTNAME (fixed to "sealrun") and HOME (from the image's passwd) —
+  // documented in podman_argv.cc; nothing of the controller's or podman's own environment.
+  EXPECT_EQ(seen, (std::set<std::string>{"FOO=bar baz", "SOURCE_DATE_EPOCH=1700000000",
+                                         "PATH=/bin", "HOSTNAME=sealrun", "HOME=/"}));
+}
+
+TEST_F(PodmanIntegration, NetworkIsNone) {
+  int tcp = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(tcp, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ASSERT_EQ(::listen(tcp, 4), 0);
+  socklen_t len = sizeof a;
+  ::getsockname(tcp, reinterpret_cast<sockaddr*>(&a), &len);
+  std::string abstract = "sealrun-podman-test-" + std::to_string(::getpid());
+  int unix_fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_un u{};
+  u.sun_family = AF_UNIX;
+  std::memcpy(u.sun_path + 1, abstract.data(), abstract.size());
+  socklen_t ulen = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + abstract.size());
+  ASSERT_EQ(::bind(unix_fd, reinterpret_cast<sockaddr*>(&u), ulen), 0);
+  ASSERT_EQ(::listen(unix_fd, 4), 0);
+
+  std::string port = std::to_string(ntohs(a.sin_port));
+  auto o = run({"/bin/sh", "-c",
+                "/src/escape connect-tcp " + port + " && /src/escape connect-abstract " + abstract +
+                    " && cat /proc/net/dev"});
+  ::close(tcp);
+  ::close(unix_fd);
+  EXPECT_TRUE(o.exit.status.success()) << o.out;
+  EXPECT_NE(o.out.find("connect-tcp: denied"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("connect-abstract: denied"), std::string::npos) << o.out;
+  EXPECT_EQ(o.out.find("eth"), std::string::npos) << o.out;
+}
+
+TEST_F(PodmanIntegration, RootIsReadOnlyAndOnlyAdmittedMountsAreWritable) {
+  auto o = run({"/bin/sh", "-c",
+                "cat /src/hello.txt; for p in / /src /etc /bin; do touch $p/w 2>/dev/null && echo "
+                "WROTE $p; done; for p in /out /scratch /tmp; do touch $p/w && echo ok $p; done; "
+                "echo result > /out/made"});
+  EXPECT_TRUE(o.exit.status.success()) << o.out;
+  EXPECT_NE(o.out.find("hello from the source"), std::string::npos);
+  EXPECT_EQ(o.out.find("WROTE"), std::string::npos) << o.out;
+  for (const char* p : {"ok /out", "ok /scratch", "ok /tmp"})
+    EXPECT_NE(o.out.find(p), std::string::npos) << p << "\n" << o.out;
+  EXPECT_EQ(read_text(tmp_ / "out/made"), "result\n");
+  EXPECT_FALSE(fs::exists(tmp_ / "src/w"));
+}
+
+TEST_F(PodmanIntegration, UnreadableSourceIsStagedNotExposed) {
+  fs::permissions(tmp_ / "src", fs::perms(0700));  // root's only: the job user cannot read it
+  auto o = run({"/bin/cat", "/src/hello.txt"});
+  EXPECT_TRUE(o.exit.status.success()) << o.out;
+  EXPECT_EQ(o.out, "hello from the source\n");
+  bool staged = false;
+  for (const auto& a : o.cleanup) staged = staged || a.rfind("staged ", 0) == 0;
+  EXPECT_TRUE(staged);
+}
+
+TEST_F(PodmanIntegration, NoCapabilitiesNoNewPrivsSeccompFilter) {
+  auto o = run({"/bin/cat", "/proc/self/status"});
+  for (const char* line : {"CapInh:\t0000000000000000", "CapPrm:\t0000000000000000",
+                           "CapEff:\t0000000000000000", "CapBnd:\t0000000000000000",
+                           "CapAmb:\t0000000000000000", "NoNewPrivs:\t1", "Seccomp:\t2"})
+    EXPECT_NE(o.out.find(line), std::string::npos) << line << "\n" << o.out;
+}
+
+TEST_F(PodmanIntegration, SeccompDeniesEscapes) {
+  std::string script;
+  for (const char* m : {"unshare-user", "clone-newuser", "keyctl", "add_key", "ptrace-1", "mount",
+                        "setns-user", "io_uring_setup", "bpf", "perf_event_open", "userfaultfd"})
+    script += std::string("/src/escape ") + m + " || echo ESCAPED " + m + "; ";
+  auto o = run({"/bin/sh", "-c", script});
+  EXPECT_EQ(o.out.find("ESCAPED"), std::string::npos) << o.out;
+  EXPECT_EQ(o.out.find("ALLOWED"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("userfaultfd: denied"), std::string::npos) << o.out;
+}
+
+TEST_F(PodmanIntegration, OnlyStandardDescriptorsReachTheJob) {
+  std::vector<UniqueFd> leaked;
+  for (int i = 0; i < 50; ++i)
+    leaked.emplace_back(::open("/dev/null", i % 2 == 0 ? O_RDONLY : O_RDONLY | O_CLOEXEC));
+  auto o = run({"/src/escape", "fds"});
+  EXPECT_TRUE(o.exit.status.success()) << o.out;
+}
+
+TEST_F(PodmanIntegration, WallClockLimitStopsTheJob) {
+  spec_.wall_clock_ms = 2000;
+  int64_t start = monotonic_ms();
+  auto o = run({"/bin/sleep", "60"});
+  EXPECT_TRUE(o.exit.timed_out);
+  EXPECT_FALSE(o.exit.status.success());
+  EXPECT_LT(monotonic_ms() - start, 30 * 1000);
+}
+
+TEST_F(PodmanIntegration, StopEndsARunningJob) {
+  spec_.argv = {"/bin/sleep", "60"};
+  auto job = mechanism_->spawn(grant(), nullptr, JobIo{});
+  ASSERT_TRUE(job.ok()) << job.error().message();
+  ::usleep(1500 * 1000);
+  std::string cid = (*job)->container_id();
+  ASSERT_TRUE((*job)->stop(1000).ok());
+  auto exit = (*job)->wait();
+  ASSERT_TRUE(exit.ok());
+  EXPECT_FALSE(exit->timed_out);
+  EXPECT_FALSE(exit->status.success());
+  ASSERT_TRUE((*job)->cleanup().ok());
+  expect_nothing_left(cid);
+}
+
+}  // namespace
+}  // namespace sealrun
