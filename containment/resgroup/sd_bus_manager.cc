@@ -220,6 +220,34 @@ Result<std::optional<std::string>> SystemdManagerClient::unit_path(const std::st
   return std::optional<std::string>(path);
 }
 
+Result<std::vector<std::string>> SystemdManagerClient::list_units(const std::string& pattern) {
+  std::string what = fmt::format("ListUnitsByPatterns {}", pattern);
+  sd_bus_message* raw = nullptr;
+  int r = sd_bus_message_new_method_call(bus_.get(), &raw, kDestination, kManagerPath,
+                                         kManagerInterface, "ListUnitsByPatterns");
+  SdBusMessagePtr call(raw);
+  if (r < 0) return Error::with_errno(-r, what);
+  const char* patterns[] = {pattern.c_str(), nullptr};
+  r = sd_bus_message_append_strv(call.get(), nullptr);  // any state
+  if (r >= 0) r = sd_bus_message_append_strv(call.get(), const_cast<char**>(patterns));
+  if (r < 0) return Error::with_errno(-r, what + ": building the message");
+  SdBusError error;
+  sd_bus_message* reply_raw = nullptr;
+  r = sd_bus_call(bus_.get(), call.get(), kCallTimeoutUs, error.ptr(), &reply_raw);
+  SdBusMessagePtr reply(reply_raw);
+  if (r < 0) return error.to_error(r, what);
+  r = sd_bus_message_enter_container(reply.get(), SD_BUS_TYPE_ARRAY, "(ssssssouso)");
+  if (r < 0) return Error::with_errno(-r, what + ": reply");
+  std::vector<std::string> names;
+  const char* name = nullptr;
+  while ((r = sd_bus_message_read(reply.get(), "(ssssssouso)", &name, nullptr, nullptr, nullptr,
+                                  nullptr, nullptr, nullptr, nullptr, nullptr, nullptr)) > 0) {
+    names.emplace_back(name);
+  }
+  if (r < 0) return Error::with_errno(-r, what + ": reply");
+  return names;
+}
+
 Result<uint64_t> SystemdManagerClient::get_u64(const std::string& path,
                                                const std::string& interface,
                                                const std::string& property) {

@@ -42,6 +42,9 @@ class SystemdManagerClient {
   // GetUnit(name): the unit's object path, or nullopt when the manager has no such unit loaded.
   Result<std::optional<std::string>> unit_path(const std::string& name);
 
+  // ListUnitsByPatterns([], [pattern]): names of the loaded units matching a glob.
+  Result<std::vector<std::string>> list_units(const std::string& pattern);
+
   Result<uint64_t> get_u64(const std::string& path, const std::string& interface,
                            const std::string& property);
   Result<std::string> get_string(const std::string& path, const std::string& interface,

@@ -12,18 +12,18 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
-#include <linux/magic.h>
 #include <signal.h>
 #include <sys/prctl.h>
-#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <optional>
 
 #include "containment/resgroup/sd_bus_manager.h"
 #include "containment/resgroup/systemd_readback.h"
+#include "containment/resgroup/systemd_scope_ops.h"
 #include "core/process.h"
 #include "core/syscall.h"
 
@@ -33,51 +33,13 @@ namespace {
 using systemd::CgroupMode;
 
 constexpr const char* kScopeInterface = "org.freedesktop.systemd1.Scope";
-constexpr const char* kUnitInterface = "org.freedesktop.systemd1.Unit";
 constexpr int64_t kJobTimeoutMs = 30000;
-constexpr int64_t kConfirmTimeoutMs = 10000;
-constexpr int64_t kPollMs = 20;
-
-CgroupMode detect_mode(const std::string& cgroupfs_root) {
-  struct statfs fs {};
-  if (statfs(cgroupfs_root.c_str(), &fs) == 0 &&
-      static_cast<unsigned long>(fs.f_type) == CGROUP2_SUPER_MAGIC) {
-    return CgroupMode::kUnified;
-  }
-  return CgroupMode::kLegacy;
-}
-
-// A small cgroup interface file, or nullopt when it is absent or unreadable.
-std::optional<std::string> read_small(const std::string& path) {
-  auto fd = open_at(AT_FDCWD, path, O_RDONLY | O_NOFOLLOW);
-  if (!fd.ok()) return std::nullopt;
-  auto text = read_up_to(fd->get(), 64 * 1024, path);
-  if (!text.ok()) return std::nullopt;
-  return std::move(text).value();
-}
 
 std::optional<uint64_t> read_limit(const std::string& path) {
-  auto text = read_small(path);
+  auto text = systemd::read_cgroup_text(path);
   if (!text) return std::nullopt;
   return systemd::parse_limit(*text);
 }
-
-// Pids listed in a cgroup.procs file; nullopt when the group directory is gone.
-std::optional<std::vector<pid_t>> read_procs(const std::string& path) {
-  auto text = read_small(path);
-  if (!text) return std::nullopt;
-  std::vector<pid_t> pids;
-  size_t pos = 0;
-  while (pos < text->size()) {
-    size_t eol = text->find('\n', pos);
-    if (eol == std::string::npos) eol = text->size();
-    if (eol > pos) pids.push_back(static_cast<pid_t>(std::stol(text->substr(pos, eol - pos))));
-    pos = eol + 1;
-  }
-  return pids;
-}
-
-void sleep_ms(int64_t ms) { usleep(static_cast<useconds_t>(ms * 1000)); }
 
 // The keeper process (see the top of this file): forked, not exec'ed, so between fork and its
 // endless pause() it only makes async-signal-safe calls.
@@ -138,7 +100,7 @@ class SystemdScope final : public ResourceGroup {
         run_id_(std::move(run_id)),
         limits_(limits),
         target_(std::move(target)),
-        mode_(detect_mode(target_.cgroupfs_root)) {}
+        mode_(systemd::detect_cgroup_mode(target_.cgroupfs_root)) {}
 
   ~SystemdScope() override {
     // A scope that was never stopped (an error path of the caller) is still ended here.
@@ -171,9 +133,18 @@ class SystemdScope final : public ResourceGroup {
     if (!path) return Error::make(fmt::format("scope {} vanished right after it started", unit_));
     unit_path_ = *path;
     control_group_ = SEALRUN_TRY(client_.get_string(unit_path_, kScopeInterface, "ControlGroup"));
-    if (control_group_.empty() || control_group_[0] != '/') {
+    if (control_group_.size() < 2 || control_group_[0] != '/') {
       return Error::make(
           fmt::format("scope {} reports no control group (\"{}\")", unit_, control_group_));
+    }
+    // The kernel must show the job in the scope where we look; otherwise every later reading
+    // (limits, peak, "empty") would be of the wrong place and prove nothing.
+    auto members = systemd::read_cgroup_procs(procs_file());
+    if (!members || std::find(members->begin(), members->end(), pid) == members->end()) {
+      return Error::make(fmt::format(
+          "scope {} started, but {} does not list pid {}: the manager's cgroups are not visible "
+          "at {} (SystemdTarget.cgroupfs_root)",
+          unit_, procs_file(), pid, target_.cgroupfs_root));
     }
     return ok_status();
   }
@@ -219,67 +190,26 @@ class SystemdScope final : public ResourceGroup {
   }
 
   Result<StopReport> stop(int64_t grace_ms) override {
-    StopReport report;
     if (!adopted_) {
+      StopReport report;
       report.confirmed = true;
       report.actions.push_back("scope never started: nothing to stop");
       return report;
     }
     stopped_ = true;
     (void)memory_report();
-    auto before = job_processes();
-    report.processes_signalled = before ? before->size() : 0;
-    record(report, fmt::format("TERM {} processes", report.processes_signalled),
-           client_.kill_unit(unit_, "all", SIGTERM));
-    int64_t deadline = monotonic_ms() + grace_ms;
-    while (monotonic_ms() < deadline) {
-      auto left = job_processes();
-      if (!left || left->empty()) break;
-      sleep_ms(kPollMs);
-    }
-    auto left = job_processes();
-    if (left && !left->empty()) {
-      report.actions.push_back(
-          fmt::format("{} processes outlived the {} ms grace", left->size(), grace_ms));
-    }
-    // The final figures, taken while the keeper still holds the cgroup open.
-    (void)memory_report();
-    record(report, "KILL the scope", client_.kill_unit(unit_, "all", SIGKILL));
-    keeper_.kill_and_reap();
-    auto path = client_.unit_path(unit_);
-    if (path.ok() && path->has_value()) {
-      auto job = client_.stop_unit(unit_, kJobTimeoutMs);
-      report.actions.push_back(job.ok() ? fmt::format("StopUnit: {}", *job)
-                                        : "StopUnit: " + job.error().message());
-    }
-    report.confirmed = wait_until_empty();
-    report.actions.push_back(report.confirmed
-                                 ? "empty: no process left in " + control_group_
-                                 : "NOT confirmed: processes remain in " + control_group_);
-    return report;
+    systemd::ScopeStopHooks hooks;
+    hooks.keeper = keeper_.pid();
+    // The final figures, taken while the keeper still holds the cgroup (and its counters).
+    hooks.before_kill = [this] { (void)memory_report(); };
+    hooks.after_kill = [this] { keeper_.kill_and_reap(); };
+    return systemd::stop_scope(client_, unit_, procs_file(), grace_ms, hooks);
   }
 
   Status remove() override {
     if (!adopted_) return ok_status();
     if (!stopped_) return Error::make(fmt::format("remove {}: stop it first", unit_));
-    int64_t deadline = monotonic_ms() + kConfirmTimeoutMs;
-    for (;;) {
-      auto path = SEALRUN_TRY_CTX(client_.unit_path(unit_), "remove " + unit_);
-      if (!path) break;
-      auto state = client_.get_string(*path, kUnitInterface, "ActiveState");
-      // A failed unit stays loaded until reset (CollectMode normally spares us this).
-      if (state.ok() && *state == "failed") (void)client_.reset_failed_unit(unit_);
-      if (monotonic_ms() >= deadline) {
-        return Error::make(fmt::format("remove {}: the manager still has the unit loaded ({})",
-                                       unit_, state.ok() ? *state : "state unknown"));
-      }
-      sleep_ms(kPollMs);
-    }
-    if (read_small(procs_file())) {
-      return Error::make(
-          fmt::format("remove {}: the cgroup {} still exists", unit_, control_group_));
-    }
-    return ok_status();
+    return systemd::wait_scope_gone(client_, unit_, procs_file());
   }
 
  private:
@@ -287,44 +217,23 @@ class SystemdScope final : public ResourceGroup {
     return mode_ == CgroupMode::kLegacy ? target_.cgroupfs_root + "/memory" + control_group_
                                         : target_.cgroupfs_root + control_group_;
   }
-  // On v1 the name=systemd hierarchy is the one systemd always keeps a unit's processes in.
   std::string procs_file() const {
-    return mode_ == CgroupMode::kLegacy
-               ? target_.cgroupfs_root + "/systemd" + control_group_ + "/cgroup.procs"
-               : target_.cgroupfs_root + control_group_ + "/cgroup.procs";
-  }
-  // The scope's processes other than the keeper; nullopt when the cgroup is gone.
-  std::optional<std::vector<pid_t>> job_processes() const {
-    auto pids = read_procs(procs_file());
-    if (!pids) return std::nullopt;
-    std::erase(*pids, keeper_.pid());
-    return pids;
+    return systemd::scope_procs_file(mode_, target_.cgroupfs_root, control_group_);
   }
   std::optional<MemoryReport> read_memory_files() const {
     std::string dir = memory_dir();
     if (mode_ == CgroupMode::kLegacy) {
-      systemd::V1MemoryFiles f{read_small(dir + "/memory.max_usage_in_bytes"),
-                               read_small(dir + "/memory.failcnt"),
-                               read_small(dir + "/memory.oom_control")};
+      systemd::V1MemoryFiles f{systemd::read_cgroup_text(dir + "/memory.max_usage_in_bytes"),
+                               systemd::read_cgroup_text(dir + "/memory.failcnt"),
+                               systemd::read_cgroup_text(dir + "/memory.oom_control")};
       if (!f.max_usage_in_bytes && !f.oom_control) return std::nullopt;
       return systemd::memory_report_v1(f);
     }
-    systemd::V2MemoryFiles f{read_small(dir + "/memory.peak"), read_small(dir + "/memory.events"),
-                             read_small(dir + "/memory.swap.current")};
+    systemd::V2MemoryFiles f{systemd::read_cgroup_text(dir + "/memory.peak"),
+                             systemd::read_cgroup_text(dir + "/memory.events"),
+                             systemd::read_cgroup_text(dir + "/memory.swap.current")};
     if (!f.events) return std::nullopt;
     return systemd::memory_report_v2(f);
-  }
-  bool wait_until_empty() const {
-    int64_t deadline = monotonic_ms() + kConfirmTimeoutMs;
-    for (;;) {
-      auto pids = read_procs(procs_file());
-      if (!pids || pids->empty()) return true;
-      if (monotonic_ms() >= deadline) return false;
-      sleep_ms(kPollMs);
-    }
-  }
-  static void record(StopReport& report, const std::string& action, const Status& status) {
-    report.actions.push_back(status.ok() ? action : action + ": " + status.error().message());
   }
 
   SystemdManagerClient client_;
@@ -357,17 +266,20 @@ BackendProbe probe_systemd(const SystemdTarget& target) {
                             version.error().message());
     return probe;
   }
-  CgroupMode mode = detect_mode(target.cgroupfs_root);
+  CgroupMode mode = systemd::detect_cgroup_mode(target.cgroupfs_root);
   probe.available = true;
   if (mode == CgroupMode::kUnified) {
-    auto controllers = read_small(target.cgroupfs_root + "/cgroup.controllers").value_or("");
+    auto controllers =
+        systemd::read_cgroup_text(target.cgroupfs_root + "/cgroup.controllers").value_or("");
     bool memory = controllers.find("memory") != std::string::npos;
     probe.memory_max = probe.memory_high = probe.swap_max = memory;
     probe.pids_max = controllers.find("pids") != std::string::npos;
   } else {
-    probe.memory_max = read_small(target.cgroupfs_root + "/memory/memory.limit_in_bytes") ||
-                       read_small(target.cgroupfs_root + "/memory/cgroup.procs");
-    probe.pids_max = read_small(target.cgroupfs_root + "/pids/cgroup.procs").has_value();
+    probe.memory_max =
+        systemd::read_cgroup_text(target.cgroupfs_root + "/memory/memory.limit_in_bytes") ||
+        systemd::read_cgroup_text(target.cgroupfs_root + "/memory/cgroup.procs");
+    probe.pids_max =
+        systemd::read_cgroup_text(target.cgroupfs_root + "/pids/cgroup.procs").has_value();
   }
   probe.why = fmt::format(
       "systemd {} on {}; {} at {}{}", *version, client->address(), cgroup_mode_name(mode),
@@ -390,6 +302,63 @@ Result<std::unique_ptr<ResourceGroup>> create_systemd_group(const std::string& r
   }
   return std::unique_ptr<ResourceGroup>(
       new SystemdScope(std::move(client), std::move(unit), run_id, limits, target));
+}
+
+Result<std::vector<std::string>> list_sealrun_scopes(const SystemdTarget& target) {
+  auto client =
+      SEALRUN_TRY_CTX(SystemdManagerClient::connect(target.bus_address), "list sealrun scopes");
+  return client.list_units("sealrun-*.scope");
+}
+
+Result<StopReport> stop_leftover_scope(const std::string& unit, int64_t grace_ms,
+                                       const SystemdTarget& target) {
+  constexpr std::string_view kPrefix = "sealrun-", kSuffix = ".scope";
+  bool ours = unit.size() > kPrefix.size() + kSuffix.size() && unit.starts_with(kPrefix) &&
+              unit.ends_with(kSuffix) &&
+              systemd::valid_run_id(std::string_view(unit).substr(
+                  kPrefix.size(), unit.size() - kPrefix.size() - kSuffix.size()));
+  if (!ours) {
+    return Error::make(fmt::format(
+        "refusing to stop unit \"{}\": sealrun only stops its own sealrun-<run id>.scope units",
+        unit));
+  }
+  auto client = SEALRUN_TRY_CTX(SystemdManagerClient::connect(target.bus_address),
+                                "stop leftover scope " + unit);
+  auto path = SEALRUN_TRY(client.unit_path(unit));
+  if (!path) {
+    StopReport report;
+    report.confirmed = true;
+    report.actions.push_back(unit + " is not loaded: nothing to stop");
+    return report;
+  }
+  std::string control_group =
+      SEALRUN_TRY(client.get_string(*path, kScopeInterface, "ControlGroup"));
+  if (control_group == "/") {
+    return Error::make(fmt::format("{} claims the root control group; not touching it", unit));
+  }
+  // No control group: the unit has no processes left; an empty path reads as "gone".
+  std::string procs = control_group.empty() ? std::string()
+                                            : systemd::scope_procs_file(
+                                                  systemd::detect_cgroup_mode(target.cgroupfs_root),
+                                                  target.cgroupfs_root, control_group);
+  if (!procs.empty() && !systemd::read_cgroup_text(procs)) {
+    auto state = client.get_string(*path, "org.freedesktop.systemd1.Unit", "ActiveState");
+    if (state.ok() && *state != "inactive" && *state != "failed") {
+      return Error::make(
+          fmt::format("{} is {} but {} cannot be read: the manager's cgroups are not visible at {} "
+                      "(SystemdTarget.cgroupfs_root)",
+                      unit, *state, procs, target.cgroupfs_root));
+    }
+  }
+  StopReport report = systemd::stop_scope(client, unit, procs, grace_ms, {});
+  auto gone = systemd::wait_scope_gone(client, unit, procs);
+  if (!gone.ok()) {
+    report.confirmed = false;
+    report.actions.push_back(gone.error().message());
+  } else {
+    report.actions.push_back(unit + " unloaded");
+  }
+  return report;
 }
 
 }  // namespace sealrun::resgroup

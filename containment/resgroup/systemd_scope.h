@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "containment/resgroup/resource_group.h"
 
@@ -24,5 +25,14 @@ BackendProbe probe_systemd(const SystemdTarget& target = {});
 Result<std::unique_ptr<ResourceGroup>> create_systemd_group(const std::string& run_id,
                                                             const GroupLimits& limits,
                                                             const SystemdTarget& target = {});
+
+// For `sealrun sweep`. The sealrun scopes ("sealrun-*.scope") the manager has loaded, whatever run
+// made them; units of any other name are never listed.
+Result<std::vector<std::string>> list_sealrun_scopes(const SystemdTarget& target = {});
+// Stops a scope a killed controller left (TERM, grace_ms, KILL, StopUnit, confirmed empty) and
+// waits until the manager has unloaded it. Refuses any unit name not of the form
+// "sealrun-<run id>.scope". A unit that is already gone is reported as confirmed.
+Result<StopReport> stop_leftover_scope(const std::string& unit, int64_t grace_ms,
+                                       const SystemdTarget& target = {});
 
 }  // namespace sealrun::resgroup

@@ -143,12 +143,12 @@ TEST_F(SystemdScopeTest, TasksMaxStopsAForkLoopAndStopKillsTheLeftovers) {
   expect_scope_gone("sealrun-forks1.scope");
 }
 
-TEST_F(SystemdScopeTest, ProbeFromOutsideAndARunIdInUseIsRefused) {
+TEST_F(SystemdScopeTest, ALeftoverScopeBlocksItsRunIdUntilSweptAway) {
   // From the test process itself (outside the manager's namespaces) the bus socket is reachable
   // through the manager's root directory.
-  SystemdTarget target{
-      "unix:path=/proc/" + std::to_string(manager_->pid()) + "/root/run/dbus/system_bus_socket",
-      manager_->cgroupfs_root()};
+  std::string through_root = "/proc/" + std::to_string(manager_->pid()) + "/root";
+  SystemdTarget target{"unix:path=" + through_root + "/run/dbus/system_bus_socket",
+                       through_root + "/sys/fs/cgroup"};
   BackendProbe probe = probe_systemd(target);
   EXPECT_TRUE(probe.available) << probe.why;
   EXPECT_NE(probe.why.find("systemd 252"), std::string::npos) << probe.why;
@@ -173,6 +173,32 @@ TEST_F(SystemdScopeTest, ProbeFromOutsideAndARunIdInUseIsRefused) {
       << taken.error().message();
   auto free_id = create_systemd_group("free", GroupLimits{}, target);
   EXPECT_TRUE(free_id.ok()) << free_id.error().message();
+
+  // Sweep's view: the leftover is listed, stopped with its process, and unloaded.
+  auto listed = list_sealrun_scopes(target);
+  ASSERT_TRUE(listed.ok()) << listed.error().message();
+  EXPECT_EQ(*listed, std::vector<std::string>{"sealrun-taken.scope"});
+  auto refused = stop_leftover_scope("dbus.service", 1000, target);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message().find("dbus.service"), std::string::npos);
+  // Looking for its cgroup in the wrong place is an error, never a confirmed stop.
+  SystemdTarget blind = target;
+  blind.cgroupfs_root = manager_->cgroupfs_root();  // only valid inside the manager's mount ns
+  auto wrong = stop_leftover_scope("sealrun-taken.scope", 1000, blind);
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_NE(wrong.error().message().find("not visible"), std::string::npos);
+  auto swept = stop_leftover_scope("sealrun-taken.scope", 1000, target);
+  ASSERT_TRUE(swept.ok()) << swept.error().message();
+  EXPECT_TRUE(swept->confirmed);
+  EXPECT_EQ(swept->processes_signalled, 1u);  // the sleep
+  expect_scope_gone("sealrun-taken.scope");
+  auto again = list_sealrun_scopes(target);
+  ASSERT_TRUE(again.ok());
+  EXPECT_TRUE(again->empty());
+  // dbus itself was left alone.
+  auto dbus = manager_->systemctl({"is-active", "dbus.service"});
+  ASSERT_TRUE(dbus.ok());
+  EXPECT_EQ(dbus->out, "active\n");
 }
 
 TEST(SystemdProbe, NoManagerOnThisBusIsReportedUnavailable) {
