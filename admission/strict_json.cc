@@ -33,7 +33,8 @@ std::string clean_parser_message(std::string what) {
 
 class StrictSax {
  public:
-  explicit StrictSax(size_t max_depth) : max_depth_(max_depth) {}
+  StrictSax(size_t max_depth, size_t input_bytes)
+      : max_depth_(max_depth), input_bytes_(input_bytes) {}
 
   bool null() { return put(json(nullptr)); }
   bool boolean(bool v) { return put(json(v)); }
@@ -69,7 +70,9 @@ class StrictSax {
     std::string where = path().empty() ? std::string("document") : path();
     if (what.find("ill-formed UTF-8") != std::string::npos)
       return fail(fmt::format("{}: invalid UTF-8 in a string near byte {}", where, position));
-    if (what.find("unexpected end of input") != std::string::npos)
+    // Input that stops inside a string or a literal is reported by the lexer as a bad token;
+    // any error at the very end of the bytes is, for a person, a truncated document.
+    if (what.find("unexpected end of input") != std::string::npos || position >= input_bytes_)
       return fail(fmt::format("truncated document: unexpected end of input at byte {} (inside {})",
                               position, where));
     return fail(fmt::format("{}: malformed JSON near byte {}: {}", where, position, what));
@@ -152,6 +155,7 @@ class StrictSax {
   }
 
   size_t max_depth_;
+  size_t input_bytes_;
   std::vector<Frame> stack_;
   json result_;
   bool done_ = false;
@@ -161,7 +165,7 @@ class StrictSax {
 }  // namespace
 
 Result<json> parse_strict_json(std::string_view bytes, size_t max_depth) {
-  StrictSax sax(max_depth);
+  StrictSax sax(max_depth, bytes.size());
   bool ok = false;
   try {
     ok = json::sax_parse(bytes, &sax, json::input_format_t::json, /*strict=*/true,
