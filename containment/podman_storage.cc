@@ -2,15 +2,20 @@
 #include "containment/podman_storage.h"
 
 #include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <system_error>
 
 #include <fmt/format.h>
 
+#include "core/bounded_file.h"
+#include "core/process.h"
 #include "core/syscall.h"
 
 namespace sealrun::podman {
@@ -84,6 +89,41 @@ bool is_empty_directory(const std::string& path) {
   auto st = fs::symlink_status(path, ec);
   if (ec || !fs::is_directory(st)) return false;
   return fs::directory_iterator(path, ec) == fs::directory_iterator() && !ec;
+}
+
+// Rootless podman keeps its user namespace alive with a pause process ("catatonit -P", or podman
+// itself) and records its pid in libpod's tmp dir (--tmpdir: layout.tmp_dir; without that flag,
+// $XDG_RUNTIME_DIR/libpod/tmp). Every run has its own
+// XDG_RUNTIME_DIR, hence its own pause process, which would otherwise outlive the run. It is
+// killed only when /proc shows it is the job user's and was started with this run's
+// XDG_RUNTIME_DIR; the pidfd is opened first, so a recycled pid cannot be hit.
+void stop_pause_process(const StorageLayout& layout, const JobUser& user,
+                        std::vector<std::string>& actions) {
+  auto text = read_bounded_file(AT_FDCWD, layout.tmp_dir + "/pause.pid", 64);
+  if (!text) text = read_bounded_file(AT_FDCWD, layout.runtime_dir + "/libpod/tmp/pause.pid", 64);
+  if (!text) return;  // never started (no user namespace was needed)
+  pid_t pid = static_cast<pid_t>(std::strtol(text->c_str(), nullptr, 10));
+  if (pid <= 1) return;
+  UniqueFd pidfd(pidfd_open_raw(pid, 0));
+  if (!pidfd) {
+    actions.push_back(fmt::format("podman pause process {}: already gone", pid));
+    return;
+  }
+  std::string proc = fmt::format("/proc/{}", pid);
+  struct stat st {};
+  auto environ = read_bounded_file(AT_FDCWD, proc + "/environ", 64 * 1024);
+  std::string want = "XDG_RUNTIME_DIR=" + layout.runtime_dir;
+  bool ours = ::stat(proc.c_str(), &st) == 0 && st.st_uid == user.uid && environ &&
+              environ->find(want + '\0') != std::string::npos;
+  if (!ours) {
+    actions.push_back(fmt::format("podman pause process {}: not this run's, left alone", pid));
+    return;
+  }
+  pidfd_send_signal_raw(pidfd.get(), SIGKILL);
+  struct pollfd p {pidfd.get(), POLLIN, 0};
+  bool gone = retry_eintr([&] { return ::poll(&p, 1, 5000); }) > 0;
+  actions.push_back(gone ? fmt::format("killed podman pause process {}", pid)
+                         : fmt::format("podman pause process {}: still alive after KILL", pid));
 }
 
 }  // namespace
@@ -218,6 +258,7 @@ Status remove_storage(const StorageLayout& layout, const JobUser& user, const Ho
   actions.push_back(unshared ? fmt::format("podman unshare rm -rf {} {}: ok", layout.graph_root,
                                            layout.run_root)
                              : fmt::format("podman unshare rm -rf: {}", unshared.error().message()));
+  stop_pause_process(layout, user, actions);
   struct stat st {};
   if (::lstat(layout.run_root_link.c_str(), &st) == 0 && S_ISLNK(st.st_mode) &&
       fs::read_symlink(layout.run_root_link, ec) == layout.run_root) {

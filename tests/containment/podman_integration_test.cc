@@ -301,5 +301,94 @@ TEST_F(PodmanIntegration, StopEndsARunningJob) {
   expect_nothing_left(cid);
 }
 
+// The podman process is placed into the resource group before exec; on this cgroup v1 host rootless
+// podman (cgroupfs) creates no group of its own, so conmon and the container's processes inherit
+// it. Checked from the host: /proc/<pid>/cgroup of the container's main process and of conmon.
+TEST_F(PodmanIntegration, ContainerProcessesLandInTheResourceGroup) {
+  resgroup::GroupLimits limits;
+  limits.memory_max_bytes = 256ULL << 20;
+  limits.memory_high_bytes = 200ULL << 20;
+  limits.pids_max = 64;
+  auto group = resgroup::create_group(spec_.run_id, limits, resgroup::Backend::kCgroupV1);
+  ASSERT_TRUE(group.ok()) << group.error().message();
+  std::vector<std::string> locators = (*group)->locators();
+  ASSERT_FALSE(locators.empty());
+
+  spec_.argv = {"/bin/sleep", "60"};
+  Grant g = grant();
+  g.enforced = g.enforced | DimensionSet{Dimension::kMemory, Dimension::kProcessCount};
+  auto job = mechanism_->spawn(g, group->get(), JobIo{});
+  ASSERT_TRUE(job.ok()) << job.error().message();
+
+  auto layout = podman::storage_layout(spec_.owned_root);
+  auto user = podman::resolve_job_user();
+  ASSERT_TRUE(user.ok());
+  std::string pid;
+  for (int i = 0; i < 100 && (pid.empty() || pid == "0"); ++i) {
+    ::usleep(100 * 1000);
+    auto facts = podman::HostFacts{};
+    facts.podman_path = probe_->path;
+    auto runc = find_program("runc");
+    ASSERT_TRUE(runc.ok());
+    facts.runtime_path = *runc;
+    auto out = podman::podman_output(*user, layout,
+                                     podman::inspect_pid_argv(layout, facts, spec_.run_id), 30000);
+    if (out.ok()) pid = out->substr(0, out->find('\n'));
+  }
+  ASSERT_FALSE(pid.empty());
+  ASSERT_NE(pid, "0");
+  std::string conmon = read_text(layout.conmon_pidfile);
+  for (const std::string& p : {pid, conmon.substr(0, conmon.find_first_of(" \n"))}) {
+    std::string cg = read_text("/proc/" + p + "/cgroup");
+    for (const std::string& loc : locators) {
+      // ".../memory/<path>" -> the "memory:<path>" line of /proc/<pid>/cgroup.
+      std::string rest = loc.substr(std::string("/sys/fs/cgroup/").size());
+      std::string controller = rest.substr(0, rest.find('/'));
+      std::string path = rest.substr(controller.size());
+      EXPECT_NE(cg.find(":" + controller + ":" + path + "\n"), std::string::npos)
+          << "pid " << p << " is not in " << loc << ":\n" << cg;
+    }
+  }
+  ASSERT_TRUE((*job)->stop(1000).ok());
+  ASSERT_TRUE((*job)->wait().ok());
+  auto cleaned = (*job)->cleanup();
+  EXPECT_TRUE(cleaned.ok()) << cleaned.error().message();
+  auto stopped = (*group)->stop(1000);
+  ASSERT_TRUE(stopped.ok()) << stopped.error().message();
+  EXPECT_TRUE(stopped->confirmed);
+  EXPECT_TRUE((*group)->remove().ok());
+}
+
+// ACCEPTANCE 9 through podman: rootless podman ignores --pids-limit on cgroup v1, so the limit is
+// the resource group's; a fork bomb inside the container hits it, and the group ends empty.
+TEST_F(PodmanIntegration, ForkBombHitsTheGroupsPidsLimit) {
+  resgroup::GroupLimits limits;
+  limits.memory_max_bytes = 256ULL << 20;
+  limits.memory_high_bytes = 200ULL << 20;
+  limits.pids_max = 40;  // podman, conmon, catatonit and the shell fit; 100 sleeps do not
+  auto group = resgroup::create_group(spec_.run_id, limits, resgroup::Backend::kCgroupV1);
+  ASSERT_TRUE(group.ok()) << group.error().message();
+  Grant g = grant();
+  g.enforced = g.enforced | DimensionSet{Dimension::kMemory, Dimension::kProcessCount};
+  spec_.argv = {"/src/escape", "fork", "100"};
+  g.spec = spec_;
+  UniqueFd out(::open((tmp_ / "stdout").c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+  auto job = mechanism_->spawn(g, group->get(), JobIo{-1, out.get(), out.get()});
+  ASSERT_TRUE(job.ok()) << job.error().message();
+  auto exit = (*job)->wait();
+  ASSERT_TRUE(exit.ok()) << exit.error().message();
+  EXPECT_TRUE((*job)->cleanup().ok());
+  auto stopped = (*group)->stop(1000);
+  ASSERT_TRUE(stopped.ok()) << stopped.error().message();
+  EXPECT_TRUE(stopped->confirmed);
+  EXPECT_TRUE((*group)->remove().ok());
+  std::string text = read_text(tmp_ / "stdout");
+  size_t at = text.find("started ");
+  ASSERT_NE(at, std::string::npos) << exit->status.describe() << ": " << text;
+  int started = std::atoi(text.c_str() + at + 8);
+  EXPECT_GT(started, 0) << text;
+  EXPECT_LT(started, 40) << text;
+}
+
 }  // namespace
 }  // namespace sealrun

@@ -3,7 +3,8 @@
  * 2: usage. Statically linked, because the busybox test image has no C library.
  *   escape unshare-user | clone-newuser | keyctl | add_key | ptrace-1 | mount | setns-user
  *          io_uring_setup | bpf | perf_event_open | userfaultfd
- *          connect-tcp PORT | connect-abstract NAME | fds */
+ *          connect-tcp PORT | connect-abstract NAME | fds
+ *          fork N: forks up to N sleeping children, prints "started K", kills them (exit 0) */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
@@ -83,6 +84,26 @@ static int list_fds(void) {
   return extra;
 }
 
+/* A bounded fork bomb: the pids limit must stop it short of n. */
+static int fork_many(int n) {
+  pid_t kids[4096];
+  int k = 0;
+  if (n > 4096) n = 4096;
+  while (k < n) {
+    pid_t pid = fork();
+    if (pid == 0) {
+      pause();
+      _exit(0);
+    }
+    if (pid < 0) break;
+    kids[k++] = pid;
+  }
+  printf("started %d\n", k);
+  for (int i = 0; i < k; ++i) kill(kids[i], SIGKILL);
+  for (int i = 0; i < k; ++i) waitpid(kids[i], NULL, 0);
+  return 0;
+}
+
 int main(int argc, char** argv) {
   if (argc < 2) return 2;
   const char* m = argv[1];
@@ -118,6 +139,7 @@ int main(int argc, char** argv) {
   if (!strcmp(m, "connect-tcp") && argc > 2) return report(m, try_connect_tcp(atoi(argv[2])));
   if (!strcmp(m, "connect-abstract") && argc > 2) return report(m, try_connect_abstract(argv[2]));
   if (!strcmp(m, "fds")) return list_fds();
+  if (!strcmp(m, "fork") && argc > 2) return fork_many(atoi(argv[2]));
   fprintf(stderr, "escape: unknown mode %s\n", m);
   return 2;
 }
