@@ -2,17 +2,17 @@
 // user-facing side of fingerprint/image.h and fingerprint/source.h. `image` prints the archive's
 // identity; `source` prints the commit and tree a revision names and, on request, exports that
 // commit to a throwaway directory to write or verify its per-file manifest. With --expect-commit,
-// --expect-tree or --manifest it is a check: exit 0 when everything matches, 1 naming each mismatch.
+// --expect-tree or --manifest it is a check: exit 0 when everything matches, 1 naming each
+// mismatch.
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include "controller/commands.h"
 #include "controller/exit_codes.h"
@@ -124,8 +124,8 @@ Result<SourceReport> fingerprint_source(const SourceArgs& args) {
   if (!args.manifest.empty()) {
     auto mismatches = SEALRUN_TRY(verify_manifest(checkout, given));
     for (auto& m : mismatches)
-      report.checks.push_back({"manifest: " + m.path, std::move(m.expected),
-                               std::move(m.observed)});
+      report.checks.push_back(
+          {"manifest: " + m.path, std::move(m.expected), std::move(m.observed)});
     if (mismatches.empty())
       report.checks.push_back({"manifest", fmt::format("{} files as listed", given.size()),
                                fmt::format("{} files as listed", given.size())});
@@ -169,9 +169,8 @@ int run_source(const SourceArgs& args) {
                  c.expected, c.observed);
   }
   if (failed != 0) {
-    print_error("fingerprint source",
-                fmt::format("{} of {} checks failed (listed above)", failed,
-                            report->checks.size()));
+    print_error("fingerprint source", fmt::format("{} of {} checks failed (listed above)", failed,
+                                                  report->checks.size()));
     return kExitFailure;
   }
   return kExitOk;

@@ -1,14 +1,13 @@
 // run_git() and ScopedTempDir: see git_run.h.
 #include "fingerprint/git_run.h"
 
+#include <fmt/format.h>
 #include <stdlib.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
 #include <system_error>
-
-#include <fmt/format.h>
 
 #include "core/process.h"
 
@@ -34,28 +33,17 @@ std::string trim_for_message(std::string s) {
 }  // namespace
 
 std::vector<std::string> git_environment() {
-  return {"PATH=/usr/bin:/bin",
-          "HOME=/nonexistent",
-          "LC_ALL=C",
-          "GIT_CONFIG_NOSYSTEM=1",
-          "GIT_CONFIG_GLOBAL=/dev/null",
-          "GIT_ATTR_NOSYSTEM=1",
-          "GIT_NO_REPLACE_OBJECTS=1",
-          "GIT_TERMINAL_PROMPT=0",
-          "GIT_OPTIONAL_LOCKS=0"};
+  return {"PATH=/usr/bin:/bin",       "HOME=/nonexistent",           "LC_ALL=C",
+          "GIT_CONFIG_NOSYSTEM=1",    "GIT_CONFIG_GLOBAL=/dev/null", "GIT_ATTR_NOSYSTEM=1",
+          "GIT_NO_REPLACE_OBJECTS=1", "GIT_TERMINAL_PROMPT=0",       "GIT_OPTIONAL_LOCKS=0"};
 }
 
 std::vector<std::string> git_safety_options() {
-  return {"--no-replace-objects",
-          "-c", "core.hooksPath=/dev/null",
-          "-c", "core.fsmonitor=false",
+  return {"--no-replace-objects", "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false",
           // Only local paths and bundles (both are the "file" transport); never the network, ssh
           // or ext:: helpers.
-          "-c", "protocol.allow=never",
-          "-c", "protocol.file.allow=always",
-          "-c", "core.autocrlf=false",
-          "-c", "core.symlinks=true",
-          "-c", "advice.detachedHead=false"};
+          "-c", "protocol.allow=never", "-c", "protocol.file.allow=always", "-c",
+          "core.autocrlf=false", "-c", "core.symlinks=true", "-c", "advice.detachedHead=false"};
 }
 
 Result<std::string> run_git(const std::vector<std::string>& args, const std::string& what) {
@@ -68,8 +56,8 @@ Result<std::string> run_git(const std::vector<std::string>& args, const std::str
   options.die_with_parent = true;
   auto captured = SEALRUN_TRY_CTX(run_capture(options, kGitTimeoutMs, kMaxGitOutput), what);
   if (captured.timed_out)
-    return Error::make(fmt::format("{}: git did not finish within {} s", what,
-                                   kGitTimeoutMs / 1000));
+    return Error::make(
+        fmt::format("{}: git did not finish within {} s", what, kGitTimeoutMs / 1000));
   if (!captured.status.success())
     return Error::make(fmt::format("{}: git {} ({})", what, captured.status.describe(),
                                    trim_for_message(captured.err)));
@@ -105,9 +93,9 @@ ScopedTempDir::~ScopedTempDir() {
 }
 
 bool is_git_object_name(const std::string& s) {
-  return (s.size() == 40 || s.size() == 64) &&
-         std::all_of(s.begin(), s.end(),
-                     [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+  return (s.size() == 40 || s.size() == 64) && std::all_of(s.begin(), s.end(), [](char c) {
+           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+         });
 }
 
 }  // namespace sealrun

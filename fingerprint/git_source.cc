@@ -7,13 +7,12 @@
 // conversion (eol, ident, filter, working-tree-encoding are unset in the clone's info/attributes,
 // which outranks the tree's .gitattributes), so the exported bytes are the committed blobs.
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <system_error>
-
-#include <fmt/format.h>
 
 #include "core/atomic_write.h"
 #include "fingerprint/git_run.h"
@@ -35,12 +34,11 @@ enum class SourceKind { kRepository, kBundle };
 
 Result<SourceKind> kind_of_source(const std::string& path) {
   struct stat st {};
-  if (::stat(path.c_str(), &st) != 0)
-    return Error::from_errno(fmt::format("source {}", path));
+  if (::stat(path.c_str(), &st) != 0) return Error::from_errno(fmt::format("source {}", path));
   if (S_ISDIR(st.st_mode)) return SourceKind::kRepository;
   if (S_ISREG(st.st_mode)) return SourceKind::kBundle;
-  return Error::make(fmt::format("source {}: neither a repository directory nor a bundle file",
-                                 path));
+  return Error::make(
+      fmt::format("source {}: neither a repository directory nor a bundle file", path));
 }
 
 // The git directory of a repository path: <path>/.git (a directory or a "gitdir:" file) for a
@@ -57,7 +55,8 @@ std::string git_dir_of(const std::string& repo) {
 Status clone_bundle(const std::string& bundle, const std::string& scratch,
                     const std::string& dest) {
   std::string verify_dir = scratch + "/verify.git";
-  SEALRUN_TRY(run_git({"init", "-q", "--bare", "--template=", verify_dir}, "init scratch repository"));
+  SEALRUN_TRY(
+      run_git({"init", "-q", "--bare", "--template=", verify_dir}, "init scratch repository"));
   SEALRUN_TRY(run_git({"--git-dir=" + verify_dir, "bundle", "verify", "-q", bundle},
                       fmt::format("verify bundle {}", bundle)));
   SEALRUN_TRY(run_git({"clone", "-q", "--bare", "--template=", "--", bundle, dest},
@@ -83,8 +82,8 @@ Result<GitIdentity> identity_in(const std::string& git_dir, const std::string& r
       {"--git-dir=" + git_dir, "rev-parse", "--verify", "--end-of-options", id.commit + "^{tree}"},
       fmt::format("{}: tree of commit {}", what, id.commit)));
   if (!is_git_object_name(id.commit) || !is_git_object_name(id.tree))
-    return Error::make(fmt::format("{}: git printed '{}' / '{}', not object names", what,
-                                   id.commit, id.tree));
+    return Error::make(
+        fmt::format("{}: git printed '{}' / '{}', not object names", what, id.commit, id.tree));
   return id;
 }
 
@@ -104,9 +103,10 @@ Result<GitIdentity> read_git_identity(const std::string& repo_or_bundle, const s
 Status export_git_commit(const std::string& repo_or_bundle, const std::string& commit,
                          const std::string& expected_tree, const std::string& dest) {
   if (!is_git_object_name(commit))
-    return Error::make(fmt::format("commit '{}' is not a full object name (40 or 64 lower-case "
-                                   "hex digits)",
-                                   commit));
+    return Error::make(
+        fmt::format("commit '{}' is not a full object name (40 or 64 lower-case "
+                    "hex digits)",
+                    commit));
   if (!is_git_object_name(expected_tree))
     return Error::make(fmt::format("expected tree '{}' is not a full object name", expected_tree));
   struct stat st {};
@@ -125,8 +125,8 @@ Status export_git_commit(const std::string& repo_or_bundle, const std::string& c
   // checked out.
   auto id = SEALRUN_TRY(identity_in(clone, commit, repo_or_bundle));
   if (id.commit != commit)
-    return Error::make(fmt::format("{}: '{}' resolves to commit {}", repo_or_bundle, commit,
-                                   id.commit));
+    return Error::make(
+        fmt::format("{}: '{}' resolves to commit {}", repo_or_bundle, commit, id.commit));
   if (id.tree != expected_tree)
     return Error::make(fmt::format("{}: tree mismatch: commit {} has tree {}, expected {}",
                                    repo_or_bundle, commit, id.tree, expected_tree));

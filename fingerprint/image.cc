@@ -1,18 +1,18 @@
 // inspect_image_archive(): see image.h and docs/image-identity.md. The archive is opened once
 // (O_NOFOLLOW, regular file), read front to back by scan_tar() (which hashes the archive and every
 // member), and its metadata is then read back by offset from the same descriptor; each metadata
-// read is re-hashed and compared with the scan, so a file rewritten between the two reads is caught.
-// Two layouts are understood: the OCI image layout (oci-layout, index.json, blobs/sha256/<hex>) and
-// docker-archive (manifest.json with Config and Layers), the two formats `podman save` writes.
+// read is re-hashed and compared with the scan, so a file rewritten between the two reads is
+// caught. Two layouts are understood: the OCI image layout (oci-layout, index.json,
+// blobs/sha256/<hex>) and docker-archive (manifest.json with Config and Layers), the two formats
+// `podman save` writes.
 #include "fingerprint/image.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <map>
-
-#include <fmt/format.h>
 
 #include "core/hex.h"
 #include "core/syscall.h"
@@ -50,16 +50,20 @@ bool ends_with(std::string_view s, std::string_view p) {
 bool compressed(const TarMember& m) {
   std::string_view h = m.head;
   return starts_with(h, "\x1f\x8b") || starts_with(h, "\x28\xb5\x2f\xfd") ||
-         starts_with(h, "BZh") || starts_with(h, "\xfd" "7zXZ");
+         starts_with(h, "BZh") ||
+         starts_with(h,
+                     "\xfd"
+                     "7zXZ");
 }
 
 Result<std::string> digest_hex(const json& value, const std::string& what) {
   if (!value.is_string()) return Error::make(fmt::format("{}: digest is not a string", what));
   const auto& s = value.get_ref<const std::string&>();
   if (!starts_with(s, "sha256:"))
-    return Error::make(fmt::format("{}: digest '{}' is not sha256 (the only algorithm sealrun "
-                                   "checks)",
-                                   what, s));
+    return Error::make(
+        fmt::format("{}: digest '{}' is not sha256 (the only algorithm sealrun "
+                    "checks)",
+                    what, s));
   std::string hex = s.substr(7);
   if (!is_sha256_hex(hex))
     return Error::make(fmt::format("{}: digest '{}' is not 64 lower-case hex digits", what, s));
@@ -79,8 +83,8 @@ Result<Descriptor> parse_descriptor(const json& d, const std::string& what) {
   out.hex = SEALRUN_TRY(digest_hex(*dg, what));
   auto sz = d.find("size");
   if (sz == d.end() || !sz->is_number_unsigned())
-    return Error::make(fmt::format("{}: descriptor size missing or not a non-negative integer",
-                                   what));
+    return Error::make(
+        fmt::format("{}: descriptor size missing or not a non-negative integer", what));
   out.size = sz->get<uint64_t>();
   return out;
 }
@@ -90,12 +94,13 @@ Result<const TarMember*> find_member(const Archive& a, const std::string& raw_na
   auto name = SEALRUN_TRY_CTX(normalize_member_name(raw_name), what);
   auto it = a.members.find(name);
   if (it == a.members.end())
-    return Error::make(fmt::format("{}: {} references '{}', which is not in the archive", a.what,
-                                   what, name));
+    return Error::make(
+        fmt::format("{}: {} references '{}', which is not in the archive", a.what, what, name));
   if (it->second->kind != TarKind::kRegular)
-    return Error::make(fmt::format("{}: {} references '{}', which is not a regular file in the "
-                                   "archive",
-                                   a.what, what, name));
+    return Error::make(
+        fmt::format("{}: {} references '{}', which is not a regular file in the "
+                    "archive",
+                    a.what, what, name));
   return it->second;
 }
 
@@ -125,13 +130,15 @@ Result<const TarMember*> check_blob(const Archive& a, const Descriptor& d,
                                     const std::string& what) {
   const TarMember* m = SEALRUN_TRY(find_member(a, "blobs/sha256/" + d.hex, what));
   if (m->size != d.size)
-    return Error::make(fmt::format("{}: size mismatch for {} blob sha256:{}: the descriptor says "
-                                   "{} bytes, the archive holds {}",
-                                   a.what, what, d.hex, d.size, m->size));
+    return Error::make(
+        fmt::format("{}: size mismatch for {} blob sha256:{}: the descriptor says "
+                    "{} bytes, the archive holds {}",
+                    a.what, what, d.hex, d.size, m->size));
   if (m->sha256 != d.hex)
-    return Error::make(fmt::format("{}: digest mismatch for {} blob: the descriptor says "
-                                   "sha256:{}, its bytes hash to sha256:{}",
-                                   a.what, what, d.hex, m->sha256));
+    return Error::make(
+        fmt::format("{}: digest mismatch for {} blob: the descriptor says "
+                    "sha256:{}, its bytes hash to sha256:{}",
+                    a.what, what, d.hex, m->sha256));
   return m;
 }
 
@@ -166,9 +173,10 @@ Status check_layer_diff_id(const Archive& a, const TarMember& layer, size_t inde
                            const std::string& diff_id) {
   if (compressed(layer)) return ok_status();
   if ("sha256:" + layer.sha256 != diff_id)
-    return Error::make(fmt::format("{}: layer {} ('{}') hashes to sha256:{}, but the config's "
-                                   "diff_id is {}",
-                                   a.what, index, layer.name, layer.sha256, diff_id));
+    return Error::make(
+        fmt::format("{}: layer {} ('{}') hashes to sha256:{}, but the config's "
+                    "diff_id is {}",
+                    a.what, index, layer.name, layer.sha256, diff_id));
   return ok_status();
 }
 
@@ -181,15 +189,15 @@ bool is_index_type(const std::string& t) {
 Status collect_manifests(const Archive& a, const json& index, const std::string& what, int depth,
                          std::vector<Descriptor>* out) {
   if (depth > kMaxIndexNesting)
-    return Error::make(fmt::format("{}: image indexes nested deeper than {}", a.what,
-                                   kMaxIndexNesting));
+    return Error::make(
+        fmt::format("{}: image indexes nested deeper than {}", a.what, kMaxIndexNesting));
   if (!index.is_object()) return Error::make(fmt::format("{}: {} is not an object", a.what, what));
   auto manifests = index.find("manifests");
   if (manifests == index.end() || !manifests->is_array())
     return Error::make(fmt::format("{}: {} has no manifests array", a.what, what));
   if (manifests->size() > kMaxLayers)
-    return Error::make(fmt::format("{}: {} lists more than {} manifests", a.what, what,
-                                   kMaxLayers));
+    return Error::make(
+        fmt::format("{}: {} lists more than {} manifests", a.what, what, kMaxLayers));
   for (const auto& entry : *manifests) {
     auto d = SEALRUN_TRY(parse_descriptor(entry, fmt::format("{}: {}", a.what, what)));
     const TarMember* m = SEALRUN_TRY(check_blob(a, d, what + " entry"));
@@ -204,7 +212,8 @@ Status collect_manifests(const Archive& a, const json& index, const std::string&
 }
 
 Result<ImageIdentity> inspect_oci(const Archive& a) {
-  auto layout = SEALRUN_TRY(read_json_member(a, *SEALRUN_TRY(find_member(a, "oci-layout", "the "
+  auto layout = SEALRUN_TRY(read_json_member(a, *SEALRUN_TRY(find_member(a, "oci-layout",
+                                                                         "the "
                                                                          "layout"))));
   if (!layout.is_object() || !layout.contains("imageLayoutVersion") ||
       !layout["imageLayoutVersion"].is_string())
@@ -214,9 +223,10 @@ Result<ImageIdentity> inspect_oci(const Archive& a) {
   std::vector<Descriptor> manifests;
   SEALRUN_TRY(collect_manifests(a, index, "index.json", 0, &manifests));
   if (manifests.size() != 1)
-    return Error::make(fmt::format("{}: holds {} image manifests; sealrun pins exactly one image "
-                                   "per archive",
-                                   a.what, manifests.size()));
+    return Error::make(
+        fmt::format("{}: holds {} image manifests; sealrun pins exactly one image "
+                    "per archive",
+                    a.what, manifests.size()));
   const Descriptor& md = manifests[0];
   auto manifest = SEALRUN_TRY(read_json_member(a, *SEALRUN_TRY(check_blob(a, md, "manifest"))));
   std::string mwhat = fmt::format("{}: manifest sha256:{}", a.what, md.hex);
@@ -261,21 +271,20 @@ std::string claimed_digest(const std::string& name, std::string_view suffix) {
 }
 
 Result<ImageIdentity> inspect_docker(const Archive& a) {
-  auto manifest =
-      SEALRUN_TRY(read_json_member(a, *SEALRUN_TRY(find_member(a, "manifest.json", "the "
-                                                                "layout"))));
+  auto manifest = SEALRUN_TRY(read_json_member(a, *SEALRUN_TRY(find_member(a, "manifest.json",
+                                                                           "the "
+                                                                           "layout"))));
   std::string mwhat = a.what + ": manifest.json";
-  if (!manifest.is_array())
-    return Error::make(fmt::format("{}: is not an array", mwhat));
+  if (!manifest.is_array()) return Error::make(fmt::format("{}: is not an array", mwhat));
   if (manifest.size() != 1)
-    return Error::make(fmt::format("{}: holds {} images; sealrun pins exactly one image per "
-                                   "archive",
-                                   mwhat, manifest.size()));
+    return Error::make(
+        fmt::format("{}: holds {} images; sealrun pins exactly one image per "
+                    "archive",
+                    mwhat, manifest.size()));
   const json& entry = manifest[0];
   if (!entry.is_object() || !entry.contains("Config") || !entry["Config"].is_string() ||
       !entry.contains("Layers") || !entry["Layers"].is_array())
-    return Error::make(fmt::format("{}: the entry has no Config string or no Layers array",
-                                   mwhat));
+    return Error::make(fmt::format("{}: the entry has no Config string or no Layers array", mwhat));
   const json& layers = entry["Layers"];
   if (layers.size() > kMaxLayers)
     return Error::make(fmt::format("{}: more than {} layers", mwhat, kMaxLayers));
@@ -300,14 +309,15 @@ Result<ImageIdentity> inspect_docker(const Archive& a) {
         find_member(a, layers[i].get<std::string>(), fmt::format("manifest.json layer {}", i)));
     std::string layer_claim = claimed_digest(m->name, ".tar");
     if (!layer_claim.empty() && layer_claim != m->sha256)
-      return Error::make(fmt::format("{}: digest mismatch: layer '{}' hashes to sha256:{}",
-                                     a.what, m->name, m->sha256));
+      return Error::make(fmt::format("{}: digest mismatch: layer '{}' hashes to sha256:{}", a.what,
+                                     m->name, m->sha256));
     // docker-archive has no descriptor sizes; its layers are uncompressed tars whose digest is the
     // diff id, which is what ties each layer's bytes to the config.
     if (compressed(*m))
-      return Error::make(fmt::format("{}: layer '{}' is compressed; a docker-archive layer must "
-                                     "be an uncompressed tar so its diff_id can be checked",
-                                     a.what, m->name));
+      return Error::make(
+          fmt::format("{}: layer '{}' is compressed; a docker-archive layer must "
+                      "be an uncompressed tar so its diff_id can be checked",
+                      a.what, m->name));
     SEALRUN_TRY(check_layer_diff_id(a, *m, i, id.diff_ids[i]));
   }
   return id;
@@ -333,8 +343,7 @@ Result<ImageIdentity> inspect_image_archive(const std::string& path) {
     return Error::make(fmt::format("{}: is not a regular file; give an image archive", path));
   auto scan = SEALRUN_TRY(scan_tar(fd->get(), path));
   auto after = SEALRUN_TRY(fstat_fd(fd->get(), path));
-  if (!same_file_state(before, after) ||
-      scan.archive_bytes != static_cast<uint64_t>(after.st_size))
+  if (!same_file_state(before, after) || scan.archive_bytes != static_cast<uint64_t>(after.st_size))
     return Error::make(fmt::format("{}: the archive changed while it was read", path));
 
   Archive a;
@@ -344,9 +353,10 @@ Result<ImageIdentity> inspect_image_archive(const std::string& path) {
     auto [it, fresh] = a.members.emplace(m.name, &m);
     bool both_dirs = it->second->kind == TarKind::kDirectory && m.kind == TarKind::kDirectory;
     if (!fresh && !both_dirs)
-      return Error::make(fmt::format("{}: member '{}' appears more than once; refusing an "
-                                     "ambiguous archive",
-                                     path, m.name));
+      return Error::make(
+          fmt::format("{}: member '{}' appears more than once; refusing an "
+                      "ambiguous archive",
+                      path, m.name));
   }
   Result<ImageIdentity> id = Error::make("");
   if (a.members.count("oci-layout") != 0 && a.members.count("index.json") != 0) {
@@ -354,9 +364,10 @@ Result<ImageIdentity> inspect_image_archive(const std::string& path) {
   } else if (a.members.count("manifest.json") != 0) {
     id = inspect_docker(a);
   } else {
-    return Error::make(fmt::format("{}: neither an OCI layout (oci-layout + index.json) nor a "
-                                   "docker-archive (manifest.json)",
-                                   path));
+    return Error::make(
+        fmt::format("{}: neither an OCI layout (oci-layout + index.json) nor a "
+                    "docker-archive (manifest.json)",
+                    path));
   }
   if (!id.ok()) return std::move(id).error();
   id->archive_sha256 = scan.archive_sha256;

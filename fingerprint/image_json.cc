@@ -2,11 +2,11 @@
 // parser callback, which sees every object/array start and every key in document order.
 #include "fingerprint/image_json.h"
 
+#include <fmt/format.h>
+
 #include <set>
 #include <stdexcept>
 #include <vector>
-
-#include <fmt/format.h>
 
 namespace sealrun {
 namespace {
@@ -20,8 +20,8 @@ struct Refused : std::runtime_error {
 Result<nlohmann::json> parse_bounded_json(std::string_view bytes, const std::string& what,
                                           size_t max_bytes, int max_depth) {
   if (bytes.size() > max_bytes)
-    return Error::make(fmt::format("{}: {} bytes of JSON, over the limit of {}", what,
-                                   bytes.size(), max_bytes));
+    return Error::make(
+        fmt::format("{}: {} bytes of JSON, over the limit of {}", what, bytes.size(), max_bytes));
   std::vector<std::set<std::string>> keys;  // one set per open object
   auto callback = [&](int depth, nlohmann::json::parse_event_t event,
                       nlohmann::json& parsed) -> bool {

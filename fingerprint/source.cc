@@ -10,16 +10,15 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <map>
 #include <memory>
-#include <set>
-
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "core/hex.h"
 #include "core/syscall.h"
@@ -75,8 +74,8 @@ bool valid_utf8(std::string_view s) {
 Status check_manifest_path(std::string_view path) {
   if (path.empty()) return Error::make("empty path");
   if (path.size() > kMaxPathBytes)
-    return Error::make(fmt::format("path of {} bytes is over the limit of {}", path.size(),
-                                   kMaxPathBytes));
+    return Error::make(
+        fmt::format("path of {} bytes is over the limit of {}", path.size(), kMaxPathBytes));
   if (path.find('\0') != std::string_view::npos)
     return Error::make(fmt::format("path '{}' contains NUL", path.substr(0, path.find('\0'))));
   if (path.front() == '/') return Error::make(fmt::format("path '{}' is absolute", path));
@@ -125,8 +124,8 @@ Status walk(int dirfd, const std::string& prefix, int depth, size_t* entries, Vi
     std::string name = e->d_name;
     if (name == "." || name == "..") continue;
     if (++*entries > kMaxTreeEntries)
-      return Error::make(fmt::format("more than {} entries; refusing to walk further",
-                                     kMaxTreeEntries));
+      return Error::make(
+          fmt::format("more than {} entries; refusing to walk further", kMaxTreeEntries));
     names.push_back(std::move(name));
   }
   std::sort(names.begin(), names.end());
@@ -157,11 +156,13 @@ std::string observe(int rootfd, const std::string& path) {
   size_t start = 0;
   while (true) {
     size_t end = path.find('/', start);
-    std::string comp = path.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    std::string comp =
+        path.substr(start, end == std::string::npos ? std::string::npos : end - start);
     std::string so_far = path.substr(0, end);
     struct stat st {};
     if (::fstatat(dirfd, comp.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0)
-      return errno == ENOENT ? "absent" : fmt::format("cannot stat {}: {}", so_far, strerror(errno));
+      return errno == ENOENT ? "absent"
+                             : fmt::format("cannot stat {}: {}", so_far, strerror(errno));
     if (end == std::string::npos) {
       if (!S_ISREG(st.st_mode)) return describe_kind(st.st_mode);
       auto digest = hash_file_at(dirfd, comp);
@@ -192,9 +193,10 @@ Result<Manifest> build_manifest(const std::string& root) {
   auto visit = [&](const std::string& path, int dirfd, const std::string& name,
                    const struct stat& st) -> Status {
     if (!S_ISREG(st.st_mode))
-      return Error::make(fmt::format("{}/{} is {}; source manifests list regular files only "
-                                     "(remove it, or pin this tree with `fingerprint tree`)",
-                                     root, path, describe_kind(st.st_mode)));
+      return Error::make(
+          fmt::format("{}/{} is {}; source manifests list regular files only "
+                      "(remove it, or pin this tree with `fingerprint tree`)",
+                      root, path, describe_kind(st.st_mode)));
     SEALRUN_TRY_CTX(check_manifest_path(path), fmt::format("{}: cannot list a file", root));
     auto digest = SEALRUN_TRY(hash_file_at(dirfd, name));
     manifest.push_back({path, digest.bytes, digest.sha256});
@@ -244,8 +246,8 @@ Result<Manifest> parse_manifest(std::string_view jsonl, size_t max_entries) {
       return Error::make(fmt::format("{}: \"bytes\" missing or not a non-negative integer", where));
     if (!doc.contains("sha256") || !doc["sha256"].is_string() ||
         !is_sha256_hex(doc["sha256"].get_ref<const std::string&>()))
-      return Error::make(fmt::format("{}: \"sha256\" missing or not 64 lower-case hex digits",
-                                     where));
+      return Error::make(
+          fmt::format("{}: \"sha256\" missing or not 64 lower-case hex digits", where));
     ManifestEntry entry{doc["path"].get<std::string>(), doc["bytes"].get<uint64_t>(),
                         doc["sha256"].get<std::string>()};
     SEALRUN_TRY_CTX(check_manifest_path(entry.path), where);
@@ -254,9 +256,10 @@ Result<Manifest> parse_manifest(std::string_view jsonl, size_t max_entries) {
       if (entry.path == prev)
         return Error::make(fmt::format("{}: duplicate path '{}'", where, entry.path));
       if (entry.path < prev)
-        return Error::make(fmt::format("{}: '{}' is out of order (entries must be sorted by raw "
-                                       "path bytes)",
-                                       where, entry.path));
+        return Error::make(
+            fmt::format("{}: '{}' is out of order (entries must be sorted by raw "
+                        "path bytes)",
+                        where, entry.path));
     }
     // One manifest, one byte string: the pin is a hash of these bytes, so only the canonical
     // spelling is accepted (key order path, bytes, sha256; no spaces; minimal escapes).

@@ -2,14 +2,13 @@
 // records "<len> <key>=<value>\n") and GNU tar's 'L'/'K' long-name members and base-256 sizes.
 #include "fingerprint/tar_reader.h"
 
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <array>
 #include <cstring>
 #include <optional>
-
-#include <fmt/format.h>
 
 #include "core/syscall.h"
 #include "fingerprint/sha256.h"
@@ -223,23 +222,25 @@ Result<TarScan> scan_tar(int fd, const std::string& what, const TarLimits& limit
           "{}: truncated tar archive: ends at byte {} without the end-of-archive marker", what,
           header_offset));
     if (got < kBlock)
-      return Error::make(fmt::format("{}: truncated tar archive: partial header at byte {}", what,
-                                     header_offset));
+      return Error::make(
+          fmt::format("{}: truncated tar archive: partial header at byte {}", what, header_offset));
     if (all_zero(header.data())) break;
     if (++headers > limits.max_members * 4 || scan.members.size() >= limits.max_members)
       return Error::make(fmt::format("{}: more than {} members; refusing to read further", what,
                                      limits.max_members));
     if (!checksum_ok(header.data()))
-      return Error::make(fmt::format("{}: bad tar header checksum at byte {} (not a tar archive, "
-                                     "or corrupted)",
-                                     what, header_offset));
+      return Error::make(
+          fmt::format("{}: bad tar header checksum at byte {} (not a tar archive, "
+                      "or corrupted)",
+                      what, header_offset));
     std::string_view magic(header.data() + 257, 6);
     bool posix = magic == std::string_view("ustar\0", 6);
     bool gnu = magic == "ustar " && header[263] == ' ' && header[264] == '\0';
     if (!posix && !gnu)
-      return Error::make(fmt::format("{}: header at byte {} is not ustar (old v7 tar is not "
-                                     "supported)",
-                                     what, header_offset));
+      return Error::make(
+          fmt::format("{}: header at byte {} is not ustar (old v7 tar is not "
+                      "supported)",
+                      what, header_offset));
     char typeflag = header[156];
     auto header_size = parse_number(header.data() + 124, 12);
     if (!header_size)
@@ -248,18 +249,20 @@ Result<TarScan> scan_tar(int fd, const std::string& what, const TarLimits& limit
 
     // Meta headers: their data describes the next member.
     if (typeflag == 'x' || typeflag == 'g' || typeflag == 'L' || typeflag == 'K') {
-      size_t cap = (typeflag == 'x' || typeflag == 'g') ? limits.max_pax_bytes
-                                                         : limits.max_name_bytes + 1;
+      size_t cap =
+          (typeflag == 'x' || typeflag == 'g') ? limits.max_pax_bytes : limits.max_name_bytes + 1;
       if (size > cap)
-        return Error::make(fmt::format("{}: '{}' header at byte {} is {} bytes, over the limit "
-                                       "of {}",
-                                       what, typeflag, header_offset, size, cap));
+        return Error::make(
+            fmt::format("{}: '{}' header at byte {} is {} bytes, over the limit "
+                        "of {}",
+                        what, typeflag, header_offset, size, cap));
       std::string data(padded(size), '\0');
       size_t n = SEALRUN_TRY(in.read(data.data(), data.size()));
       if (n < data.size())
-        return Error::make(fmt::format("{}: truncated tar archive inside the '{}' header at byte "
-                                       "{}",
-                                       what, typeflag, header_offset));
+        return Error::make(
+            fmt::format("{}: truncated tar archive inside the '{}' header at byte "
+                        "{}",
+                        what, typeflag, header_offset));
       data.resize(size);
       if (typeflag == 'x' || typeflag == 'g') {
         PaxOverrides parsed;
@@ -310,9 +313,10 @@ Result<TarScan> scan_tar(int fd, const std::string& what, const TarLimits& limit
     // writers we read (Go archive/tar, GNU tar) write 0; a non-zero one would desynchronise a
     // reader that guessed wrong, so it is refused instead of guessed.
     if (m.kind != TarKind::kRegular && size != 0)
-      return Error::make(fmt::format("{}: non-regular member '{}' declares {} data bytes; not "
-                                     "supported",
-                                     what, m.name, size));
+      return Error::make(
+          fmt::format("{}: non-regular member '{}' declares {} data bytes; not "
+                      "supported",
+                      what, m.name, size));
     uint64_t data_size = size;
     m.data_offset = in.offset();
     m.size = size;
@@ -321,15 +325,17 @@ Result<TarScan> scan_tar(int fd, const std::string& what, const TarLimits& limit
     size_t skipped = SEALRUN_TRY(in.read(nullptr, data_size));
     in.route(nullptr, nullptr);
     if (skipped < data_size)
-      return Error::make(fmt::format("{}: truncated tar archive: member '{}' should have {} bytes, "
-                                     "the file ends after {}",
-                                     what, m.name, data_size, skipped));
+      return Error::make(
+          fmt::format("{}: truncated tar archive: member '{}' should have {} bytes, "
+                      "the file ends after {}",
+                      what, m.name, data_size, skipped));
     uint64_t pad = padded(data_size) - data_size;
     size_t padding = SEALRUN_TRY(in.read(nullptr, pad));
     if (padding < pad)
-      return Error::make(fmt::format("{}: truncated tar archive: padding after member '{}' is "
-                                     "missing",
-                                     what, m.name));
+      return Error::make(
+          fmt::format("{}: truncated tar archive: padding after member '{}' is "
+                      "missing",
+                      what, m.name));
     if (m.kind == TarKind::kRegular) m.sha256 = member_hash.finish_hex();
     scan.members.push_back(std::move(m));
   }

@@ -18,8 +18,8 @@
 namespace sealrun {
 
 struct TarLimits {
-  size_t max_members = 200000;        // real members (meta headers count separately, 4x this)
-  size_t max_name_bytes = 4096;       // PATH_MAX: a longer name is refused, not truncated
+  size_t max_members = 200000;         // real members (meta headers count separately, 4x this)
+  size_t max_name_bytes = 4096;        // PATH_MAX: a longer name is refused, not truncated
   size_t max_pax_bytes = 1024 * 1024;  // one pax extended header
 };
 

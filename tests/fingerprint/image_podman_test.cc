@@ -13,10 +13,9 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "core/process.h"
 #include "fingerprint/image.h"
@@ -39,8 +38,8 @@ void ensure_fixture() {
   if (fs::exists(fixture_dir() + "/busybox.oci.tar") &&
       fs::exists(fixture_dir() + "/busybox.image-id"))
     return;
-  std::string cmd = "bash " + std::string(SEALRUN_SOURCE_DIR) + "/tests/fixtures/busybox_image.sh " +
-                    fixture_dir();
+  std::string cmd = "bash " + std::string(SEALRUN_SOURCE_DIR) +
+                    "/tests/fixtures/busybox_image.sh " + fixture_dir();
   ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
 }
 
@@ -105,8 +104,14 @@ class ThrowawayPodman {
 
   Captured as_user(const std::vector<std::string>& argv) {
     SpawnOptions o;
-    o.argv = {"/usr/sbin/runuser", "-u", job_user(), "--", "env", "-i",
-              "PATH=/usr/sbin:/usr/bin:/sbin:/bin", "HOME=" + work_,
+    o.argv = {"/usr/sbin/runuser",
+              "-u",
+              job_user(),
+              "--",
+              "env",
+              "-i",
+              "PATH=/usr/sbin:/usr/bin:/sbin:/bin",
+              "HOME=" + work_,
               "XDG_RUNTIME_DIR=" + work_ + "/run"};
     o.argv.insert(o.argv.end(), argv.begin(), argv.end());
     o.cwd = work_;
@@ -119,10 +124,18 @@ class ThrowawayPodman {
   }
 
   Captured podman(std::vector<std::string> args) {
-    std::vector<std::string> argv = {"podman",          "--root",         work_ + "/storage",
-                                     "--runroot",       work_ + "/runroot", "--storage-driver",
-                                     "vfs",             "--runtime",      "runc",
-                                     "--cgroup-manager", "cgroupfs",      "--events-backend",
+    std::vector<std::string> argv = {"podman",
+                                     "--root",
+                                     work_ + "/storage",
+                                     "--runroot",
+                                     work_ + "/runroot",
+                                     "--storage-driver",
+                                     "vfs",
+                                     "--runtime",
+                                     "runc",
+                                     "--cgroup-manager",
+                                     "cgroupfs",
+                                     "--events-backend",
                                      "none"};
     argv.insert(argv.end(), args.begin(), args.end());
     auto c = as_user(argv);

@@ -1,6 +1,9 @@
 // Unit tests of the tar reader and inspect_image_archive(): good OCI and docker archives built
 // byte by byte, then each way an archive can lie or break (truncation, wrong digest, wrong size,
-// missing blob, hostile member names, duplicates, JSON bombs), and GNU/pax long names from real tar.
+// missing blob, hostile member names, duplicates, JSON bombs), and GNU/pax long names from real
+// tar.
+#include "fingerprint/image.h"
+
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -10,7 +13,6 @@
 #include <string>
 
 #include "core/syscall.h"
-#include "fingerprint/image.h"
 #include "fingerprint/image_json.h"
 #include "fingerprint/sha256.h"
 #include "fingerprint/tar_reader.h"

@@ -1,6 +1,8 @@
 // Unit tests of git source identity/export (a real git repository made in a temp dir, real bundles)
 // and of per-file manifests: building, canonical bytes, strict parsing of hostile manifests, and
 // verification against trees that were altered, extended, or made to pass through symlinks.
+#include "fingerprint/source.h"
+
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -11,7 +13,6 @@
 #include <string>
 
 #include "fingerprint/file_hash.h"
-#include "fingerprint/source.h"
 #include "tests/support/temp_dir.h"
 
 namespace sealrun {
@@ -40,10 +41,12 @@ std::string sh(const std::string& cmd) {
 }
 
 const char* kGit =
-    "git -c user.name=t -c user.email=t@example.org -c init.defaultBranch=main -c core.safecrlf=false";
+    "git -c user.name=t -c user.email=t@example.org -c init.defaultBranch=main -c "
+    "core.safecrlf=false";
 
 // A repository with two commits, a symlink, an executable, and traps: attributes that would
-// rewrite content (eol=crlf, a smudge filter defined in the repo's config) and a post-checkout hook.
+// rewrite content (eol=crlf, a smudge filter defined in the repo's config) and a post-checkout
+// hook.
 struct Repo {
   TempDir dir;
   std::string path, first_commit, first_tree, commit, tree;
@@ -110,8 +113,8 @@ TEST(GitSource, ExportIsTheCommittedBytesWithoutHooksFiltersOrGitDir) {
   Repo r;
   TempDir templ;  // a template dir with an active hook, offered through the caller's environment
   fs::create_directories(templ / "hooks");
-  write_text(templ / "hooks/post-checkout", "#!/bin/sh\ntouch " + (r.dir / "template-hook-ran") +
-                                                "\n");
+  write_text(templ / "hooks/post-checkout",
+             "#!/bin/sh\ntouch " + (r.dir / "template-hook-ran") + "\n");
   ::chmod((templ / "hooks/post-checkout").c_str(), 0755);
   ::setenv("GIT_TEMPLATE_DIR", templ.str().c_str(), 1);
   std::string dest = r.dir / "export";
@@ -149,8 +152,7 @@ TEST(GitSource, WrongExpectedTreeIsRefusedAndNothingIsLeft) {
   std::string dest = r.dir / "export";
   auto st = export_git_commit(r.path, r.commit, r.first_tree, dest);
   ASSERT_FALSE(st.ok());
-  EXPECT_NE(st.error().message().find("tree mismatch"), std::string::npos)
-      << st.error().message();
+  EXPECT_NE(st.error().message().find("tree mismatch"), std::string::npos) << st.error().message();
   EXPECT_FALSE(fs::exists(dest));
   // An abbreviated commit is not a pin.
   EXPECT_FALSE(export_git_commit(r.path, r.commit.substr(0, 12), r.tree, dest).ok());
@@ -185,8 +187,7 @@ TEST(GitSource, IncompleteOrCorruptBundleIsRefused) {
   sh("git -C " + r.path + " bundle create " + thin + " HEAD~1..main 2>/dev/null");
   auto id = read_git_identity(thin);
   ASSERT_FALSE(id.ok());
-  EXPECT_NE(id.error().message().find("verify bundle"), std::string::npos)
-      << id.error().message();
+  EXPECT_NE(id.error().message().find("verify bundle"), std::string::npos) << id.error().message();
   write_text(r.dir / "junk.bundle", "# v2 git bundle\nnot really\n");
   EXPECT_FALSE(read_git_identity(r.dir / "junk.bundle").ok());
 }

@@ -5,11 +5,10 @@
 
 #include <cstdio>
 #include <cstring>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "fingerprint/sha256.h"
 
@@ -26,7 +25,10 @@ inline std::string tar_header(const std::string& name, size_t size, char type = 
   std::snprintf(h.data() + 136, 12, "%011o", 0);
   h[156] = type;
   std::memcpy(h.data() + 157, link.data(), std::min<size_t>(link.size(), 100));
-  std::memcpy(h.data() + 257, "ustar\0" "00", 8);
+  std::memcpy(h.data() + 257,
+              "ustar\0"
+              "00",
+              8);
   std::memset(h.data() + 148, ' ', 8);
   unsigned sum = 0;
   for (unsigned char c : h) sum += c;
@@ -71,27 +73,31 @@ inline OciImage make_oci_image() {
   OciImage img;
   img.layer = make_tar({{"hello", "hello from the layer\n"}});
   img.layer_hex = sha256_hex(img.layer);
-  img.config = nlohmann::json{{"architecture", "amd64"},
-                              {"os", "linux"},
-                              {"rootfs",
-                               {{"type", "layers"},
-                                {"diff_ids", {"sha256:" + img.layer_hex}}}}}
-                   .dump();
+  img.config =
+      nlohmann::json{{"architecture", "amd64"},
+                     {"os", "linux"},
+                     {"rootfs", {{"type", "layers"}, {"diff_ids", {"sha256:" + img.layer_hex}}}}}
+          .dump();
   img.config_hex = sha256_hex(img.config);
-  img.manifest = nlohmann::json{
-      {"schemaVersion", 2},
-      {"mediaType", "application/vnd.oci.image.manifest.v1+json"},
-      {"config", nlohmann::json::parse(descriptor_json("application/vnd.oci.image.config.v1+json",
-                                                       img.config_hex, img.config.size()))},
-      {"layers", {nlohmann::json::parse(descriptor_json(
-                     "application/vnd.oci.image.layer.v1.tar", img.layer_hex,
-                     img.layer.size()))}}}.dump();
+  img.manifest =
+      nlohmann::json{
+          {"schemaVersion", 2},
+          {"mediaType", "application/vnd.oci.image.manifest.v1+json"},
+          {"config",
+           nlohmann::json::parse(descriptor_json("application/vnd.oci.image.config.v1+json",
+                                                 img.config_hex, img.config.size()))},
+          {"layers",
+           {nlohmann::json::parse(descriptor_json("application/vnd.oci.image.layer.v1.tar",
+                                                  img.layer_hex, img.layer.size()))}}}
+          .dump();
   img.manifest_hex = sha256_hex(img.manifest);
-  img.index = nlohmann::json{
-      {"schemaVersion", 2},
-      {"manifests", {nlohmann::json::parse(descriptor_json(
-                        "application/vnd.oci.image.manifest.v1+json", img.manifest_hex,
-                        img.manifest.size()))}}}.dump();
+  img.index =
+      nlohmann::json{
+          {"schemaVersion", 2},
+          {"manifests",
+           {nlohmann::json::parse(descriptor_json("application/vnd.oci.image.manifest.v1+json",
+                                                  img.manifest_hex, img.manifest.size()))}}}
+          .dump();
   img.members = {{"oci-layout", R"({"imageLayoutVersion":"1.0.0"})"},
                  {"index.json", img.index},
                  {"blobs/sha256/" + img.config_hex, img.config},
