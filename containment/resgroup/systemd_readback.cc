@@ -107,7 +107,7 @@ std::vector<UnitProperty> scope_properties(const GroupLimits& limits,
       {"MemoryHigh", limits.memory_high_bytes},
       {"MemoryMax", limits.memory_max_bytes},
       {"MemorySwapMax", limits.swap_max_bytes},
-      {"TasksMax", limits.pids_max + kKeeperTasks},
+      {"TasksMax", tasks_max_for(limits.pids_max)},
   };
 }
 
@@ -146,7 +146,7 @@ std::vector<LimitReadback> evaluate_readback(const GroupLimits& requested,
     pids.note =
         fmt::format("pids.max could not be read; TasksMax is {}", show(o.property_tasks_max));
   } else {
-    pids.applied = *o.file_pids_max == requested.pids_max + kKeeperTasks;
+    pids.applied = *o.file_pids_max == tasks_max_for(requested.pids_max);
     pids.note = pids.applied
                     ? fmt::format("pids.max is {}: {} for the job and {} for sealrun's keeper",
                                   *o.file_pids_max, requested.pids_max, kKeeperTasks)

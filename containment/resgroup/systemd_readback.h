@@ -33,6 +33,10 @@ struct UnitProperty {
 // The scope holds the job and sealrun's keeper process (see systemd_scope.cc): TasksMax is the
 // admitted pids_max plus this many.
 inline constexpr uint64_t kKeeperTasks = 1;
+// pids_max + kKeeperTasks, except that "no limit" (UINT64_MAX, systemd's infinity) stays no limit.
+constexpr uint64_t tasks_max_for(uint64_t pids_max) {
+  return pids_max >= UINT64_MAX - kKeeperTasks ? UINT64_MAX : pids_max + kKeeperTasks;
+}
 
 // PIDs, Description, Delegate=yes, CollectMode=inactive-or-failed, MemoryAccounting,
 // TasksAccounting, MemoryHigh, MemoryMax, MemorySwapMax, TasksMax (= pids_max + kKeeperTasks).

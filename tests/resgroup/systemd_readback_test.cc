@@ -50,6 +50,23 @@ TEST(SystemdProperties, CarryLimitsPidsAndDelegation) {
   EXPECT_EQ(by_name.at("Description")->signature(), "s");
 }
 
+TEST(SystemdProperties, UnlimitedTasksStayUnlimitedWithTheKeeper) {
+  GroupLimits limits;
+  limits.pids_max = UINT64_MAX;
+  for (const auto& p : scope_properties(limits, {1}, "d")) {
+    if (p.name == "TasksMax") {
+      EXPECT_EQ(std::get<uint64_t>(p.value), UINT64_MAX);
+    }
+  }
+  ScopeObservation o;
+  o.file_pids_max = UINT64_MAX;  // "max"
+  for (const auto& r : evaluate_readback(limits, o, 4096)) {
+    if (r.name == "pids_max") {
+      EXPECT_TRUE(r.applied) << r.note;
+    }
+  }
+}
+
 const GroupLimits kLimits{.memory_high_bytes = 48 << 20,
                           .memory_max_bytes = 64 << 20,
                           .swap_max_bytes = 0,
