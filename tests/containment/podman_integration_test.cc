@@ -128,6 +128,14 @@ class PodmanIntegration : public ::testing::Test {
 
   void expect_nothing_left(const std::string& container_id) {
     EXPECT_FALSE(fs::exists(spec_.owned_root + "/podman")) << "storage left behind";
+    // No process started for this run (rootless podman's pause process included) survives.
+    std::string xdg = "XDG_RUNTIME_DIR=" + podman::storage_layout(spec_.owned_root).runtime_dir;
+    xdg.push_back('\0');
+    for (const auto& e : fs::directory_iterator("/proc")) {
+      std::ifstream f(e.path() / "environ");
+      std::string env((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+      EXPECT_EQ(env.find(xdg), std::string::npos) << "left: " << e.path();
+    }
     if (container_id.empty()) return;
     // No process (conmon, the job) still mentions the container.
     for (const auto& e : fs::directory_iterator("/proc")) {
@@ -181,7 +189,7 @@ TEST_F(PodmanIntegration, WrongImageIdIsRefusedBeforeAnythingRuns) {
   EXPECT_NE(job.error().message().find("not the admitted image id"), std::string::npos)
       << job.error().message();
   EXPECT_FALSE(fs::exists(tmp_ / "out/ran"));
-  EXPECT_FALSE(fs::exists(spec_.owned_root + "/podman"));
+  expect_nothing_left("");
 }
 
 TEST_F(PodmanIntegration, JobSeesOnlyTheAdmittedEnvironment) {
