@@ -165,10 +165,17 @@ class CgroupV1Group final : public ResourceGroup {
     r.peak_bytes = SEALRUN_TRY(read_bytes(*mem, "memory.max_usage_in_bytes"));
     // v1 counts hits of the limit in failcnt and OOM kills in oom_control; it has no separate
     // "oom" count nor a "high" event, so oom mirrors oom_kill and high stays 0.
+    // With memsw, a charge is tried against memory+swap first, so a hit of an equal memsw limit
+    // shows in memory.memsw.failcnt and not in memory.failcnt: both are counted.
     r.events_max = SEALRUN_TRY(read_bytes(*mem, "memory.failcnt"));
+    if (memsw_) r.events_max += SEALRUN_TRY(read_bytes(*mem, "memory.memsw.failcnt"));
     auto oom = parse_flat_keyed(SEALRUN_TRY(read_cgroup_file(mem->dir.get(), "memory.oom_control")));
     r.events_oom_kill = oom.count("oom_kill") ? oom["oom_kill"] : 0;
     r.events_oom = r.events_oom_kill;
+    // Every OOM kill in the group was triggered by a charge over the limit, so the limit was hit
+    // at least that often. (Seen on Linux 6.18 hybrid hosts: both failcnt files stay 0 while
+    // oom_control reports oom_kill 1 - the counters are not a reliable lower bound alone.)
+    r.events_max = std::max(r.events_max, r.events_oom_kill);
     if (memsw_) {
       // memsw peaks above memory peaks only if swap was used at some point.
       uint64_t memsw_peak = SEALRUN_TRY(read_bytes(*mem, "memory.memsw.max_usage_in_bytes"));
@@ -215,13 +222,16 @@ class CgroupV1Group final : public ResourceGroup {
     std::vector<std::string> failed;
     for (auto& h : h_) {
       if (!h.parent) continue;
-      h.procs.reset();
-      h.dir.reset();
-      if (::unlinkat(h.parent.get(), h.name.c_str(), AT_REMOVEDIR) != 0 && errno != ENOENT)
+      // Open descriptors do not keep a cgroup directory alive; they are kept until the rmdir
+      // succeeded so that a refused remove() (EBUSY) leaves the group fully usable for stop().
+      if (::unlinkat(h.parent.get(), h.name.c_str(), AT_REMOVEDIR) != 0 && errno != ENOENT) {
         failed.push_back(fmt::format("rmdir {} group {}: {}", h.controller, h.member_path(),
                                      std::strerror(errno)));
-      else
-        h.parent.reset();
+        continue;
+      }
+      h.procs.reset();
+      h.dir.reset();
+      h.parent.reset();
     }
     if (!failed.empty()) {
       std::string all;

@@ -159,10 +159,11 @@ class CgroupV2Group final : public ResourceGroup {
       removed_ = true;
       return ok_status();
     }
-    procs_.reset();
-    dir_.reset();
+    // Descriptors stay open until the rmdir succeeded: a refused remove() leaves stop() usable.
     if (::unlinkat(parent_.get(), name_.c_str(), AT_REMOVEDIR) != 0 && errno != ENOENT)
       return Error::from_errno(fmt::format("rmdir cgroup v2 group {}", path()));
+    procs_.reset();
+    dir_.reset();
     parent_.reset();
     removed_ = true;
     return ok_status();

@@ -33,6 +33,7 @@ inline void v1_group_files(const std::string& dir, bool memsw) {
                      {"memory.oom_control", "oom_kill_disable 0\nunder_oom 0\noom_kill 0\n"}});
     if (memsw)
       make_files(dir, {{"memory.memsw.limit_in_bytes", unlimited},
+                       {"memory.memsw.failcnt", "0\n"},
                        {"memory.memsw.max_usage_in_bytes", "0\n"}});
   } else if (dir.find("/pids/") != std::string::npos) {
     make_files(dir, {{"cgroup.procs", ""}, {"pids.max", "max\n"}, {"pids.current", "0\n"}});
