@@ -63,13 +63,15 @@ Status run_as_controller(std::vector<std::string> argv, int64_t timeout_ms) {
   return ok_status();
 }
 
-// find(1) as the job user: prints the first entry it cannot use. access(2) with the job user's
-// real ids is the same check the kernel makes when the container (mapped to that user) opens it.
+// find(1) as the job user on the mount's root: prints it if it cannot be used. access(2) with the
+// job user's real ids is the check the kernel makes when runc (as that user) binds it. Only the
+// root is checked, on purpose: below it the job sees exactly what the job user may see, as under
+// bwrap, and a toolchain such as /usr with one private directory must not be copied whole.
 Result<bool> job_user_can_use_tree(const JobUser& user, const StorageLayout& layout,
                                    const std::string& path, bool writable) {
   std::string find = SEALRUN_TRY(find_program("find"));
-  std::vector<std::string> argv = {find, path, "(", "!", "-readable", "-o", "-type", "d", "!",
-                                   "-executable"};
+  std::vector<std::string> argv = {find, path, "-maxdepth", "0", "(", "!", "-readable", "-o",
+                                   "-type", "d", "!", "-executable"};
   if (writable) argv.insert(argv.end(), {"-o", "!", "-writable"});
   argv.insert(argv.end(), {")", "-print", "-quit"});
   auto c = SEALRUN_TRY(run_capture(as_job_user(user, layout, std::move(argv)), 120 * 1000, 4096));

@@ -2,8 +2,9 @@
 // podman runs as the unprivileged job user, so everything it touches must be reachable by that
 // user: its storage is created below the run's owned root (0700, chowned to the job user), and the
 // repository or state directory may live where that user cannot read (e.g. under /root in CI).
-// Each mount source is therefore checked *as the job user* (find -readable/-writable, i.e.
-// access(2) with that user's ids) and, when the check fails:
+// Each mount source's root is therefore checked *as the job user* (find -readable/-writable,
+// i.e. access(2) with that user's ids; below the root the job sees what the job user may see, as
+// under bwrap) and, when the check fails:
 //   - read-only mounts are staged: copied as root into <owned_root>/podman/stage/<n> and chowned
 //     to the job user (the copy is counted by the census and removed with the storage);
 //   - writable mounts are chowned to the job user, but only when sealrun can show it owns them: the
