@@ -1,11 +1,12 @@
 // read_git_identity() and export_git_commit(): see source.h and docs/source-manifest.md.
 //
-// A repository directory is only ever read by plumbing (rev-parse); anything that writes (an index,
-// a checkout) happens in a throwaway bare clone, which has none of the source repository's config,
-// hooks or info/attributes. A bundle is verified (`git bundle verify`: complete, no missing
-// prerequisites) in an empty repository and then cloned. The checkout applies no attribute-driven
-// conversion (eol, ident, filter, working-tree-encoding are unset in the clone's info/attributes,
-// which outranks the tree's .gitattributes), so the exported bytes are the committed blobs.
+// A repository directory is only ever read by plumbing (rev-parse) and through its object files;
+// anything that writes (an index, a checkout) happens in a throwaway bare repository that borrows
+// the source's objects (alternates) and has none of its config, hooks or info/attributes. A bundle
+// is verified (`git bundle verify`: complete, no missing prerequisites) in an empty repository and
+// then cloned. The checkout applies no attribute-driven conversion (eol, ident, filter,
+// working-tree-encoding are unset in the clone's info/attributes, which outranks the tree's
+// .gitattributes), so the exported bytes are the committed blobs.
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <sys/stat.h>
@@ -64,12 +65,22 @@ Status clone_bundle(const std::string& bundle, const std::string& scratch,
   return ok_status();
 }
 
-Status clone_repository(const std::string& repo, const std::string& dest) {
-  // A local clone copies the object store wholesale, so a commit reachable only from the source's
-  // HEAD or reflog is still there; none of the source's config or hooks come along.
-  SEALRUN_TRY(run_git({"clone", "-q", "--bare", "--template=", "--", repo, dest},
-                      fmt::format("clone repository {}", repo)));
-  return ok_status();
+// A scratch bare repository that borrows the source's object store through
+// objects/info/alternates. Nothing runs inside the source repository (a clone would start
+// upload-pack there, reading its config, and git refuses that for a repository owned by another
+// user); only its object files are read, and the refs, config, hooks and index of the scratch
+// repository are its own.
+Status borrow_objects(const std::string& repo, const std::string& dest) {
+  std::string objects =
+      SEALRUN_TRY(run_git_line({"--git-dir=" + git_dir_of(repo), "rev-parse",
+                                "--path-format=absolute", "--git-path", "objects"},
+                               fmt::format("find the object store of {}", repo)));
+  if (objects.empty() || objects[0] != '/')
+    return Error::make(fmt::format("{}: git named no absolute object directory", repo));
+  SEALRUN_TRY(run_git({"init", "-q", "--bare", "--template=", dest}, "init scratch repository"));
+  if (::mkdir((dest + "/objects/info").c_str(), 0755) != 0 && errno != EEXIST)
+    return Error::from_errno(fmt::format("create {}/objects/info", dest));
+  return write_file_atomic(dest + "/objects/info/alternates", objects + "\n");
 }
 
 Result<GitIdentity> identity_in(const std::string& git_dir, const std::string& rev,
@@ -119,7 +130,7 @@ Status export_git_commit(const std::string& repo_or_bundle, const std::string& c
   if (kind == SourceKind::kBundle)
     SEALRUN_TRY(clone_bundle(repo_or_bundle, scratch.path(), clone));
   else
-    SEALRUN_TRY(clone_repository(repo_or_bundle, clone));
+    SEALRUN_TRY(borrow_objects(repo_or_bundle, clone));
 
   // Everything from here on reads the clone, never the source again: what is checked is what is
   // checked out.

@@ -2,6 +2,7 @@
 // codes (0 match, 1 mismatch or error, 2 usage), and that each mismatch is named.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>

@@ -138,6 +138,21 @@ TEST(GitSource, ExportIsTheCommittedBytesWithoutHooksFiltersOrGitDir) {
   EXPECT_EQ(sh("git -C " + r.path + " rev-parse HEAD"), r.commit);
 }
 
+// git refuses to run in a repository owned by someone else ("dubious ownership"); reading one
+// must still work, because nothing is run inside it (identity by --git-dir, export by alternates).
+TEST(GitSource, RepositoryOwnedByAnotherUser) {
+  Repo r;
+  sh("chown -R 12345:12345 " + r.path);
+  auto id = read_git_identity(r.path);
+  ASSERT_TRUE(id.ok()) << id.error().message();
+  EXPECT_EQ(id->commit, r.commit);
+  std::string dest = r.dir / "export";
+  auto st = export_git_commit(r.path, r.commit, r.tree, dest);
+  ASSERT_TRUE(st.ok()) << st.error().message();
+  EXPECT_EQ(read_text(dest + "/dir/b.txt"), "bee\n");
+  EXPECT_FALSE(fs::exists(r.dir / "hook-ran"));
+}
+
 TEST(GitSource, ExportOfAnOlderCommit) {
   Repo r;
   std::string dest = r.dir / "old";
