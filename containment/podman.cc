@@ -55,10 +55,10 @@ std::string join(const std::vector<std::string>& v, const char* sep) {
 class PodmanJob final : public ContainedJob {
  public:
   PodmanJob(JobUser user, StorageLayout layout, HostFacts facts, std::string run_id, Child child,
-            int64_t wall_clock_ms, int64_t grace_ms, int64_t command_timeout_ms,
-            std::vector<std::string> setup_actions)
+            podman::Watchdog watchdog, int64_t wall_clock_ms, int64_t grace_ms,
+            int64_t command_timeout_ms, std::vector<std::string> setup_actions)
       : user_(std::move(user)), layout_(std::move(layout)), facts_(std::move(facts)),
-        run_id_(std::move(run_id)), child_(std::move(child)),
+        run_id_(std::move(run_id)), child_(std::move(child)), watchdog_(std::move(watchdog)),
         deadline_ms_(monotonic_ms() + wall_clock_ms), grace_ms_(grace_ms),
         command_timeout_ms_(command_timeout_ms), setup_actions_(std::move(setup_actions)) {}
 
@@ -114,6 +114,9 @@ class PodmanJob final : public ContainedJob {
       actions.push_back(st ? "stopped podman run" : "stop podman run: " + st.error().message());
       child_.kill_and_reap();
     }
+    Status disarmed = watchdog_.disarm();
+    actions.push_back(disarmed ? "podman watchdog disarmed"
+                               : "podman watchdog: " + disarmed.error().message());
     std::string name = podman::container_name(run_id_);
     auto rm = podman::run_as_job_user(user_, layout_, podman::rm_argv(layout_, facts_, run_id_),
                                       command_timeout_ms_);
@@ -151,6 +154,7 @@ class PodmanJob final : public ContainedJob {
   HostFacts facts_;
   std::string run_id_;
   Child child_;
+  podman::Watchdog watchdog_;
   int64_t deadline_ms_;
   int64_t grace_ms_;
   int64_t command_timeout_ms_;
@@ -261,6 +265,8 @@ class PodmanMechanism final : public Mechanism {
       o.join_cgroup_fds = group->join_fds();
       o.hold_until_release = true;
     }
+    podman::Watchdog watchdog =
+        SEALRUN_TRY(podman::start_watchdog(user, layout, facts_, spec.run_id));
     Child child = SEALRUN_TRY_CTX(spawn_process(o), "start podman run");
     if (group != nullptr) {
       Status adopted = group->adopt(child.pid());
@@ -268,7 +274,8 @@ class PodmanMechanism final : public Mechanism {
       SEALRUN_TRY_CTX(child.release(), "start podman run");
     }
     return std::unique_ptr<ContainedJob>(std::make_unique<PodmanJob>(
-        user, layout, facts_, spec.run_id, std::move(child), spec.wall_clock_ms,
+        user, layout, facts_, spec.run_id, std::move(child), std::move(watchdog),
+        spec.wall_clock_ms,
         spec.stop_grace_ms, options_.command_timeout_ms, std::move(actions)));
   }
 

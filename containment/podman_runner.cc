@@ -6,6 +6,8 @@
 
 #include <cstdlib>
 
+#include "core/syscall.h"
+
 #include <fmt/format.h>
 
 namespace sealrun::podman {
@@ -86,6 +88,38 @@ Result<Captured> run_as_job_user(const JobUser& user, const StorageLayout& layou
     return Error::make(fmt::format("{}: {}: {}", what, c.status.describe(),
                                    last_stderr_line(c.err)));
   return c;
+}
+
+Status Watchdog::disarm() {
+  if (!child_.running()) return ok_status();
+  Status wrote = write_end_ ? write_all(write_end_.get(), "done\n", "podman watchdog pipe")
+                            : ok_status();
+  write_end_.reset();
+  auto st = child_.wait_for(10 * 1000);
+  if (!st.ok() || !st->has_value()) {
+    child_.kill_and_reap();
+    return Error::make("podman watchdog did not exit after \"done\"; killed");
+  }
+  return wrote;
+}
+
+Result<Watchdog> start_watchdog(const JobUser& user, const StorageLayout& layout,
+                                const HostFacts& facts, const std::string& run_id) {
+  auto pipe = SEALRUN_TRY(make_pipe());
+  std::vector<std::string> argv = {
+      "/bin/sh", "-c",
+      // The second attempt only while the storage still exists: after sweep removed it, podman
+      // would recreate its directories.
+      "g=$1; shift; read line; [ \"$line\" = done ] && exit 0; \"$@\" >/dev/null 2>&1; "
+      "sleep 1; [ -d \"$g\" ] || exit 0; exec \"$@\" >/dev/null 2>&1",
+      "sealrun-podman-watchdog", layout.graph_root};
+  auto rm = rm_argv(layout, facts, run_id);
+  argv.insert(argv.end(), rm.begin(), rm.end());
+  SpawnOptions o = as_job_user(user, layout, std::move(argv));
+  o.stdin_fd = pipe.read_end.get();
+  o.die_with_parent = false;  // it must outlive a killed controller: that is its purpose
+  auto child = SEALRUN_TRY_CTX(spawn(o), "start the podman watchdog");
+  return Watchdog(std::move(child), std::move(pipe.write_end));
 }
 
 Result<std::string> podman_output(const JobUser& user, const StorageLayout& layout,

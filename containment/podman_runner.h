@@ -35,6 +35,29 @@ Result<Captured> run_as_job_user(const JobUser& user, const StorageLayout& layou
 Result<std::string> podman_output(const JobUser& user, const StorageLayout& layout,
                                   std::vector<std::string> argv, int64_t timeout_ms);
 
+// If the controller is SIGKILLed mid-run, its podman process dies with it (die_with_parent) but
+// conmon and the container do not: they were double-forked away from podman. The watchdog is a
+// small shell, started as the job user before `podman run`, that blocks reading a pipe whose only
+// write end the controller holds (CLOEXEC, so no other child inherits it). A normal finish
+// writes "done" and the watchdog exits; EOF without "done" means the controller is gone, and the
+// watchdog runs `podman rm -f` on the run's container (twice, a second apart, in case podman was
+// still creating it), which ends every process in the container's PID namespace.
+class Watchdog {
+ public:
+  Watchdog() = default;
+  Watchdog(Child child, UniqueFd write_end)
+      : child_(std::move(child)), write_end_(std::move(write_end)) {}
+  // Tells the watchdog the run ended normally and reaps it.
+  Status disarm();
+  pid_t pid() const { return child_.pid(); }
+
+ private:
+  Child child_;
+  UniqueFd write_end_;
+};
+Result<Watchdog> start_watchdog(const JobUser& user, const StorageLayout& layout,
+                                const HostFacts& facts, const std::string& run_id);
+
 // "podman load --quiet --input ...": the subcommand without the global flags, for messages.
 std::string describe_command(const std::vector<std::string>& argv);
 // The last non-empty line of podman's stderr, trimmed: its "Error: ..." message.

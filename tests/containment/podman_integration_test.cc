@@ -7,6 +7,8 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/wait.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -24,6 +26,7 @@
 #include "containment/podman.h"
 #include "containment/podman_argv.h"
 #include "containment/podman_runner.h"
+#include "containment/podman_storage.h"
 #include "containment/resgroup/resource_group.h"
 #include "core/syscall.h"
 #include "tests/support/temp_dir.h"
@@ -396,6 +399,79 @@ TEST_F(PodmanIntegration, ForkBombHitsTheGroupsPidsLimit) {
   int started = std::atoi(text.c_str() + at + 8);
   EXPECT_GT(started, 0) << text;
   EXPECT_LT(started, 40) << text;
+}
+
+// ACCEPTANCE 13 for podman: the controller is SIGKILLed mid-run (here: a forked copy of the test
+// that started the job). Its podman process dies with it, and the watchdog removes the container,
+// so within a few seconds no process of the container survives.
+TEST_F(PodmanIntegration, ControllerDeathEndsTheContainer) {
+  spec_.argv = {"/bin/sleep", "60"};
+  Grant g = grant();
+  auto report = make_pipe();
+  ASSERT_TRUE(report.ok());
+  pid_t controller = ::fork();
+  ASSERT_GE(controller, 0);
+  if (controller == 0) {
+    report->read_end.reset();
+    auto job = mechanism_->spawn(g, nullptr, JobIo{});
+    if (!job.ok()) ::_exit(3);
+    std::string cid;
+    for (int i = 0; i < 200 && cid.size() != 64; ++i) {
+      ::usleep(50 * 1000);
+      cid = (*job)->container_id();
+    }
+    (void)write_all(report->write_end.get(), cid, "report");
+    ::raise(SIGKILL);  // no destructor, no cleanup: as if the controller were killed
+  }
+  report->write_end.reset();
+  auto cid = read_up_to(report->read_end.get(), 128, "report");
+  int status = 0;
+  ::waitpid(controller, &status, 0);
+  ASSERT_TRUE(cid.ok());
+  ASSERT_EQ(cid->size(), 64u) << "the forked controller did not start the job";
+  EXPECT_TRUE(WIFSIGNALED(status));
+  auto container_alive = [&] {
+    for (const auto& e : fs::directory_iterator("/proc")) {
+      std::ifstream f(e.path() / "cmdline");
+      std::string cmd((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+      if (cmd.find(*cid) != std::string::npos) return true;  // conmon names the container
+    }
+    return false;
+  };
+  int64_t deadline = monotonic_ms() + 10 * 1000;
+  while (container_alive() && monotonic_ms() < deadline) ::usleep(100 * 1000);
+  EXPECT_FALSE(container_alive()) << "container " << *cid << " outlived its controller";
+
+  // What sweep would do: the storage (and the rootless pause process) is still there.
+  auto layout = podman::storage_layout(spec_.owned_root);
+  auto user = podman::resolve_job_user();
+  ASSERT_TRUE(user.ok());
+  podman::HostFacts facts;
+  facts.podman_path = probe_->path;
+  facts.runtime_path = find_program("runc").value();
+  // The watchdog's second `podman rm -f` comes a second after its first: let it finish.
+  std::string watchdog_env = "XDG_RUNTIME_DIR=" + layout.runtime_dir + std::string(1, '\0');
+  auto watchdog_alive = [&] {
+    for (const auto& e : fs::directory_iterator("/proc")) {
+      std::ifstream c(e.path() / "cmdline");
+      std::string cmd((std::istreambuf_iterator<char>(c)), std::istreambuf_iterator<char>());
+      std::ifstream f(e.path() / "environ");
+      std::string env((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+      if (cmd.find("sealrun-podman-watchdog") != std::string::npos &&
+          env.find(watchdog_env) != std::string::npos)
+        return true;
+    }
+    return false;
+  };
+  deadline = monotonic_ms() + 10 * 1000;
+  while (watchdog_alive() && monotonic_ms() < deadline) ::usleep(100 * 1000);
+  EXPECT_FALSE(watchdog_alive());
+  std::vector<std::string> actions;
+  Status removed = podman::remove_storage(layout, *user, facts, actions);
+  std::string all;
+  for (const auto& a : actions) all += a + "\n";
+  EXPECT_TRUE(removed.ok()) << all;
+  expect_nothing_left(*cid);
 }
 
 }  // namespace
