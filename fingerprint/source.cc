@@ -15,9 +15,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 
 #include "core/hex.h"
@@ -91,6 +93,138 @@ Status check_manifest_path(std::string_view path) {
     start = end + 1;
   }
   return ok_status();
+}
+
+// A JSON string exactly as nlohmann::json::dump() (ensure_ascii off) writes it, for valid UTF-8:
+// '"' and '\\' escaped, \b \f \n \r \t, other control characters as \u00xx, everything else raw.
+void append_json_string(std::string* out, std::string_view s) {
+  out->push_back('"');
+  for (char ch : s) {
+    auto c = static_cast<unsigned char>(ch);
+    switch (c) {
+      case '"':
+        *out += "\\\"";
+        break;
+      case '\\':
+        *out += "\\\\";
+        break;
+      case '\b':
+        *out += "\\b";
+        break;
+      case '\f':
+        *out += "\\f";
+        break;
+      case '\n':
+        *out += "\\n";
+        break;
+      case '\r':
+        *out += "\\r";
+        break;
+      case '\t':
+        *out += "\\t";
+        break;
+      default:
+        if (c < 0x20) {
+          *out += fmt::format("\\u{:04x}", c);
+        } else {
+          out->push_back(ch);
+        }
+    }
+  }
+  out->push_back('"');
+}
+
+// Reads a string written exactly as append_json_string() writes it, starting at the opening quote;
+// nullopt for any other spelling.
+std::optional<std::string> read_canonical_string(std::string_view s, size_t* pos) {
+  size_t i = *pos;
+  if (i >= s.size() || s[i] != '"') return std::nullopt;
+  std::string out;
+  for (++i; i < s.size(); ++i) {
+    auto c = static_cast<unsigned char>(s[i]);
+    if (c == '"') {
+      *pos = i + 1;
+      return out;
+    }
+    if (c < 0x20) return std::nullopt;
+    if (c != '\\') {
+      out.push_back(s[i]);
+      continue;
+    }
+    if (++i >= s.size()) return std::nullopt;
+    switch (s[i]) {
+      case '"':
+        out.push_back('"');
+        break;
+      case '\\':
+        out.push_back('\\');
+        break;
+      case 'b':
+        out.push_back('\b');
+        break;
+      case 'f':
+        out.push_back('\f');
+        break;
+      case 'n':
+        out.push_back('\n');
+        break;
+      case 'r':
+        out.push_back('\r');
+        break;
+      case 't':
+        out.push_back('\t');
+        break;
+      case 'u': {
+        if (i + 4 >= s.size() || s.substr(i + 1, 2) != "00") return std::nullopt;
+        auto hex = from_hex(s.substr(i + 3, 2));
+        if (!hex || s[i + 3] > '1' || std::isupper(static_cast<unsigned char>(s[i + 4])))
+          return std::nullopt;
+        char v = (*hex)[0];
+        if (v == '\b' || v == '\f' || v == '\n' || v == '\r' || v == '\t') return std::nullopt;
+        out.push_back(v);
+        i += 4;
+        break;
+      }
+      default:
+        return std::nullopt;
+    }
+  }
+  return std::nullopt;
+}
+
+bool consume(std::string_view s, size_t* pos, std::string_view lit) {
+  if (s.substr(*pos, lit.size()) != lit) return false;
+  *pos += lit.size();
+  return true;
+}
+
+// The fast path for a canonical line: {"path":<string>,"bytes":<digits>,"sha256":"<64 hex>"}.
+// Anything else (including a valid but non-canonical line) is nullopt and goes to the slow path.
+std::optional<ManifestEntry> parse_canonical_line(std::string_view line) {
+  size_t pos = 0;
+  ManifestEntry e;
+  if (!consume(line, &pos, "{\"path\":")) return std::nullopt;
+  auto path = read_canonical_string(line, &pos);
+  if (!path || !consume(line, &pos, ",\"bytes\":")) return std::nullopt;
+  e.path = std::move(*path);
+  size_t digits = 0;
+  while (pos + digits < line.size() && std::isdigit(static_cast<unsigned char>(line[pos + digits])))
+    ++digits;
+  if (digits == 0 || digits > 20 || (digits > 1 && line[pos] == '0')) return std::nullopt;
+  unsigned long long bytes = 0;
+  for (size_t k = 0; k < digits; ++k) {
+    unsigned d = static_cast<unsigned>(line[pos + k] - '0');
+    if (bytes > (UINT64_MAX - d) / 10) return std::nullopt;
+    bytes = bytes * 10 + d;
+  }
+  pos += digits;
+  e.bytes = bytes;
+  if (!consume(line, &pos, ",\"sha256\":\"")) return std::nullopt;
+  e.sha256 = std::string(line.substr(pos, 64));
+  pos += 64;
+  if (!is_sha256_hex(e.sha256) || !consume(line, &pos, "\"}") || pos != line.size())
+    return std::nullopt;
+  return e;
 }
 
 std::string describe_kind(mode_t mode) {
@@ -212,12 +346,53 @@ std::string manifest_to_jsonl(const Manifest& manifest) {
   std::string out;
   for (const auto& e : manifest) {
     out += "{\"path\":";
-    // error_handler replace: cannot throw; build_manifest and parse_manifest only admit UTF-8.
-    out += nlohmann::json(e.path).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-    out += fmt::format(",\"bytes\":{},\"sha256\":\"{}\"}}\n", e.bytes, e.sha256);
+    if (valid_utf8(e.path)) {
+      append_json_string(&out, e.path);
+    } else {
+      // Cannot come from build_manifest or parse_manifest (both admit UTF-8 only); never throw.
+      out += nlohmann::json(e.path).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    }
+    out += ",\"bytes\":";
+    out += std::to_string(e.bytes);
+    out += ",\"sha256\":\"";
+    out += e.sha256;
+    out += "\"}\n";
   }
   return out;
 }
+
+namespace {
+
+// The slow, general reading of one line: explains exactly what is wrong with a line that is not
+// canonical (unknown key, wrong type, key order, spacing, escapes).
+Result<ManifestEntry> parse_line_diagnosed(std::string_view line, const std::string& where) {
+  auto doc = SEALRUN_TRY(parse_bounded_json(line, where, kMaxLineBytes, 2));
+  if (!doc.is_object()) return Error::make(fmt::format("{}: not a JSON object", where));
+  for (const auto& [key, value] : doc.items()) {
+    if (key != "path" && key != "bytes" && key != "sha256")
+      return Error::make(fmt::format("{}: unknown key \"{}\"", where, key));
+  }
+  if (!doc.contains("path") || !doc["path"].is_string())
+    return Error::make(fmt::format("{}: \"path\" missing or not a string", where));
+  if (!doc.contains("bytes") || !doc["bytes"].is_number_unsigned())
+    return Error::make(fmt::format("{}: \"bytes\" missing or not a non-negative integer", where));
+  if (!doc.contains("sha256") || !doc["sha256"].is_string() ||
+      !is_sha256_hex(doc["sha256"].get_ref<const std::string&>()))
+    return Error::make(
+        fmt::format("{}: \"sha256\" missing or not 64 lower-case hex digits", where));
+  ManifestEntry entry{doc["path"].get<std::string>(), doc["bytes"].get<uint64_t>(),
+                      doc["sha256"].get<std::string>()};
+  SEALRUN_TRY_CTX(check_manifest_path(entry.path), where);
+  // One manifest, one byte string: the pin is a hash of these bytes, so only the canonical
+  // spelling is accepted (key order path, bytes, sha256; no spaces; minimal escapes).
+  std::string canonical = manifest_to_jsonl({entry});
+  canonical.pop_back();
+  if (line != canonical)
+    return Error::make(fmt::format("{}: not in canonical form; expected {}", where, canonical));
+  return entry;
+}
+
+}  // namespace
 
 Result<Manifest> parse_manifest(std::string_view jsonl, size_t max_entries) {
   Manifest manifest;
@@ -231,43 +406,22 @@ Result<Manifest> parse_manifest(std::string_view jsonl, size_t max_entries) {
     jsonl.remove_prefix(nl + 1);
     if (line_no > max_entries)
       return Error::make(fmt::format("manifest has more than {} entries", max_entries));
-    std::string where = fmt::format("manifest line {}", line_no);
+    auto where = [line_no] { return fmt::format("manifest line {}", line_no); };
     if (line.size() > kMaxLineBytes)
-      return Error::make(fmt::format("{}: longer than {} bytes", where, kMaxLineBytes));
-    auto doc = SEALRUN_TRY(parse_bounded_json(line, where, kMaxLineBytes, 2));
-    if (!doc.is_object()) return Error::make(fmt::format("{}: not a JSON object", where));
-    for (const auto& [key, value] : doc.items()) {
-      if (key != "path" && key != "bytes" && key != "sha256")
-        return Error::make(fmt::format("{}: unknown key \"{}\"", where, key));
-    }
-    if (!doc.contains("path") || !doc["path"].is_string())
-      return Error::make(fmt::format("{}: \"path\" missing or not a string", where));
-    if (!doc.contains("bytes") || !doc["bytes"].is_number_unsigned())
-      return Error::make(fmt::format("{}: \"bytes\" missing or not a non-negative integer", where));
-    if (!doc.contains("sha256") || !doc["sha256"].is_string() ||
-        !is_sha256_hex(doc["sha256"].get_ref<const std::string&>()))
-      return Error::make(
-          fmt::format("{}: \"sha256\" missing or not 64 lower-case hex digits", where));
-    ManifestEntry entry{doc["path"].get<std::string>(), doc["bytes"].get<uint64_t>(),
-                        doc["sha256"].get<std::string>()};
-    SEALRUN_TRY_CTX(check_manifest_path(entry.path), where);
+      return Error::make(fmt::format("{}: longer than {} bytes", where(), kMaxLineBytes));
+    std::optional<ManifestEntry> entry = parse_canonical_line(line);
+    if (!entry || !check_manifest_path(entry->path).ok())
+      entry = SEALRUN_TRY(parse_line_diagnosed(line, where()));
     if (!manifest.empty()) {
       const std::string& prev = manifest.back().path;
-      if (entry.path == prev)
-        return Error::make(fmt::format("{}: duplicate path '{}'", where, entry.path));
-      if (entry.path < prev)
+      if (entry->path == prev)
+        return Error::make(fmt::format("{}: duplicate path '{}'", where(), entry->path));
+      if (entry->path < prev)
         return Error::make(
-            fmt::format("{}: '{}' is out of order (entries must be sorted by raw "
-                        "path bytes)",
-                        where, entry.path));
+            fmt::format("{}: '{}' is out of order (entries must be sorted by raw path bytes)",
+                        where(), entry->path));
     }
-    // One manifest, one byte string: the pin is a hash of these bytes, so only the canonical
-    // spelling is accepted (key order path, bytes, sha256; no spaces; minimal escapes).
-    manifest.push_back(std::move(entry));
-    std::string canonical = manifest_to_jsonl({manifest.back()});
-    canonical.pop_back();
-    if (line != canonical)
-      return Error::make(fmt::format("{}: not in canonical form; expected {}", where, canonical));
+    manifest.push_back(std::move(*entry));
   }
   return manifest;
 }

@@ -7,9 +7,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "fingerprint/file_hash.h"
@@ -235,6 +237,36 @@ TEST(Manifest, BuildIsSortedByRawBytesAndCanonical) {
   auto parsed = parse_manifest(jsonl);
   ASSERT_TRUE(parsed.ok()) << parsed.error().message();
   EXPECT_EQ(manifest_to_jsonl(*parsed), jsonl);
+}
+
+// The fast writer and reader must agree byte for byte with nlohmann's spelling of a JSON string.
+TEST(Manifest, EscapesMatchNlohmannAndRoundTrip) {
+  std::string sha(64, 'b');
+  Manifest m;
+  for (std::string p :
+       {std::string("a\"b"), std::string("back\\slash"), std::string("c\x01\x1f\x7f"),
+        std::string("tab\tnl\ncr\r"), std::string("\xe2\x82\xac/\xf0\x9f\x98\x80")}) {
+    m.push_back({p, 7, sha});
+  }
+  std::sort(m.begin(), m.end(), [](const auto& a, const auto& b) { return a.path < b.path; });
+  std::string jsonl = manifest_to_jsonl(m);
+  std::string expected;
+  for (const auto& e : m)
+    expected +=
+        "{\"path\":" + nlohmann::json(e.path).dump() + ",\"bytes\":7,\"sha256\":\"" + sha + "\"}\n";
+  EXPECT_EQ(jsonl, expected);
+  auto back = parse_manifest(jsonl);
+  ASSERT_TRUE(back.ok()) << back.error().message();
+  ASSERT_EQ(back->size(), m.size());
+  for (size_t i = 0; i < m.size(); ++i) EXPECT_EQ((*back)[i].path, m[i].path);
+  // Valid JSON, same value, other spellings: refused as non-canonical.
+  EXPECT_FALSE(
+      parse_manifest("{\"path\":\"\\u0009\",\"bytes\":7,\"sha256\":\"" + sha + "\"}\n").ok());
+  EXPECT_FALSE(
+      parse_manifest("{\"path\":\"a\\/b\",\"bytes\":7,\"sha256\":\"" + sha + "\"}\n").ok());
+  EXPECT_FALSE(parse_manifest("{\"path\":\"a\",\"bytes\":07,\"sha256\":\"" + sha + "\"}\n").ok());
+  EXPECT_FALSE(
+      parse_manifest("{\"path\":\"\\u001F\",\"bytes\":7,\"sha256\":\"" + sha + "\"}\n").ok());
 }
 
 TEST(Manifest, BuildRefusesSymlinksAndSpecialFilesByName) {
