@@ -7,10 +7,13 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <signal.h>
 
 #include <algorithm>
 #include <atomic>
+#include <filesystem>
 #include <mutex>
 #include <optional>
 #include <sstream>
@@ -288,6 +291,31 @@ class PodmanMechanism final : public Mechanism {
 };
 
 }  // namespace
+
+Result<std::vector<std::string>> podman::sweep_podman_storage(const std::string& owned_root,
+                                                              const std::string& run_id) {
+  StorageLayout layout = podman::storage_layout(owned_root);
+  std::vector<std::string> actions;
+  std::error_code ec;
+  if (!std::filesystem::exists(std::filesystem::symlink_status(layout.base, ec))) {
+    actions.push_back(fmt::format("podman storage {}: none", layout.base));
+    return actions;
+  }
+  JobUser user = SEALRUN_TRY(podman::resolve_job_user());
+  HostFacts facts = SEALRUN_TRY(podman::basic_host_facts(PodmanOptions{}));
+  // The link is gone if the storage was half removed; podman needs it (or recreates a directory).
+  struct stat st {};
+  if (::lstat(layout.run_root_link.c_str(), &st) != 0 &&
+      ::symlink(layout.run_root.c_str(), layout.run_root_link.c_str()) == 0 && user.drop)
+    (void)::lchown(layout.run_root_link.c_str(), user.uid, user.gid);
+  auto rm = podman::run_as_job_user(user, layout, podman::rm_argv(layout, facts, run_id),
+                                    120 * 1000);
+  actions.push_back(rm ? fmt::format("podman rm -f {}: ok", podman::container_name(run_id))
+                       : fmt::format("podman rm -f {}: {}", podman::container_name(run_id),
+                                     rm.error().message()));
+  SEALRUN_TRY(podman::remove_storage(layout, user, facts, actions));
+  return actions;
+}
 
 std::unique_ptr<Mechanism> make_podman_mechanism(PodmanOptions options) {
   return std::make_unique<PodmanMechanism>(std::move(options));

@@ -28,6 +28,12 @@ struct PodmanOptions {
 std::unique_ptr<Mechanism> make_podman_mechanism(PodmanOptions options = {});
 
 namespace podman {
+// For `sealrun sweep` after a killed controller: if <owned_root>/podman exists, removes the run's
+// container (`podman rm -f` by name), kills the rootless pause process, removes the storage and
+// the short runroot link. Each action is reported; an absent storage is reported, not an error.
+Result<std::vector<std::string>> sweep_podman_storage(const std::string& owned_root,
+                                                      const std::string& run_id);
+
 // The probe's verdicts, separated from running it so the parsing is unit-tested: `status` is the
 // throwaway container's /proc/self/status, `checks` its "name=value" lines from the probe script.
 std::vector<DimensionCheck> dimensions_from_probe(const std::string& status,

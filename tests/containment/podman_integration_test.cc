@@ -442,13 +442,7 @@ TEST_F(PodmanIntegration, ControllerDeathEndsTheContainer) {
   while (container_alive() && monotonic_ms() < deadline) ::usleep(100 * 1000);
   EXPECT_FALSE(container_alive()) << "container " << *cid << " outlived its controller";
 
-  // What sweep would do: the storage (and the rootless pause process) is still there.
   auto layout = podman::storage_layout(spec_.owned_root);
-  auto user = podman::resolve_job_user();
-  ASSERT_TRUE(user.ok());
-  podman::HostFacts facts;
-  facts.podman_path = probe_->path;
-  facts.runtime_path = find_program("runc").value();
   // The watchdog's second `podman rm -f` comes a second after its first: let it finish.
   std::string watchdog_env = "XDG_RUNTIME_DIR=" + layout.runtime_dir + std::string(1, '\0');
   auto watchdog_alive = [&] {
@@ -466,11 +460,10 @@ TEST_F(PodmanIntegration, ControllerDeathEndsTheContainer) {
   deadline = monotonic_ms() + 10 * 1000;
   while (watchdog_alive() && monotonic_ms() < deadline) ::usleep(100 * 1000);
   EXPECT_FALSE(watchdog_alive());
-  std::vector<std::string> actions;
-  Status removed = podman::remove_storage(layout, *user, facts, actions);
-  std::string all;
-  for (const auto& a : actions) all += a + "\n";
-  EXPECT_TRUE(removed.ok()) << all;
+  // What `sealrun sweep` does next: the storage and the rootless pause process are still there.
+  ASSERT_TRUE(fs::exists(layout.base));
+  auto swept = podman::sweep_podman_storage(spec_.owned_root, spec_.run_id);
+  ASSERT_TRUE(swept.ok()) << swept.error().message();
   expect_nothing_left(*cid);
 }
 
