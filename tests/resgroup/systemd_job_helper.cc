@@ -3,13 +3,16 @@
 //   systemd_job_helper allocate MIB     touch MIB mebibytes of memory, exit 0 if that worked
 //   systemd_job_helper forkloop         fork sleeping children until fork fails; print
 //                                       {"forked": N, "errno": E} and exit, leaving them behind
+//   systemd_job_helper stubborn         ignore SIGTERM, leave a setsid double-fork orphan that
+//                                       ignores it too, and never exit
 //   systemd_job_helper run --bus ADDR --cgroupfs DIR --run-id ID --memory-max B --memory-high B
-//                      --swap-max B --pids-max N --grace-ms MS -- JOB...
+//                      --swap-max B --pids-max N --grace-ms MS [--job-wait-ms MS] -- JOB...
 //     drives the back end exactly as the controller does — probe, create, spawn held, adopt,
 //     read back, release, wait, memory report, stop, remove — and prints one JSON document.
 #include <errno.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -61,6 +64,28 @@ int forkloop() {
   std::printf("{\"forked\": %ld, \"errno\": %d}\n", forked, err);
   std::fflush(stdout);
   return 0;
+}
+
+// Ignores SIGTERM, and leaves an orphan that called setsid after a double fork and ignores SIGTERM
+// too: what a stop must still end (the KILL after the grace, reaching every process in the group).
+int stubborn() {
+  signal(SIGTERM, SIG_IGN);  // inherited by the children
+  pid_t first = fork();
+  if (first == 0) {
+    setsid();
+    if (fork() == 0) {
+      close(0);
+      close(1);
+      close(2);
+      for (;;) pause();
+    }
+    _exit(0);
+  }
+  if (first < 0) return 3;
+  waitpid(first, nullptr, 0);
+  std::printf("{\"stubborn\": true}\n");
+  std::fflush(stdout);
+  for (;;) pause();
 }
 
 json to_json(const Error& e) { return json{{"error", e.message()}}; }
@@ -125,11 +150,13 @@ int run(int argc, char** argv) {
   if (adopted.ok()) {
     auto released = child->release();
     out["release"] = released.ok() ? json("ok") : to_json(released.error());
-    auto status = child->wait_for(120000);
+    // The controller's wall-clock limit, in short: a job still running then is stopped anyway.
+    int64_t wait_ms = opt.count("job-wait-ms") ? std::stoll(opt["job-wait-ms"]) : 120000;
+    auto status = child->wait_for(wait_ms);
     if (status.ok() && status->has_value()) {
       out["job"] = {{"exit", (*status)->code}, {"signal", (*status)->signal}};
     } else {
-      out["job"] = {{"error", "did not end within 120 s"}};
+      out["job"] = {{"running", true}};
     }
   }
   auto mem = (*group)->memory_report();
@@ -148,6 +175,14 @@ int run(int argc, char** argv) {
                    {"actions", stopped->actions}};
   } else {
     out["stop"] = to_json(stopped.error());
+  }
+  if (child->running()) {
+    auto status = child->wait_for(10000);
+    if (status.ok() && status->has_value()) {
+      out["job_after_stop"] = {{"exit", (*status)->code}, {"signal", (*status)->signal}};
+    } else {
+      out["job_after_stop"] = {{"running", true}};
+    }
   }
   auto removed = (*group)->remove();
   out["remove"] = removed.ok() ? json("ok") : to_json(removed.error());
@@ -169,7 +204,9 @@ int main(int argc, char** argv) {
   std::string mode = argc > 1 ? argv[1] : "";
   if (mode == "allocate" && argc > 2) return allocate(std::atol(argv[2]));
   if (mode == "forkloop") return forkloop();
+  if (mode == "stubborn") return stubborn();
   if (mode == "run") return run(argc, argv);
-  std::fprintf(stderr, "usage: systemd_job_helper allocate MIB | forkloop | run ... -- JOB...\n");
+  std::fprintf(
+      stderr, "usage: systemd_job_helper allocate MIB | forkloop | stubborn | run ... -- JOB...\n");
   return 2;
 }

@@ -34,26 +34,22 @@ class SystemdScopeTest : public ::testing::Test {
 
   // Runs the helper's `run` mode inside the manager; returns its JSON report.
   json run_job(const std::string& run_id, uint64_t memory_max, uint64_t pids_max,
-               const std::vector<std::string>& job) {
-    std::vector<std::string> argv{SYSTEMD_JOB_HELPER,
-                                  "run",
-                                  "--bus",
-                                  manager_->bus_address(),
-                                  "--cgroupfs",
-                                  manager_->cgroupfs_root(),
-                                  "--run-id",
-                                  run_id,
-                                  "--memory-max",
-                                  std::to_string(memory_max),
-                                  "--memory-high",
-                                  std::to_string(memory_max / 2),
-                                  "--swap-max",
-                                  "0",
-                                  "--pids-max",
-                                  std::to_string(pids_max),
-                                  "--grace-ms",
-                                  "2000",
-                                  "--"};
+               const std::vector<std::string>& job, int64_t job_wait_ms = 120000) {
+    std::vector<std::string> argv{SYSTEMD_JOB_HELPER, "run"};
+    for (const auto& [flag, value] : std::vector<std::pair<std::string, std::string>>{
+             {"--bus", manager_->bus_address()},
+             {"--cgroupfs", manager_->cgroupfs_root()},
+             {"--run-id", run_id},
+             {"--memory-max", std::to_string(memory_max)},
+             {"--memory-high", std::to_string(memory_max / 2)},
+             {"--swap-max", "0"},
+             {"--pids-max", std::to_string(pids_max)},
+             {"--grace-ms", "2000"},
+             {"--job-wait-ms", std::to_string(job_wait_ms)}}) {
+      argv.push_back(flag);
+      argv.push_back(value);
+    }
+    argv.push_back("--");
     argv.insert(argv.end(), job.begin(), job.end());
     auto done = manager_->run_inside(argv, 240000);
     EXPECT_TRUE(done.ok()) << done.error().message();
@@ -141,6 +137,26 @@ TEST_F(SystemdScopeTest, TasksMaxStopsAForkLoopAndStopKillsTheLeftovers) {
   EXPECT_TRUE(r["stop"]["confirmed"].get<bool>());
   EXPECT_EQ(r["remove"], "ok");
   expect_scope_gone("sealrun-forks1.scope");
+}
+
+TEST_F(SystemdScopeTest, StopKillsAJobThatIgnoresTermAndItsSetsidOrphan) {
+  json r = run_job("stubborn1", 256 * kMiB, 64, {SYSTEMD_JOB_HELPER, "stubborn"}, 1000);
+  ASSERT_TRUE(r.is_object());
+  SCOPED_TRACE(r.dump(2));
+  ASSERT_EQ(r["adopt"], "ok");
+  EXPECT_EQ(r["job"]["running"], true);  // still running when the stop began
+  // The job and its orphan (in its own session, reparented away from the job) were both in the
+  // scope; both ignored TERM through the 2 s grace, and the KILL ended them.
+  EXPECT_EQ(r["stop"]["processes_signalled"], 2);
+  bool outlived = false;
+  for (const auto& a : r["stop"]["actions"]) {
+    outlived |= a.get<std::string>().find("outlived the 2000 ms grace") != std::string::npos;
+  }
+  EXPECT_TRUE(outlived);
+  EXPECT_TRUE(r["stop"]["confirmed"].get<bool>());
+  EXPECT_EQ(r["job_after_stop"]["signal"], SIGKILL);
+  EXPECT_EQ(r["remove"], "ok");
+  expect_scope_gone("sealrun-stubborn1.scope");
 }
 
 TEST_F(SystemdScopeTest, ALeftoverScopeBlocksItsRunIdUntilSweptAway) {

@@ -66,6 +66,36 @@ std::vector<MountedHierarchy> cgroup_mounts() {
   return out;
 }
 
+// Removes a group and every group below it, deepest first, retrying while the kernel still
+// reports them busy (processes of a dying namespace are reaped asynchronously).
+void remove_group_tree(const std::string& top, int64_t deadline) {
+  std::vector<std::string> dirs{top};
+  std::error_code ec;
+  for (fs::recursive_directory_iterator it(top, ec), end; !ec && it != end; it.increment(ec)) {
+    if (it->is_directory(ec)) dirs.push_back(it->path().string());
+  }
+  std::sort(dirs.begin(), dirs.end(), [](const std::string& a, const std::string& b) {
+    return std::count(a.begin(), a.end(), '/') > std::count(b.begin(), b.end(), '/');
+  });
+  for (const auto& d : dirs) {
+    while (rmdir(d.c_str()) != 0 && errno == EBUSY && monotonic_ms() < deadline) sleep_ms(20);
+  }
+}
+
+// Groups an earlier, killed test process left (its pid is in the name and no longer alive): a
+// SIGKILLed test cannot run its destructor, so the next one tidies up after it.
+void remove_stale_groups(const std::string& parent) {
+  const std::string prefix = "sealrun-sdtest-";
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(parent, ec)) {
+    std::string name = entry.path().filename().string();
+    if (name.rfind(prefix, 0) != 0) continue;
+    std::string pid = name.substr(prefix.size(), name.find('-', prefix.size()) - prefix.size());
+    if (pid.empty() || fs::exists("/proc/" + pid)) continue;
+    remove_group_tree(entry.path().string(), monotonic_ms() + 1000);
+  }
+}
+
 }  // namespace
 
 Result<std::string> ensure_systemd_root(const std::string& source_dir, const std::string& outdir) {
@@ -114,6 +144,7 @@ Status SystemdManager::make_groups() {
     for (const auto& c : controllers) opts += (opts.empty() ? "" : ",") + c;
     g.options = opts.rfind("name=", 0) == 0 ? "none," + opts : opts;
     std::string parent = found->mount_point + (path == "/" ? "" : path);
+    remove_stale_groups(parent);
     g.host_dir = parent + "/" + name;
     if (mkdir(g.host_dir.c_str(), 0755) != 0) return Error::from_errno("mkdir " + g.host_dir);
     groups_.push_back(g);
@@ -243,24 +274,9 @@ void SystemdManager::shutdown() {
   }
   unshare_.kill_and_reap();
   procs_fds_.clear();
-  // Wait for the groups to empty (the namespace's processes die asynchronously), then remove
-  // them deepest first, including what the manager created below them.
-  std::vector<std::string> dirs;
-  for (const auto& g : groups_) {
-    std::error_code ec;
-    dirs.push_back(g.host_dir);
-    for (fs::recursive_directory_iterator it(g.host_dir, ec), end; !ec && it != end;
-         it.increment(ec)) {
-      if (it->is_directory(ec)) dirs.push_back(it->path().string());
-    }
-  }
-  std::sort(dirs.begin(), dirs.end(), [](const std::string& a, const std::string& b) {
-    return std::count(a.begin(), a.end(), '/') > std::count(b.begin(), b.end(), '/');
-  });
+  // The namespace's processes die asynchronously: remove_group_tree waits for each group.
   int64_t deadline = monotonic_ms() + 10000;
-  for (const auto& d : dirs) {
-    while (rmdir(d.c_str()) != 0 && errno == EBUSY && monotonic_ms() < deadline) sleep_ms(20);
-  }
+  for (const auto& g : groups_) remove_group_tree(g.host_dir, deadline);
   groups_.clear();
   if (!log_path_.empty()) unlink(log_path_.c_str());
 }
