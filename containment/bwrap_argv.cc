@@ -75,7 +75,9 @@ std::vector<std::string> build_bwrap_argv(const std::string& bwrap_path, const G
     const auto& m = spec.mounts[i];
     int fd = i < fds.mount_sources.size() ? fds.mount_sources[i] : -1;
     bool writable = m.access == MountSpec::Access::kWritable;
-    if (fd >= 0)
+    if (i < fds.staged_sources.size())
+      add({writable ? "--bind" : "--ro-bind", fds.staged_sources[i], m.target});
+    else if (fd >= 0)
       add({writable ? "--bind-fd" : "--ro-bind-fd", std::to_string(fd), m.target});
     else
       add({writable ? "--bind" : "--ro-bind", m.source, m.target});

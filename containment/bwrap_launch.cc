@@ -1,8 +1,17 @@
-// Starting bwrap for a grant: see bwrap_launch.h. The mount sources are opened here, as the
-// controller, because the job user may not be able to reach them by path (a repository under
-// /root); bwrap binds them from the descriptors (--ro-bind-fd / --bind-fd), which needs no search
-// permission on the path. Descriptor numbers in bwrap: 0-2 stdio, 3 status, 4 seccomp, 5.. mounts;
-// nothing else crosses (spawn() closes every other descriptor, CLOEXEC or not).
+// Starting bwrap for a grant: see bwrap_launch.h.
+//
+// Mount sources are opened here, as the controller (O_PATH, no symlink as the last component),
+// because the job user may be unable to reach them by path (a repository under /root). bwrap 0.8's
+// --ro-bind-fd does NOT help with that: it canonicalises /proc/self/fd/N back into a path and
+// resolves it as the job user, which fails with EACCES on a 0700 parent (checked with strace).
+// So when the controller is root the chain is:
+//   unshare --mount --propagation private -- /bin/sh -c STAGE -- setpriv (job user) -- bwrap ...
+// STAGE runs as root in a private mount namespace of bwrap's own: it mounts a small tmpfs on a
+// stage directory, bind-mounts each descriptor onto /STAGE/<n>, closes the descriptors, and execs
+// setpriv, which drops to the job user (setgroups, setgid, setuid) and re-arms the parent-death
+// signal (a credential change clears PR_SET_PDEATHSIG, prctl(2)). bwrap then binds the staged
+// paths. The host's mount table is never touched and the stage disappears with the namespace.
+// Descriptor numbers: 0-2 stdio, 3 status, 4 seccomp, 5.. mount sources (closed before bwrap).
 #include "containment/bwrap_launch.h"
 
 #include <fcntl.h>
@@ -27,6 +36,64 @@ namespace {
 constexpr int kStatusFd = 3;
 constexpr int kSeccompFd = 4;
 constexpr int kFirstMountFd = 5;
+
+// The canonical path a descriptor refers to.
+Result<std::string> fd_path(int fd) {
+  char buf[4096];
+  ssize_t n = ::readlink(fmt::format("/proc/self/fd/{}", fd).c_str(), buf, sizeof buf - 1);
+  if (n <= 0) return Error::from_errno(fmt::format("readlink /proc/self/fd/{}", fd));
+  std::string path(buf, static_cast<size_t>(n));
+  if (path.empty() || path[0] != '/' || path.find(" (deleted)") != std::string::npos)
+    return Error::make(fmt::format("mount source {} is not reachable by a path", path));
+  return path;
+}
+
+// Where the stage tmpfs goes: an existing directory that holds none of the mount sources (the
+// tmpfs hides what is below it, in bwrap's namespace only).
+Result<std::string> stage_dir(const std::vector<std::string>& sources) {
+  for (const char* candidate : {"/mnt", "/media", "/srv", "/opt", "/boot"}) {
+    struct stat st {};
+    if (::lstat(candidate, &st) != 0 || !S_ISDIR(st.st_mode)) continue;
+    std::string prefix = std::string(candidate) + "/";
+    bool shadows = false;
+    for (const auto& src : sources) shadows = shadows || src.rfind(prefix, 0) == 0;
+    if (!shadows) return std::string(candidate);
+  }
+  return Error::make("no directory to stage the mount sources in (tried /mnt /media /srv /opt /boot)");
+}
+
+// The argv prefix that stages the mounts and drops to the job user (see the top of this file).
+Result<std::vector<std::string>> staging_chain(const JobUser& user,
+                                               const std::vector<UniqueFd>& mount_fds,
+                                               std::vector<std::string>* staged) {
+  std::vector<std::string> real;
+  for (const auto& fd : mount_fds) real.push_back(SEALRUN_TRY(fd_path(fd.get())));
+  auto unshare = SEALRUN_TRY(find_program("unshare"));
+  auto setpriv = SEALRUN_TRY(find_program("setpriv"));
+  auto mount = SEALRUN_TRY(find_program("mount"));
+  auto stage = SEALRUN_TRY(stage_dir(real));
+  // Only fixed strings and numbers go into the script; paths travel as descriptors.
+  std::string script = fmt::format("set -e; {} -t tmpfs -o mode=0755,size=1m sealrun-stage {}; ",
+                                   mount, stage);
+  std::string closes;
+  for (size_t i = 0; i < mount_fds.size(); ++i) {
+    auto st = SEALRUN_TRY(fstat_fd(mount_fds[i].get(), real[i]));
+    std::string point = fmt::format("{}/{}", stage, i);
+    int fd = kFirstMountFd + static_cast<int>(i);
+    script += S_ISDIR(st.st_mode) ? fmt::format("mkdir -m 0755 {}; ", point)
+                                  : fmt::format(": > {}; ", point);
+    script += fmt::format("{} --bind /proc/self/fd/{} {}; ", mount, fd, point);
+    closes += fmt::format(" {}<&-", fd);
+    staged->push_back(point);
+  }
+  if (!closes.empty()) script += "exec" + closes + "; ";
+  script += fmt::format(
+      "exec {} --reuid={} --regid={} --clear-groups --pdeathsig=SIGKILL -- \"$@\"", setpriv,
+      user.uid, user.gid);
+  return std::vector<std::string>{unshare, "--mount", "--propagation", "private", "--",
+                                  "/bin/sh",  "-c",      script,        "sealrun-stage"};
+}
+
 }  // namespace
 
 Result<std::string> resolve_bwrap(const BwrapOptions& options) {
@@ -96,9 +163,10 @@ Result<Launched> launch(const std::string& bwrap_path, const std::optional<JobUs
     auto st = SEALRUN_TRY(fstat_fd(fd.get(), m.source));
     if (S_ISLNK(st.st_mode))
       return Error::make(fmt::format("mount source {} is a symlink; give the real path", m.source));
-    int target = kFirstMountFd + static_cast<int>(i);
-    pass.emplace_back(fd.get(), target);
-    fds.mount_sources.push_back(target);
+    // Only the staging shell receives these (it closes them before bwrap runs); when we are not
+    // root, bwrap gets the canonical path the descriptor resolves to (it would resolve an fd back
+    // into that path as the same user anyway).
+    if (run_as) pass.emplace_back(fd.get(), kFirstMountFd + static_cast<int>(i));
     mount_fds.push_back(std::move(fd));
   }
   std::string bpf;
@@ -116,16 +184,18 @@ Result<Launched> launch(const std::string& bwrap_path, const std::optional<JobUs
   fds.json_status = kStatusFd;
 
   SpawnOptions so;
-  so.argv = build_bwrap_argv(bwrap_path, grant, read_host_root_layout(), fds);
+  if (run_as) {
+    so.argv = SEALRUN_TRY(staging_chain(*run_as, mount_fds, &fds.staged_sources));
+  } else {
+    for (const auto& fd : mount_fds) fds.staged_sources.push_back(SEALRUN_TRY(fd_path(fd.get())));
+  }
+  auto bwrap_argv = build_bwrap_argv(bwrap_path, grant, read_host_root_layout(), fds);
+  so.argv.insert(so.argv.end(), bwrap_argv.begin(), bwrap_argv.end());
   so.env = std::vector<std::string>{};  // bwrap itself needs no environment; the job's is --setenv
   so.stdin_fd = io.stdin_fd;
   so.stdout_fd = io.stdout_fd;
   so.stderr_fd = io.stderr_fd;
   so.pass_fds = pass;
-  if (run_as) {
-    so.uid = run_as->uid;
-    so.gid = run_as->gid;
-  }
   so.new_session = true;
   so.die_with_parent = true;
   if (group != nullptr) {
