@@ -284,6 +284,45 @@ TEST(BwrapWallClock, TermThenKillAndNothingSurvives) {
   }
 }
 
+// The controller dies (SIGKILL, no cleanup): bwrap gets the parent-death signal (re-armed by
+// setpriv after the drop to the job user), and with it the sandbox's PID 1 and every process in
+// the pid namespace, including children that left the job's session.
+TEST(BwrapControllerDeath, NothingOutlivesAKilledController) {
+  BwrapFixture fx;
+  auto spec = fx.spec({"sleep", "60", "children", "2", "ignore-term"});
+  int report[2];
+  ASSERT_EQ(::pipe2(report, O_CLOEXEC), 0);
+  pid_t controller = ::fork();
+  if (controller == 0) {
+    std::vector<Mechanism*> mechs{&fx.mechanism()};
+    auto grant = acquire_grant(spec, mechs, {});
+    if (!grant.ok()) ::_exit(10);
+    auto job = fx.mechanism().spawn(*grant, nullptr, {});
+    if (!job.ok()) ::_exit(11);
+    pid_t bwrap = (*job)->pid();
+    (void)!::write(report[1], &bwrap, sizeof bwrap);
+    for (;;) ::pause();
+  }
+  ::close(report[1]);
+  pid_t bwrap = -1;
+  ASSERT_EQ(::read(report[0], &bwrap, sizeof bwrap), static_cast<ssize_t>(sizeof bwrap));
+  ::close(report[0]);
+  std::vector<UniqueFd> watched;
+  for (int i = 0; i < 100 && testing::descendants_of(bwrap).size() < 4; ++i) ::usleep(20000);
+  watched.emplace_back(pidfd_open_raw(bwrap, 0));
+  for (pid_t p : testing::descendants_of(bwrap)) watched.emplace_back(pidfd_open_raw(p, 0));
+  EXPECT_GE(watched.size(), 5u) << "bwrap, its init, the job and 2 children";
+  ::kill(controller, SIGKILL);
+  int status = 0;
+  ::waitpid(controller, &status, 0);
+  int64_t start = monotonic_ms();
+  for (auto& fd : watched) {
+    ASSERT_TRUE(fd.valid());
+    EXPECT_TRUE(testing::pidfd_has_exited(fd.get(), 2000));
+  }
+  EXPECT_LT(monotonic_ms() - start, 1500) << "within about a second";
+}
+
 TEST(BwrapProbe, ReportsEveryDimensionFromARealSandbox) {
   BwrapMechanism m(BwrapOptions{});
   auto p = m.probe();

@@ -7,6 +7,8 @@
 #include <unistd.h>
 
 #include <dirent.h>
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -103,6 +105,9 @@ JobRun BwrapFixture::run(const ContainmentSpec& spec, resgroup::ResourceGroup* g
   r.out = read_text(out_path);
   r.err = read_text(err_path);
   r.kv = parse_kv(r.out);
+  if (::getenv("SEALRUN_TEST_VERBOSE") != nullptr)
+    std::fprintf(stderr, "--- %s: %s\nstdout:\n%sstderr:\n%s\n", spec.run_id.c_str(),
+                 r.exit.status.describe().c_str(), r.out.c_str(), r.err.c_str());
   return r;
 }
 
