@@ -98,15 +98,26 @@ Status SystemdManagerClient::ensure_job_watch() {
                               "JobRemoved", on_job_removed, finished_jobs_.get());
   if (r < 0) return Error::with_errno(-r, "watch the manager's JobRemoved signal");
   job_removed_slot_.reset(slot);
-  // Subscribe makes the manager emit job signals to us even where it would not track us as the
-  // job's requester (e.g. a private connection).
+  if (subscribed_) return ok_status();
+  // Subscribe makes the manager emit job signals even where it would not track us as the job's
+  // requester (e.g. a private connection). Once per connection: a second call is an error.
   SdBusError error;
   sd_bus_message* reply = nullptr;
   r = sd_bus_call_method(bus_.get(), kDestination, kManagerPath, kManagerInterface, "Subscribe",
                          error.ptr(), &reply, "");
   SdBusMessagePtr owned(reply);
-  if (r < 0) return error.to_error(r, "Subscribe to the systemd manager");
+  if (r < 0 && !error.has_name("org.freedesktop.systemd1.AlreadySubscribed")) {
+    return error.to_error(r, "Subscribe to the systemd manager");
+  }
+  subscribed_ = true;
   return ok_status();
+}
+
+void SystemdManagerClient::end_job_watch() {
+  // Between our own jobs nobody reads the bus, so other units' JobRemoved signals would pile up
+  // in sd-bus's read queue for the whole run: watch only while waiting.
+  job_removed_slot_.reset();
+  finished_jobs_->clear();
 }
 
 Result<std::string> SystemdManagerClient::wait_for_job(const std::string& job_path,
@@ -135,7 +146,8 @@ Result<std::string> SystemdManagerClient::wait_for_job(const std::string& job_pa
 
 Result<std::string> SystemdManagerClient::start_transient_unit(
     const std::string& name, const std::vector<systemd::UnitProperty>& properties,
-    int64_t timeout_ms) {
+    int64_t timeout_ms, bool* submitted) {
+  if (submitted) *submitted = false;
   std::string what = fmt::format("StartTransientUnit {}", name);
   SEALRUN_TRY_CTX(ensure_job_watch(), what);
   sd_bus_message* raw = nullptr;
@@ -163,7 +175,10 @@ Result<std::string> SystemdManagerClient::start_transient_unit(
   const char* job = nullptr;
   r = sd_bus_message_read(reply.get(), "o", &job);
   if (r < 0 || !job) return Error::with_errno(-r, what + ": reading the job path");
-  return wait_for_job(job, timeout_ms, what);
+  if (submitted) *submitted = true;
+  auto result = wait_for_job(job, timeout_ms, what);
+  end_job_watch();
+  return result;
 }
 
 Status SystemdManagerClient::kill_unit(const std::string& name, const std::string& who,
@@ -189,7 +204,9 @@ Result<std::string> SystemdManagerClient::stop_unit(const std::string& name, int
   const char* job = nullptr;
   r = sd_bus_message_read(reply.get(), "o", &job);
   if (r < 0 || !job) return Error::with_errno(-r, what + ": reading the job path");
-  return wait_for_job(job, timeout_ms, what);
+  auto result = wait_for_job(job, timeout_ms, what);
+  end_job_watch();
+  return result;
 }
 
 Status SystemdManagerClient::reset_failed_unit(const std::string& name) {

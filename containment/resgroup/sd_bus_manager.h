@@ -31,9 +31,11 @@ class SystemdManagerClient {
 
   // StartTransientUnit(name, "fail", properties, []) and waits (at most timeout_ms) for the
   // JobRemoved signal of the job it returns. Returns the job's result ("done" on success).
+  // *submitted (if given) says whether the manager accepted the call, i.e. whether a unit of
+  // this name may now exist because of us (a refused call, e.g. UnitExists, made nothing).
   Result<std::string> start_transient_unit(const std::string& name,
                                            const std::vector<systemd::UnitProperty>& properties,
-                                           int64_t timeout_ms);
+                                           int64_t timeout_ms, bool* submitted = nullptr);
   // KillUnit(name, who, signal).
   Status kill_unit(const std::string& name, const std::string& who, int signal);
   // StopUnit(name, "replace") and waits for its job; returns the job result.
@@ -54,6 +56,7 @@ class SystemdManagerClient {
   SystemdManagerClient(SdBusPtr bus, std::string address);
   // Calls Subscribe once and installs the JobRemoved match, so no job's end can be missed.
   Status ensure_job_watch();
+  void end_job_watch();
   Result<std::string> wait_for_job(const std::string& job_path, int64_t timeout_ms,
                                    const std::string& what);
 
@@ -64,6 +67,7 @@ class SystemdManagerClient {
   SdBusPtr bus_;
   std::string address_;
   SdBusSlotPtr job_removed_slot_;
+  bool subscribed_ = false;
 };
 
 }  // namespace sealrun::resgroup

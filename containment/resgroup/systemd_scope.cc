@@ -120,11 +120,17 @@ class SystemdScope final : public ResourceGroup {
     SEALRUN_TRY_CTX(keeper_.start(), unit_);
     std::vector<uint32_t> pids{static_cast<uint32_t>(pid), static_cast<uint32_t>(keeper_.pid())};
     auto props = systemd::scope_properties(limits_, pids, fmt::format("sealrun run {}", run_id_));
-    auto result = client_.start_transient_unit(unit_, props, kJobTimeoutMs);
+    bool submitted = false;
+    auto result = client_.start_transient_unit(unit_, props, kJobTimeoutMs, &submitted);
     if (!result.ok() || *result != "done") {
       keeper_.kill_and_reap();
+      // Only a unit this call made is ours to end; a refused call (UnitExists: a concurrent run
+      // with the same id) made nothing, and the existing unit is not touched.
+      if (submitted) {
+        (void)client_.kill_unit(unit_, "all", SIGKILL);
+        (void)client_.stop_unit(unit_, kJobTimeoutMs);
+      }
       if (!result.ok()) return std::move(result).error();
-      (void)client_.stop_unit(unit_, kJobTimeoutMs);
       return Error::make(
           fmt::format("start of scope {} ended with job result \"{}\"", unit_, *result));
     }
