@@ -108,17 +108,29 @@ StopReport stop_scope(SystemdManagerClient& client, const std::string& unit,
     report.actions.push_back(job.ok() ? fmt::format("StopUnit: {}", *job)
                                       : "StopUnit: " + job.error().message());
   }
+  // Confirmed = the kernel lists no process in the scope's group and the manager no longer has
+  // the unit active (unloaded, inactive or failed).
   int64_t deadline = monotonic_ms() + kConfirmTimeoutMs;
   for (;;) {
     auto pids = read_cgroup_procs(procs_file);
-    if (!pids || pids->empty()) {
+    bool empty = !pids || pids->empty();
+    std::string state = "unloaded";
+    if (auto loaded = client.unit_path(unit); !loaded.ok()) {
+      state = "unknown (" + loaded.error().message() + ")";
+    } else if (loaded->has_value()) {
+      auto s = client.get_string(**loaded, kUnitInterface, "ActiveState");
+      state = s.ok() ? *s : "unloaded";  // it may go between the two calls
+    }
+    bool ended = state == "unloaded" || state == "inactive" || state == "failed";
+    if (empty && ended) {
       report.confirmed = true;
-      report.actions.push_back("empty: no process left in " + procs_file);
+      report.actions.push_back(
+          fmt::format("empty: no process left in {}; unit {}", procs_file, state));
       break;
     }
     if (monotonic_ms() >= deadline) {
-      report.actions.push_back(
-          fmt::format("NOT confirmed: {} processes remain in {}", pids->size(), procs_file));
+      report.actions.push_back(fmt::format("NOT confirmed: {} processes remain in {}; unit {}",
+                                           pids ? pids->size() : 0, procs_file, state));
       break;
     }
     sleep_ms(kPollMs);
