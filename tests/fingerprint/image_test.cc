@@ -8,7 +8,9 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <string>
 
@@ -268,6 +270,53 @@ TEST(TarReader, LongNamesFromGnuAndPaxTar) {
     EXPECT_TRUE(found) << format;
     EXPECT_EQ(scan->archive_sha256, sha256_hex(testing::read_text(tar)));
   }
+}
+
+// Recomputes a header's checksum after a test edited its fields.
+std::string with_checksum(std::string h) {
+  std::memset(h.data() + 148, ' ', 8);
+  unsigned sum = 0;
+  for (unsigned char c : h) sum += c;
+  std::snprintf(h.data() + 148, 8, "%06o", sum);
+  return h;
+}
+
+TEST(TarReader, Base256SizeAndPaxOverrides) {
+  TempDir dir;
+  // GNU base-256 size field (high bit set, big-endian binary), here for a 5-byte member.
+  std::string h = testing::tar_header("b256", 0);
+  std::memset(h.data() + 124, 0, 12);
+  h[124] = static_cast<char>(0x80);
+  h[135] = 5;
+  std::string pax_body = "32 path=pax/overridden/name.txt\n";
+  std::string archive = with_checksum(h) + "hello" + std::string(507, '\0') +
+                        testing::tar_header("PaxHeader", pax_body.size(), 'x') + pax_body +
+                        std::string(512 - pax_body.size(), '\0') +
+                        testing::tar_entry("short-name", "pax data") + testing::tar_end();
+  write_text(dir / "t.tar", archive);
+  auto fd = open_at(AT_FDCWD, dir / "t.tar", O_RDONLY);
+  ASSERT_TRUE(fd.ok());
+  auto scan = scan_tar(fd->get(), "t.tar");
+  ASSERT_TRUE(scan.ok()) << scan.error().message();
+  ASSERT_EQ(scan->members.size(), 2u);
+  EXPECT_EQ(scan->members[0].name, "b256");
+  EXPECT_EQ(scan->members[0].size, 5u);
+  EXPECT_EQ(scan->members[0].sha256, sha256_hex("hello"));
+  EXPECT_EQ(scan->members[1].name, "pax/overridden/name.txt");
+  EXPECT_EQ(scan->members[1].sha256, sha256_hex("pax data"));
+
+  // A pax path that escapes is refused like any other name.
+  std::string evil = "25 path=../../etc/passwd\n";
+  std::string bad = testing::tar_header("PaxHeader", evil.size(), 'x') + evil +
+                    std::string(512 - evil.size(), '\0') + testing::tar_entry("fine", "x") +
+                    testing::tar_end();
+  write_text(dir / "bad.tar", bad);
+  auto bfd = open_at(AT_FDCWD, dir / "bad.tar", O_RDONLY);
+  ASSERT_TRUE(bfd.ok());
+  auto bscan = scan_tar(bfd->get(), "bad.tar");
+  ASSERT_FALSE(bscan.ok());
+  EXPECT_NE(bscan.error().message().find("contains '..'"), std::string::npos)
+      << bscan.error().message();
 }
 
 TEST(TarReader, NormalizeMemberName) {
