@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -279,7 +280,10 @@ Status walk(int dirfd, const std::string& prefix, int depth, size_t* entries, Vi
 }
 
 Result<UniqueFd> open_root(const std::string& root) {
-  return open_at(AT_FDCWD, root, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
+  auto fd = open_at(AT_FDCWD, root, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
+  if (!fd.ok() && fd.error().err() == ELOOP)
+    return Error::make(fmt::format("{}: is a symlink; give the directory itself", root));
+  return fd;
 }
 
 // What is at `path` under `rootfd`, reached one component at a time with O_NOFOLLOW: the digest

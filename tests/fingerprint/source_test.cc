@@ -383,6 +383,16 @@ TEST(Manifest, PathThroughASymlinkToRootIsAMismatchNotARead) {
   EXPECT_EQ((*r)[1].observed, "passes through a symlink at link");
 }
 
+TEST(Manifest, RootThatIsASymlinkIsRefused) {
+  TempDir t;
+  fs::create_directories(t / "real");
+  fs::create_symlink(t / "real", t / "link");
+  auto m = build_manifest(t / "link");
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.error().message().find("is a symlink"), std::string::npos) << m.error().message();
+  EXPECT_FALSE(verify_manifest(t / "link", {}).ok());
+}
+
 TEST(Manifest, FinalSymlinkIsAMismatch) {
   TempDir t;
   fs::create_directories(t / "src");
