@@ -281,7 +281,9 @@ Status walk(int dirfd, const std::string& prefix, int depth, size_t* entries, Vi
 
 Result<UniqueFd> open_root(const std::string& root) {
   auto fd = open_at(AT_FDCWD, root, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
-  if (!fd.ok() && fd.error().err() == ELOOP)
+  // O_DIRECTORY | O_NOFOLLOW on a symlink fails with ENOTDIR (or ELOOP); say which it is.
+  struct stat st {};
+  if (!fd.ok() && ::lstat(root.c_str(), &st) == 0 && S_ISLNK(st.st_mode))
     return Error::make(fmt::format("{}: is a symlink; give the directory itself", root));
   return fd;
 }
