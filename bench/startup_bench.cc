@@ -11,6 +11,7 @@
 //                      seccomp profile, mount checks) + wait + cleanup (rm, pause process, storage)
 //
 // Usage: startup_bench [ITERATIONS]   (default 5; every variant runs once untimed first)
+#include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -22,8 +23,6 @@
 #include <functional>
 #include <string>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "containment/bwrap.h"
 #include "containment/grant.h"
@@ -127,8 +126,8 @@ int main(int argc, char** argv) {
   std::string hex = must(podman::image_hex(image_id), "image id");
   auto plain_run = [&](const podman::StorageLayout& l) {
     auto a = podman::global_args(l, facts);
-    a.insert(a.end(), {"run", "--rm", "--pull=never", "--network=none", "--log-driver", "none",
-                       hex, "/bin/true"});
+    a.insert(a.end(), {"run", "--rm", "--pull=never", "--network=none", "--log-driver", "none", hex,
+                       "/bin/true"});
     return a;
   };
 
@@ -146,16 +145,16 @@ int main(int argc, char** argv) {
     spec.mounts = {{(run / "src").string(), "/src", MountSpec::Access::kReadOnly},
                    {(run / "out").string(), "/out", MountSpec::Access::kWritable}};
     spec.image = ImageRef{archive, image_id};
-    spec.requested = DimensionSet{Dimension::kFilesystem, Dimension::kProcessTree,
-                                  Dimension::kWallClock,  Dimension::kNetwork,
-                                  Dimension::kSyscalls,   Dimension::kCapabilities};
+    spec.requested =
+        DimensionSet{Dimension::kFilesystem, Dimension::kProcessTree, Dimension::kWallClock,
+                     Dimension::kNetwork,    Dimension::kSyscalls,    Dimension::kCapabilities};
     spec.required = spec.requested;
     spec.wall_clock_ms = 60000;
     Grant grant = must(acquire_grant(spec, {&mech}, GroupCapabilities{}), "grant");
     auto job = must(mech.spawn(grant, nullptr, JobIo{}), "spawn");
     JobExit exit = must(job->wait(), "wait");
-    if (!exit.status.success()) die(fmt::format("{}: true failed: {}", mech.name(),
-                                                exit.status.describe()));
+    if (!exit.status.success())
+      die(fmt::format("{}: true failed: {}", mech.name(), exit.status.describe()));
     must(job->cleanup(), "cleanup");
   };
 
@@ -163,11 +162,15 @@ int main(int argc, char** argv) {
   if (bp.available) {
     variants.push_back({"plain bwrap", [&](int) {
                           run_plain(user, warm,
-                                    {bwrap, "--unshare-all", "--die-with-parent", "--new-session",
-                                     "--cap-drop", "ALL", "--ro-bind", "/usr", "/usr",
-                                     "--symlink", "usr/bin", "/bin", "--symlink", "usr/lib",
-                                     "/lib", "--symlink", "usr/lib64", "/lib64", "--proc", "/proc",
-                                     "--dev", "/dev", "--tmpfs", "/tmp", "/bin/true"});
+                                    {bwrap,           "--unshare-all", "--die-with-parent",
+                                     "--new-session", "--cap-drop",    "ALL",
+                                     "--ro-bind",     "/usr",          "/usr",
+                                     "--symlink",     "usr/bin",       "/bin",
+                                     "--symlink",     "usr/lib",       "/lib",
+                                     "--symlink",     "usr/lib64",     "/lib64",
+                                     "--proc",        "/proc",         "--dev",
+                                     "/dev",          "--tmpfs",       "/tmp",
+                                     "/bin/true"});
                         }});
     variants.push_back({"sealrun bwrap", [&](int i) { sealrun_run(*bwrap_mech, i); }});
   } else {

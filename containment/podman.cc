@@ -6,10 +6,11 @@
 #include "containment/podman.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <poll.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <signal.h>
 
 #include <algorithm>
 #include <atomic>
@@ -17,8 +18,6 @@
 #include <mutex>
 #include <optional>
 #include <sstream>
-
-#include <fmt/format.h>
 
 #include "containment/grant.h"
 #include "containment/podman_probe.h"
@@ -40,7 +39,9 @@ using podman::StorageLayout;
 bool exited_within(int pidfd, int64_t timeout_ms) {
   int64_t deadline = monotonic_ms() + timeout_ms;
   for (;;) {
-    struct pollfd p {pidfd, POLLIN, 0};
+    struct pollfd p {
+      pidfd, POLLIN, 0
+    };
     int64_t left = std::max<int64_t>(0, deadline - monotonic_ms());
     int rc = ::poll(&p, 1, static_cast<int>(std::min<int64_t>(left, 1 << 30)));
     if (rc > 0) return true;
@@ -60,10 +61,16 @@ class PodmanJob final : public ContainedJob {
   PodmanJob(JobUser user, StorageLayout layout, HostFacts facts, std::string run_id, Child child,
             podman::Watchdog watchdog, int64_t wall_clock_ms, int64_t grace_ms,
             int64_t command_timeout_ms, std::vector<std::string> setup_actions)
-      : user_(std::move(user)), layout_(std::move(layout)), facts_(std::move(facts)),
-        run_id_(std::move(run_id)), child_(std::move(child)), watchdog_(std::move(watchdog)),
-        deadline_ms_(monotonic_ms() + wall_clock_ms), grace_ms_(grace_ms),
-        command_timeout_ms_(command_timeout_ms), setup_actions_(std::move(setup_actions)) {}
+      : user_(std::move(user)),
+        layout_(std::move(layout)),
+        facts_(std::move(facts)),
+        run_id_(std::move(run_id)),
+        child_(std::move(child)),
+        watchdog_(std::move(watchdog)),
+        deadline_ms_(monotonic_ms() + wall_clock_ms),
+        grace_ms_(grace_ms),
+        command_timeout_ms_(command_timeout_ms),
+        setup_actions_(std::move(setup_actions)) {}
 
   ~PodmanJob() override {
     if (!cleaned_) {
@@ -128,8 +135,8 @@ class PodmanJob final : public ContainedJob {
     auto left = podman::podman_output(user_, layout_, podman::ps_argv(layout_, facts_, run_id_),
                                       command_timeout_ms_);
     if (left && left->find_first_not_of(" \n") == std::string::npos) {
-      actions.push_back(fmt::format("podman ps -a --filter label={}: none left",
-                                    podman::run_label(run_id_)));
+      actions.push_back(
+          fmt::format("podman ps -a --filter label={}: none left", podman::run_label(run_id_)));
     } else {
       confirmed = false;
       actions.push_back(fmt::format("podman ps -a --filter label={}: {}",
@@ -146,9 +153,8 @@ class PodmanJob final : public ContainedJob {
 
  private:
   bool kill_container(const char* signal) {
-    auto r = podman::run_as_job_user(user_, layout_,
-                                     podman::kill_argv(layout_, facts_, run_id_, signal),
-                                     command_timeout_ms_);
+    auto r = podman::run_as_job_user(
+        user_, layout_, podman::kill_argv(layout_, facts_, run_id_, signal), command_timeout_ms_);
     return r.ok();
   }
 
@@ -200,8 +206,7 @@ class PodmanMechanism final : public Mechanism {
     if (!job) {
       // Nothing may stay behind from a refused or failed start: no container, no storage.
       std::vector<std::string> undo;
-      (void)podman::run_as_job_user(user, layout,
-                                    podman::rm_argv(layout, facts_, spec.run_id),
+      (void)podman::run_as_job_user(user, layout, podman::rm_argv(layout, facts_, spec.run_id),
                                     options_.command_timeout_ms);
       (void)podman::remove_storage(layout, user, facts_, undo);
     }
@@ -214,12 +219,13 @@ class PodmanMechanism final : public Mechanism {
   Status check_grant(const Grant& grant, resgroup::ResourceGroup* group) {
     SEALRUN_TRY_CTX(validate_spec(grant.spec), "podman spawn");
     if (grant.mechanism != "podman")
-      return Error::make(fmt::format("podman spawn: the grant is for mechanism \"{}\"",
-                                     grant.mechanism));
+      return Error::make(
+          fmt::format("podman spawn: the grant is for mechanism \"{}\"", grant.mechanism));
     if (!grant.spec.image)
       return Error::make("podman spawn: the spec names no image (a verified archive and id)");
     MechanismProbe p = probe();
-    if (!p.available) return Error::make("podman spawn: podman unavailable: " + p.unavailable_reason);
+    if (!p.available)
+      return Error::make("podman spawn: podman unavailable: " + p.unavailable_reason);
     DimensionSet from_group{Dimension::kMemory, Dimension::kProcessCount};
     DimensionSet claimed = grant.enforced - (group != nullptr ? from_group : DimensionSet{});
     DimensionSet beyond = claimed - p.enforceable();
@@ -240,10 +246,10 @@ class PodmanMechanism final : public Mechanism {
     SEALRUN_TRY(podman::write_seccomp_profile(layout, user, podman::job_seccomp_profile_json()));
     std::string archive = SEALRUN_TRY(
         podman::accessible_image_archive(layout, user, spec.image->archive_path, actions));
-    SEALRUN_TRY_CTX(podman::run_as_job_user(user, layout,
-                                            podman::load_argv(layout, facts_, archive),
-                                            options_.command_timeout_ms),
-                    fmt::format("load image archive {}", spec.image->archive_path));
+    SEALRUN_TRY_CTX(
+        podman::run_as_job_user(user, layout, podman::load_argv(layout, facts_, archive),
+                                options_.command_timeout_ms),
+        fmt::format("load image archive {}", spec.image->archive_path));
     std::string ids = SEALRUN_TRY(podman::podman_output(
         user, layout, podman::image_ids_argv(layout, facts_), options_.command_timeout_ms));
     std::string want = "sha256:" + SEALRUN_TRY(podman::image_hex(spec.image->image_id));
@@ -255,8 +261,8 @@ class PodmanMechanism final : public Mechanism {
       return Error::make(fmt::format(
           "image archive {} loaded as [{}], not the admitted image id {}: refusing to run",
           spec.image->archive_path, join(loaded, ", "), want));
-    actions.push_back(fmt::format("loaded {} as {} (matches the admitted id)",
-                                  spec.image->archive_path, want));
+    actions.push_back(
+        fmt::format("loaded {} as {} (matches the admitted id)", spec.image->archive_path, want));
     auto mounts = SEALRUN_TRY(podman::prepare_mounts(spec, layout, user, actions));
     auto argv = SEALRUN_TRY(podman::run_argv(spec, mounts, layout, facts_, want));
 
@@ -278,8 +284,7 @@ class PodmanMechanism final : public Mechanism {
     }
     return std::unique_ptr<ContainedJob>(std::make_unique<PodmanJob>(
         user, layout, facts_, spec.run_id, std::move(child), std::move(watchdog),
-        spec.wall_clock_ms,
-        spec.stop_grace_ms, options_.command_timeout_ms, std::move(actions)));
+        spec.wall_clock_ms, spec.stop_grace_ms, options_.command_timeout_ms, std::move(actions)));
   }
 
   static Result<Child> spawn_process(const SpawnOptions& o) { return sealrun::spawn(o); }
@@ -308,8 +313,8 @@ Result<std::vector<std::string>> podman::sweep_podman_storage(const std::string&
   if (::lstat(layout.run_root_link.c_str(), &st) != 0 &&
       ::symlink(layout.run_root.c_str(), layout.run_root_link.c_str()) == 0 && user.drop)
     (void)::lchown(layout.run_root_link.c_str(), user.uid, user.gid);
-  auto rm = podman::run_as_job_user(user, layout, podman::rm_argv(layout, facts, run_id),
-                                    120 * 1000);
+  auto rm =
+      podman::run_as_job_user(user, layout, podman::rm_argv(layout, facts, run_id), 120 * 1000);
   actions.push_back(rm ? fmt::format("podman rm -f {}: ok", podman::container_name(run_id))
                        : fmt::format("podman rm -f {}: {}", podman::container_name(run_id),
                                      rm.error().message()));

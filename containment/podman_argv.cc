@@ -44,17 +44,24 @@ std::vector<std::string> podman_environment(const StorageLayout& l) {
 std::vector<std::string> global_args(const StorageLayout& l, const HostFacts& f) {
   return {
       f.podman_path,
-      "--root", l.graph_root,
-      "--runroot", l.run_root_link,
-      "--tmpdir", l.tmp_dir,
+      "--root",
+      l.graph_root,
+      "--runroot",
+      l.run_root_link,
+      "--tmpdir",
+      l.tmp_dir,
       // vfs needs neither fuse-overlayfs nor kernel overlay in a user namespace (TESTBED.md).
-      "--storage-driver", "vfs",
-      "--runtime", f.runtime_path,
+      "--storage-driver",
+      "vfs",
+      "--runtime",
+      f.runtime_path,
       // The systemd manager is unreachable rootless here; cgroupfs lets podman run inside the
       // resource group the controller placed it in, which conmon and the container inherit.
-      "--cgroup-manager", "cgroupfs",
+      "--cgroup-manager",
+      "cgroupfs",
       // No journald, and no events file growing outside the run's accounting.
-      "--events-backend", "none",
+      "--events-backend",
+      "none",
   };
 }
 
@@ -104,26 +111,23 @@ Result<std::vector<std::string>> run_argv(const ContainmentSpec& spec,
        // Own network namespace with only loopback: no connect() out, no host abstract sockets.
        "--network=none",
        // Root file system read-only, and no implicit writable tmpfs on /run, /tmp, /var/tmp
-       // (podman's --read-only-tmpfs default): only the admitted mounts and /tmp below are writable.
-       "--read-only", "--read-only-tmpfs=false",
-       "--cap-drop=all", "--security-opt", "no-new-privileges",
-       "--security-opt", "seccomp=" + l.seccomp_profile,
+       // (podman's --read-only-tmpfs default): only the admitted mounts and /tmp below are
+       // writable.
+       "--read-only", "--read-only-tmpfs=false", "--cap-drop=all", "--security-opt",
+       "no-new-privileges", "--security-opt", "seccomp=" + l.seccomp_profile,
        // A fixed hostname: podman always exports HOSTNAME, and a container id there would make
        // builds differ from run to run.
        "--hostname", "sealrun",
        // The job's environment is exactly the admitted one: drop podman's defaults (PATH, TERM,
        // container=podman), never copy the host's, never inject proxy variables.
-       "--unsetenv-all", "--env-host=false", "--http-proxy=false",
-       "--systemd=false",
+       "--unsetenv-all", "--env-host=false", "--http-proxy=false", "--systemd=false",
        // Output goes straight to the caller's descriptors through `podman run`'s attach; no
        // log file grows outside the accounted trees.
-       "--log-driver", "none",
-       "--cidfile", l.cidfile, "--conmon-pidfile", l.conmon_pidfile,
+       "--log-driver", "none", "--cidfile", l.cidfile, "--conmon-pidfile", l.conmon_pidfile,
        // Default rootless mapping: container root is the unprivileged job user (with no
        // capabilities), other ids are subordinate ids. keep-id would need /etc/passwd edits in a
        // read-only root and buys nothing here.
-       "--workdir", spec.cwd,
-       "--tmpfs", "/tmp:rw,nosuid,nodev,exec,mode=1777"});
+       "--workdir", spec.cwd, "--tmpfs", "/tmp:rw,nosuid,nodev,exec,mode=1777"});
   if (f.cgroups_v2) add({"--pids-limit", std::to_string(spec.pids_max)});
   if (f.have_init) add({"--init"});
   for (const auto& [key, value] : spec.env) add({"--env", key + "=" + value});
@@ -166,7 +170,8 @@ std::vector<std::string> rm_argv(const StorageLayout& l, const HostFacts& f,
 std::vector<std::string> ps_argv(const StorageLayout& l, const HostFacts& f,
                                  const std::string& run_id) {
   auto a = global_args(l, f);
-  a.insert(a.end(), {"ps", "--all", "--no-trunc", "--quiet", "--filter", "label=" + run_label(run_id)});
+  a.insert(a.end(),
+           {"ps", "--all", "--no-trunc", "--quiet", "--filter", "label=" + run_label(run_id)});
   return a;
 }
 

@@ -16,10 +16,10 @@ namespace sealrun::podman {
 // Where one run's podman keeps its state: everything below <owned_root>/podman, so the census
 // counts it and cleanup can remove it whole. Every directory is 0700 and owned by the job user.
 struct StorageLayout {
-  std::string base;             // <owned_root>/podman
-  std::string home;             // base/home: HOME for podman (containers.conf lookups, caches)
-  std::string graph_root;       // base/graph: --root (images and container layers, vfs driver)
-  std::string run_root;         // base/runroot: the container state (locks, attach sockets)
+  std::string base;        // <owned_root>/podman
+  std::string home;        // base/home: HOME for podman (containers.conf lookups, caches)
+  std::string graph_root;  // base/graph: --root (images and container layers, vfs driver)
+  std::string run_root;    // base/runroot: the container state (locks, attach sockets)
   // podman refuses a --runroot longer than 50 characters (its sockets must fit sun_path), and an
   // owned root is usually deeper than that: --runroot is this short symlink to run_root instead,
   // "/tmp/sealrun-pm-<FNV-1a 64 of base, hex>", so sweep can recompute it from the owned root.

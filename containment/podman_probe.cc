@@ -2,6 +2,7 @@
 // what podman said, so `sealrun probe` tells a person what to install or fix.
 #include "containment/podman_probe.h"
 
+#include <fmt/format.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -9,8 +10,6 @@
 #include <filesystem>
 #include <map>
 #include <sstream>
-
-#include <fmt/format.h>
 
 #include "containment/podman_runner.h"
 #include "containment/podman_storage.h"
@@ -98,11 +97,13 @@ Status build_probe_rootfs(const fs::path& work, const std::string& busybox) {
     fs::create_directories(root / d, ec);
   fs::copy_file(busybox, root / "bin/busybox", ec);
   if (!ec) fs::create_symlink("busybox", root / "bin/sh", ec);
-  if (ec) return Error::with_errno(ec.value(), fmt::format("copy {} into the probe image", busybox));
+  if (ec)
+    return Error::with_errno(ec.value(), fmt::format("copy {} into the probe image", busybox));
   std::string tar = SEALRUN_TRY(find_program("tar"));
   SpawnOptions o;
-  o.argv = {tar, "--numeric-owner", "--owner=0", "--group=0", "-C", root.string(), "-cf",
-            (work / "rootfs.tar").string(), "."};
+  o.argv = {tar,  "--numeric-owner", "--owner=0", "--group=0",
+            "-C", root.string(),     "-cf",       (work / "rootfs.tar").string(),
+            "."};
   o.env = std::vector<std::string>{"PATH=/usr/bin:/bin", "LC_ALL=C"};
   auto c = SEALRUN_TRY(run_capture(std::move(o), 60 * 1000, 16 * 1024));
   if (!c.status.success())
@@ -127,9 +128,8 @@ std::vector<DimensionCheck> dimensions_from_probe(const std::string& status,
   add(Dimension::kFilesystem, ro,
       ro ? "--read-only: a write to / failed inside the probe container; only admitted binds and "
            "a private /tmp are writable"
-         : fmt::format("a write to / inside the probe container was {}", ck["root_write"].empty()
-                                                                            ? "not reported"
-                                                                            : "allowed"));
+         : fmt::format("a write to / inside the probe container was {}",
+                       ck["root_write"].empty() ? "not reported" : "allowed"));
 
   // The caller appends host_pidns= (its own /proc/self/ns/pid) to the container's report.
   bool own_pidns = ck["pidns"].rfind("pid:[", 0) == 0 && !ck["host_pidns"].empty() &&
@@ -156,21 +156,21 @@ std::vector<DimensionCheck> dimensions_from_probe(const std::string& status,
   bool ignored = podman_stderr.find("Resource limits are not supported") != std::string::npos;
   bool pids = facts.cgroups_v2 && !ignored;
   add(Dimension::kProcessCount, pids,
-      pids ? "--pids-limit on cgroup v2"
-           : ignored ? "podman: \"Resource limits are not supported and ignored on cgroups V1 "
-                       "rootless systems\"; the resource group enforces the pids limit"
-                     : "cgroup v1 rootless: podman ignores --pids-limit; the resource group "
-                       "enforces the pids limit");
+      pids      ? "--pids-limit on cgroup v2"
+      : ignored ? "podman: \"Resource limits are not supported and ignored on cgroups V1 "
+                  "rootless systems\"; the resource group enforces the pids limit"
+                : "cgroup v1 rootless: podman ignores --pids-limit; the resource group "
+                  "enforces the pids limit");
 
   bool filtered = st["Seccomp"] == "2";
   bool userns_denied = ck["userns"] == "denied";
   add(Dimension::kSyscalls, filtered && userns_denied,
       filtered && userns_denied
           ? "Seccomp: 2 in the probe container and unshare(CLONE_NEWUSER) was denied"
-          : filtered ? "a seccomp filter is installed but unshare(CLONE_NEWUSER) was allowed: the "
-                       "job policy did not take effect"
-                     : fmt::format("Seccomp: \"{}\" in the probe container (2 = filter)",
-                                   st["Seccomp"]));
+      : filtered
+          ? "a seccomp filter is installed but unshare(CLONE_NEWUSER) was allowed: the "
+            "job policy did not take effect"
+          : fmt::format("Seccomp: \"{}\" in the probe container (2 = filter)", st["Seccomp"]));
 
   bool caps = all_zero_hex(st["CapInh"]) && all_zero_hex(st["CapPrm"]) &&
               all_zero_hex(st["CapEff"]) && all_zero_hex(st["CapBnd"]) &&
@@ -202,8 +202,8 @@ Status probe_container(MechanismProbe& p, HostFacts& facts, const PodmanOptions&
     ~StorageGuard() { (void)remove_storage(layout, user, facts, actions); }
   } guard{layout, user, facts, actions};
 
-  PodmanInfo info = SEALRUN_TRY_CTX(podman_info(user, layout, facts, o.command_timeout_ms),
-                                    "podman info");
+  PodmanInfo info =
+      SEALRUN_TRY_CTX(podman_info(user, layout, facts, o.command_timeout_ms), "podman info");
   p.version = info.version;
   facts.cgroups_v2 = info.cgroups_v2;
   if (!info.rootless && user.drop)
@@ -227,8 +227,8 @@ Status probe_container(MechanismProbe& p, HostFacts& facts, const PodmanOptions&
   spec.argv = {"/bin/sh", "-c", kProbeScript};
   spec.cwd = "/";
   auto argv = SEALRUN_TRY(run_argv(spec, {}, layout, facts, id));
-  auto run = SEALRUN_TRY(
-      run_capture(as_job_user(user, layout, argv), o.command_timeout_ms, 256 * 1024));
+  auto run =
+      SEALRUN_TRY(run_capture(as_job_user(user, layout, argv), o.command_timeout_ms, 256 * 1024));
   (void)run_as_job_user(user, layout, rm_argv(layout, facts, spec.run_id), o.command_timeout_ms);
   if (run.timed_out || !run.status.success())
     return Error::make(fmt::format(
@@ -237,8 +237,8 @@ Status probe_container(MechanismProbe& p, HostFacts& facts, const PodmanOptions&
   size_t at = run.out.find(kMarker);
   if (at == std::string::npos)
     return Error::make("the probe container's report was incomplete: " + run.out.substr(0, 200));
-  std::string checks = run.out.substr(at) + "\nhost_pidns=" +
-                       fs::read_symlink("/proc/self/ns/pid", ec).string() + "\n";
+  std::string checks = run.out.substr(at) +
+                       "\nhost_pidns=" + fs::read_symlink("/proc/self/ns/pid", ec).string() + "\n";
   p.dimensions = dimensions_from_probe(run.out.substr(0, at), checks, run.err, facts);
   return ok_status();
 }
@@ -261,9 +261,10 @@ ProbeOutcome run_probe(const PodmanOptions& o) {
   auto user = resolve_job_user();
   if (!user) return fail(user.error().message());
   if (::access(o.busybox_path.c_str(), R_OK) != 0)
-    return fail(fmt::format("{} is missing: the probe builds its throwaway image from it; install "
-                            "busybox-static",
-                            o.busybox_path));
+    return fail(
+        fmt::format("{} is missing: the probe builds its throwaway image from it; install "
+                    "busybox-static",
+                    o.busybox_path));
   std::string parent = o.probe_dir.empty() ? "/var/tmp" : o.probe_dir;
   std::string tmpl = parent + "/sealrun-podman-probe-XXXXXX";
   if (::mkdtemp(tmpl.data()) == nullptr)

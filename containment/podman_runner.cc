@@ -1,14 +1,13 @@
 // Running podman as the job user (see podman_runner.h).
 #include "containment/podman_runner.h"
 
+#include <fmt/format.h>
 #include <pwd.h>
 #include <unistd.h>
 
 #include <cstdlib>
 
 #include "core/syscall.h"
-
-#include <fmt/format.h>
 
 namespace sealrun::podman {
 
@@ -28,14 +27,17 @@ Result<JobUser> resolve_job_user() {
   char buf[4096];
   int rc = ::getpwnam_r(u.name.c_str(), &pw, buf, sizeof buf, &found);
   if (rc != 0 || found == nullptr)
-    return Error::with_errno(rc, fmt::format(
-        "job user \"{}\" does not exist: run .ci/setup (it creates it with subordinate ids) or "
-        "set SEALRUN_JOB_USER to an unprivileged user",
-        u.name));
+    return Error::with_errno(
+        rc,
+        fmt::format(
+            "job user \"{}\" does not exist: run .ci/setup (it creates it with subordinate ids) or "
+            "set SEALRUN_JOB_USER to an unprivileged user",
+            u.name));
   if (pw.pw_uid == 0)
-    return Error::make(fmt::format("job user \"{}\" is root; rootless podman needs an "
-                                   "unprivileged user (SEALRUN_JOB_USER)",
-                                   u.name));
+    return Error::make(
+        fmt::format("job user \"{}\" is root; rootless podman needs an "
+                    "unprivileged user (SEALRUN_JOB_USER)",
+                    u.name));
   u.uid = pw.pw_uid;
   u.gid = pw.pw_gid;
   u.drop = true;
@@ -80,20 +82,20 @@ std::string last_stderr_line(const std::string& err) {
 Result<Captured> run_as_job_user(const JobUser& user, const StorageLayout& layout,
                                  std::vector<std::string> argv, int64_t timeout_ms) {
   std::string what = describe_command(argv);
-  auto c = SEALRUN_TRY(run_capture(as_job_user(user, layout, std::move(argv)), timeout_ms,
-                                   256 * 1024));
+  auto c =
+      SEALRUN_TRY(run_capture(as_job_user(user, layout, std::move(argv)), timeout_ms, 256 * 1024));
   if (c.timed_out)
     return Error::make(fmt::format("{}: no answer within {} ms (killed)", what, timeout_ms));
   if (!c.status.success())
-    return Error::make(fmt::format("{}: {}: {}", what, c.status.describe(),
-                                   last_stderr_line(c.err)));
+    return Error::make(
+        fmt::format("{}: {}: {}", what, c.status.describe(), last_stderr_line(c.err)));
   return c;
 }
 
 Status Watchdog::disarm() {
   if (!child_.running()) return ok_status();
-  Status wrote = write_end_ ? write_all(write_end_.get(), "done\n", "podman watchdog pipe")
-                            : ok_status();
+  Status wrote =
+      write_end_ ? write_all(write_end_.get(), "done\n", "podman watchdog pipe") : ok_status();
   write_end_.reset();
   auto st = child_.wait_for(10 * 1000);
   if (!st.ok() || !st->has_value()) {

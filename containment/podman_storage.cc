@@ -2,6 +2,7 @@
 #include "containment/podman_storage.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -11,8 +12,6 @@
 #include <cstring>
 #include <filesystem>
 #include <system_error>
-
-#include <fmt/format.h>
 
 #include "core/bounded_file.h"
 #include "core/process.h"
@@ -70,8 +69,8 @@ Status run_as_controller(std::vector<std::string> argv, int64_t timeout_ms) {
 Result<bool> job_user_can_use_tree(const JobUser& user, const StorageLayout& layout,
                                    const std::string& path, bool writable) {
   std::string find = SEALRUN_TRY(find_program("find"));
-  std::vector<std::string> argv = {find, path, "-maxdepth", "0", "(", "!", "-readable", "-o",
-                                   "-type", "d", "!", "-executable"};
+  std::vector<std::string> argv = {find,        path, "-maxdepth", "0", "(", "!",
+                                   "-readable", "-o", "-type",     "d", "!", "-executable"};
   if (writable) argv.insert(argv.end(), {"-o", "!", "-writable"});
   argv.insert(argv.end(), {")", "-print", "-quit"});
   auto c = SEALRUN_TRY(run_capture(as_job_user(user, layout, std::move(argv)), 120 * 1000, 4096));
@@ -81,8 +80,8 @@ Result<bool> job_user_can_use_tree(const JobUser& user, const StorageLayout& lay
 Result<bool> job_user_can_access(const JobUser& user, const StorageLayout& layout,
                                  const std::string& path, const std::string& test_flag) {
   std::string test = SEALRUN_TRY(find_program("test"));
-  auto c = SEALRUN_TRY(
-      run_capture(as_job_user(user, layout, {test, test_flag, path}), 10 * 1000, 4096));
+  auto c =
+      SEALRUN_TRY(run_capture(as_job_user(user, layout, {test, test_flag, path}), 10 * 1000, 4096));
   return !c.timed_out && c.status.success();
 }
 
@@ -122,7 +121,9 @@ void stop_pause_process(const StorageLayout& layout, const JobUser& user,
     return;
   }
   pidfd_send_signal_raw(pidfd.get(), SIGKILL);
-  struct pollfd p {pidfd.get(), POLLIN, 0};
+  struct pollfd p {
+    pidfd.get(), POLLIN, 0
+  };
   bool gone = retry_eintr([&] { return ::poll(&p, 1, 5000); }) > 0;
   actions.push_back(gone ? fmt::format("killed podman pause process {}", pid)
                          : fmt::format("podman pause process {}: still alive after KILL", pid));
@@ -140,13 +141,15 @@ Status prepare_storage(const StorageLayout& layout, const JobUser& user) {
   if (::lstat(layout.run_root_link.c_str(), &st) == 0) {
     std::error_code ec;
     if (!S_ISLNK(st.st_mode) || fs::read_symlink(layout.run_root_link, ec) != layout.run_root)
-      return Error::make(fmt::format("podman runroot link {} exists and is not this run's; remove "
-                                     "it (sealrun sweep)",
-                                     layout.run_root_link));
+      return Error::make(
+          fmt::format("podman runroot link {} exists and is not this run's; remove "
+                      "it (sealrun sweep)",
+                      layout.run_root_link));
     ::unlink(layout.run_root_link.c_str());
   }
   if (::symlink(layout.run_root.c_str(), layout.run_root_link.c_str()) != 0)
-    return Error::from_errno(fmt::format("symlink {} -> {}", layout.run_root_link, layout.run_root));
+    return Error::from_errno(
+        fmt::format("symlink {} -> {}", layout.run_root_link, layout.run_root));
   // Owned by the job user so that fs.protected_symlinks lets it follow the link in sticky /tmp.
   if (user.drop && ::lchown(layout.run_root_link.c_str(), user.uid, user.gid) != 0)
     return Error::from_errno(fmt::format("chown {}", layout.run_root_link));
@@ -181,8 +184,8 @@ Result<std::string> accessible_image_archive(const StorageLayout& layout, const 
   std::error_code ec;
   fs::copy_file(archive, layout.image_copy, fs::copy_options::none, ec);
   if (ec)
-    return Error::with_errno(ec.value(), fmt::format("copy image archive {} to {}", archive,
-                                                     layout.image_copy));
+    return Error::with_errno(
+        ec.value(), fmt::format("copy image archive {} to {}", archive, layout.image_copy));
   SEALRUN_TRY(chown_path(layout.image_copy, user));
   ::chmod(layout.image_copy.c_str(), 0400);
   actions.push_back(fmt::format("copied image archive {} to {} (unreadable for {})", archive,
@@ -210,11 +213,11 @@ Result<std::vector<MountSpec>> prepare_mounts(const ContainmentSpec& spec,
         use.source = fmt::format("{}/{}", layout.stage_dir, staged++);
         SEALRUN_TRY_CTX(run_as_controller({"cp", "-a", "--", m.source, use.source}, 600 * 1000),
                         fmt::format("stage mount {}", m.target));
-        SEALRUN_TRY_CTX(run_as_controller({"chown", "-R", "-h", fmt::format("{}:{}", user.uid,
-                                                                              user.gid),
-                                           "--", use.source},
-                                          600 * 1000),
-                        fmt::format("stage mount {}", m.target));
+        SEALRUN_TRY_CTX(
+            run_as_controller(
+                {"chown", "-R", "-h", fmt::format("{}:{}", user.uid, user.gid), "--", use.source},
+                600 * 1000),
+            fmt::format("stage mount {}", m.target));
         // The container's root is the job user: owner bits decide, so make them readable.
         SEALRUN_TRY_CTX(run_as_controller({"chmod", "-R", "u+rX", "--", use.source}, 600 * 1000),
                         fmt::format("stage mount {}", m.target));
@@ -223,11 +226,11 @@ Result<std::vector<MountSpec>> prepare_mounts(const ContainmentSpec& spec,
         break;
       }
       case MountAction::kChownToJobUser:
-        SEALRUN_TRY_CTX(run_as_controller({"chown", "-R", "-h", fmt::format("{}:{}", user.uid,
-                                                                              user.gid),
-                                           "--", m.source},
-                                          600 * 1000),
-                        fmt::format("writable mount {}", m.target));
+        SEALRUN_TRY_CTX(
+            run_as_controller(
+                {"chown", "-R", "-h", fmt::format("{}:{}", user.uid, user.gid), "--", m.source},
+                600 * 1000),
+            fmt::format("writable mount {}", m.target));
         actions.push_back(fmt::format("gave writable mount source {} to {}", m.source, user.name));
         break;
       case MountAction::kRefuse:
@@ -257,9 +260,9 @@ Status remove_storage(const StorageLayout& layout, const JobUser& user, const Ho
   auto unshared = run_as_job_user(
       user, layout, unshare_rm_argv(layout, facts, {layout.graph_root, layout.run_root}),
       120 * 1000);
-  actions.push_back(unshared ? fmt::format("podman unshare rm -rf {} {}: ok", layout.graph_root,
-                                           layout.run_root)
-                             : fmt::format("podman unshare rm -rf: {}", unshared.error().message()));
+  actions.push_back(
+      unshared ? fmt::format("podman unshare rm -rf {} {}: ok", layout.graph_root, layout.run_root)
+               : fmt::format("podman unshare rm -rf: {}", unshared.error().message()));
   stop_pause_process(layout, user, actions);
   struct stat st {};
   if (::lstat(layout.run_root_link.c_str(), &st) == 0 && S_ISLNK(st.st_mode) &&
@@ -267,8 +270,8 @@ Status remove_storage(const StorageLayout& layout, const JobUser& user, const Ho
     if (::unlink(layout.run_root_link.c_str()) == 0)
       actions.push_back(fmt::format("removed runroot link {}", layout.run_root_link));
     else
-      actions.push_back(fmt::format("remove runroot link {}: {}", layout.run_root_link,
-                                    ::strerror(errno)));
+      actions.push_back(
+          fmt::format("remove runroot link {}: {}", layout.run_root_link, ::strerror(errno)));
   }
   fs::remove_all(layout.base, ec);
   if (ec) {

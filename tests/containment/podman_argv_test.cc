@@ -1,6 +1,8 @@
 // Unit tests of the rootless podman mechanism's pure parts: the storage layout, the `podman run`
 // command line built from a spec, the mount-access decisions and the probe's verdicts. These read
 // the boundary as data; podman_integration_test.cc checks that podman really enforces it.
+#include "containment/podman_argv.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -8,7 +10,6 @@
 #include <vector>
 
 #include "containment/podman.h"
-#include "containment/podman_argv.h"
 #include "containment/podman_runner.h"
 #include "containment/podman_storage.h"
 
@@ -61,7 +62,7 @@ TEST(PodmanArgv, GlobalFlagsPinStorageRuntimeAndCgroupManager) {
   EXPECT_EQ(a.front(), "/usr/bin/podman");
   EXPECT_TRUE(has_pair(a, "--root", l.graph_root));
   EXPECT_TRUE(has_pair(a, "--runroot", l.run_root_link));
-  EXPECT_LE(l.run_root_link.size(), 50u);  // podman's limit
+  EXPECT_LE(l.run_root_link.size(), 50u);                          // podman's limit
   EXPECT_EQ(l.run_root_link, storage_layout("/o").run_root_link);  // recomputable by sweep
   EXPECT_NE(l.run_root_link, storage_layout("/o2").run_root_link);
   EXPECT_TRUE(has_pair(a, "--storage-driver", "vfs"));
@@ -75,9 +76,9 @@ TEST(PodmanArgv, RunCarriesEveryBoundaryFlag) {
   HostFacts f;
   auto a = run_argv(spec, spec.mounts, l, f, kId);
   ASSERT_TRUE(a.ok()) << a.error().message();
-  for (const char* flag : {"--pull=never", "--network=none", "--read-only", "--read-only-tmpfs=false",
-                           "--cap-drop=all", "--unsetenv-all", "--env-host=false",
-                           "--http-proxy=false", "--rm=false"})
+  for (const char* flag :
+       {"--pull=never", "--network=none", "--read-only", "--read-only-tmpfs=false",
+        "--cap-drop=all", "--unsetenv-all", "--env-host=false", "--http-proxy=false", "--rm=false"})
     EXPECT_TRUE(has(*a, flag)) << flag;
   EXPECT_TRUE(has_pair(*a, "--security-opt", "no-new-privileges"));
   EXPECT_TRUE(has_pair(*a, "--security-opt", "seccomp=" + l.seccomp_profile));

@@ -3,12 +3,14 @@
 // the static helper podman_jobs/escape.c copied into the job's /src; each test ends with cleanup()
 // confirmed: no container with the run's label, no storage, no process left.
 #include <fcntl.h>
+#include <fmt/format.h>
+#include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
-#include <signal.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -18,9 +20,6 @@
 #include <memory>
 #include <set>
 #include <sstream>
-
-#include <fmt/format.h>
-#include <gtest/gtest.h>
 
 #include "containment/grant.h"
 #include "containment/podman.h"
@@ -203,8 +202,8 @@ TEST_F(PodmanIntegration, JobSeesOnlyTheAdmittedEnvironment) {
   for (std::string line; std::getline(in, line);) seen.insert(line);
   // podman always exports HOSTNAME (fixed to "sealrun") and HOME (from the image's passwd) —
   // documented in podman_argv.cc; nothing of the controller's or podman's own environment.
-  EXPECT_EQ(seen, (std::set<std::string>{"FOO=bar baz", "SOURCE_DATE_EPOCH=1700000000",
-                                         "PATH=/bin", "HOSTNAME=sealrun", "HOME=/"}));
+  EXPECT_EQ(seen, (std::set<std::string>{"FOO=bar baz", "SOURCE_DATE_EPOCH=1700000000", "PATH=/bin",
+                                         "HOSTNAME=sealrun", "HOME=/"}));
 }
 
 TEST_F(PodmanIntegration, NetworkIsNone) {
@@ -263,9 +262,9 @@ TEST_F(PodmanIntegration, UnreadableSourceIsStagedNotExposed) {
 
 TEST_F(PodmanIntegration, NoCapabilitiesNoNewPrivsSeccompFilter) {
   auto o = run({"/bin/cat", "/proc/self/status"});
-  for (const char* line : {"CapInh:\t0000000000000000", "CapPrm:\t0000000000000000",
-                           "CapEff:\t0000000000000000", "CapBnd:\t0000000000000000",
-                           "CapAmb:\t0000000000000000", "NoNewPrivs:\t1", "Seccomp:\t2"})
+  for (const char* line :
+       {"CapInh:\t0000000000000000", "CapPrm:\t0000000000000000", "CapEff:\t0000000000000000",
+        "CapBnd:\t0000000000000000", "CapAmb:\t0000000000000000", "NoNewPrivs:\t1", "Seccomp:\t2"})
     EXPECT_NE(o.out.find(line), std::string::npos) << line << "\n" << o.out;
 }
 
@@ -357,7 +356,8 @@ TEST_F(PodmanIntegration, ContainerProcessesLandInTheResourceGroup) {
       std::string controller = rest.substr(0, rest.find('/'));
       std::string path = rest.substr(controller.size());
       EXPECT_NE(cg.find(":" + controller + ":" + path + "\n"), std::string::npos)
-          << "pid " << p << " is not in " << loc << ":\n" << cg;
+          << "pid " << p << " is not in " << loc << ":\n"
+          << cg;
     }
   }
   ASSERT_TRUE((*job)->stop(1000).ok());

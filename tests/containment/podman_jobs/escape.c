@@ -62,7 +62,8 @@ static long try_connect_abstract(const char* name) {
   size_t n = strlen(name);
   if (n > sizeof a.sun_path - 2) n = sizeof a.sun_path - 2;
   memcpy(a.sun_path + 1, name, n); /* leading NUL: the abstract namespace */
-  long rc = connect(s, (struct sockaddr*)&a, (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n));
+  long rc =
+      connect(s, (struct sockaddr*)&a, (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n));
   close(s);
   return rc;
 }
