@@ -1,8 +1,152 @@
-// `sealrun admit`: not built yet (see the open issues); registers nothing so far.
+// `sealrun admit freeze|check`: the user-facing side of admission/. freeze computes every pin and
+// writes a canonical admission (exit 0 written, 1 failed, 2 usage); check verifies the document's
+// own digest and every pin without running anything (exit 0 when every check passed, 3 otherwise —
+// the same code `sealrun run` uses for a refused admission).
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "admission/admitted.h"
+#include "admission/freeze.h"
 #include "controller/commands.h"
+#include "controller/exit_codes.h"
+#include "controller/output.h"
+#include "core/hex.h"
 
 namespace sealrun::cli {
+namespace {
 
-void register_admit(CLI::App& /*app*/, int* /*exit_code*/) {}
+using admission::AdmitOutcome;
+using admission::CheckStatus;
+using admission::FreezeRequest;
+using admission::PinCheck;
+
+struct FreezeArgs {
+  FreezeRequest request;
+  bool json = false;
+};
+
+struct CheckArgs {
+  std::string path;
+  std::string sha256;
+  bool json = false;
+};
+
+std::string mib(uint64_t bytes) { return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / (1 << 20)); }
+
+// "\rhashing toolchain: 12.0 MiB of 240.3 MiB (5%)" on a terminal; nothing otherwise.
+std::function<void(uint64_t, uint64_t)> terminal_progress(const char* what) {
+  if (!stderr_is_terminal()) return {};
+  return [what](uint64_t done, uint64_t total) {
+    int pct = total == 0 ? 100 : static_cast<int>(done * 100 / total);
+    fmt::print(stderr, "\rhashing {}: {} of {} ({}%)\033[K", what, mib(done), mib(total), pct);
+    std::fflush(stderr);
+  };
+}
+
+void clear_progress_line() {
+  if (!stderr_is_terminal()) return;
+  fmt::print(stderr, "\r\033[K");
+  std::fflush(stderr);
+}
+
+int run_freeze(FreezeArgs& args) {
+  args.request.toolchain_progress = terminal_progress("toolchain");
+  auto frozen = admission::freeze_admission(args.request);
+  clear_progress_line();
+  if (!frozen.ok()) {
+    print_error("admit freeze", frozen.error());
+    return kExitFailure;
+  }
+  if (args.json)
+    print_json({{"path", frozen->path}, {"sha256", frozen->sha256}});
+  else
+    fmt::print("{}  {}\n", frozen->sha256, frozen->path);
+  return kExitOk;
+}
+
+int run_check(const CheckArgs& args) {
+  if (from_hex(args.sha256).value_or("").size() != 32) {
+    print_error("admit check", fmt::format("--sha256 {}: expected 64 hex digits", args.sha256));
+    return kExitUsage;
+  }
+  admission::VerifyOptions options;
+  options.toolchain_progress = terminal_progress("toolchain");
+  AdmitOutcome out = admission::admit(args.path, args.sha256, options);
+  clear_progress_line();
+  const admission::AdmissionReport& report = out.report;
+  if (args.json) {
+    nlohmann::json checks = nlohmann::json::array();
+    for (const PinCheck& c : report.checks) checks.push_back(admission::pin_check_to_json(c));
+    print_json({{"admission", report.path},
+                {"sha256", report.observed_sha256},
+                {"passed", report.all_passed()},
+                {"refusal", report.refusal ? nlohmann::json(report.refusal->message())
+                                           : nlohmann::json(nullptr)},
+                {"checks", std::move(checks)}});
+  } else {
+    for (const PinCheck& c : report.checks)
+      fmt::print("{:<7} {}  expected {}  observed {}\n", admission::check_status_name(c.status),
+                 c.target, c.expected, c.observed);
+  }
+  std::fflush(stdout);
+  if (report.all_passed()) return kExitOk;
+  print_error("admit check", "refused: " + report.summary());
+  return kExitAdmissionRefused;
+}
+
+}  // namespace
+
+void register_admit(CLI::App& app, int* exit_code) {
+  CLI::App* admit = app.add_subcommand(
+      "admit", "Pin what may run: freeze an admission from inputs, or check one without running it");
+  admit->require_subcommand(1);
+
+  auto f = std::make_shared<FreezeArgs>();
+  CLI::App* freeze = admit->add_subcommand(
+      "freeze",
+      "Compute every pin (source commit/tree/manifest, toolchain tree, image, host tools) and write "
+      "a canonical admission; prints its SHA-256. Usage: admit freeze --out FILE [options] -- ARGV...");
+  freeze->add_option("--out", f->request.out, "Admission file to write")->required();
+  freeze->add_flag("--force", f->request.force, "Replace an existing --out file");
+  freeze->add_option("--draft", f->request.draft,
+                     "A partial admission (JSON) to start from; flags and --set override it");
+  freeze->add_option("--source", f->request.source,
+                     "Source: a git repository directory, a git bundle file, or a plain tree");
+  freeze->add_option("--toolchain", f->request.toolchain, "Toolchain root directory (read-only in the job)");
+  freeze->add_option("--toolchain-mount", f->request.toolchain_mount,
+                     "Where the toolchain appears in the job (default: its host path)");
+  freeze->add_option("--image", f->request.image, "Container image archive (OCI or docker-archive tar)");
+  freeze->add_option("--host-tool", f->request.host_tools,
+                     "A host binary to pin by SHA-256 (repeatable), e.g. /usr/bin/bwrap")
+      ->allow_extra_args(false)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  freeze->add_option("--set", f->request.sets,
+                     "KEY=VALUE with a dotted key of the admission (repeatable), e.g. "
+                     "limits.memory_max_bytes=67108864; VALUE is JSON if it parses, else a string")
+      ->allow_extra_args(false)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  freeze->add_option("--env", f->request.env, "NAME=VALUE allowed into the job (repeatable)")
+      ->allow_extra_args(false)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  freeze->add_flag("--json", f->json, "Print {path, sha256} as JSON");
+  freeze->add_option("ARGV", f->request.argv, "The command the job runs (after --)");
+  freeze->callback([f, exit_code] { *exit_code = run_freeze(*f); });
+
+  auto c = std::make_shared<CheckArgs>();
+  CLI::App* check = admit->add_subcommand(
+      "check",
+      "Verify an admission without running anything: its own SHA-256, then every pin. One line per "
+      "check (target, expected, observed, pass/fail); exit 0 when all pass, 3 otherwise");
+  check->add_option("ADMISSION", c->path, "The admission file")->required();
+  check->add_option("--sha256", c->sha256, "The SHA-256 the admission's exact bytes must have")
+      ->required();
+  check->add_flag("--json", c->json, "Print {admission, sha256, passed, refusal, checks[]} as JSON");
+  check->callback([c, exit_code] { *exit_code = run_check(*c); });
+}
 
 }  // namespace sealrun::cli

@@ -1,8 +1,108 @@
-// `sealrun demo`: not built yet (see the open issues); registers nothing so far.
+// `sealrun demo [--out DIR]`: the embedded default. Freezes an admission for the bundled example
+// (examples/hello, built with this host's C compiler), runs it contained through the same pipeline
+// as `sealrun run`, and summarises the receipt. Exit 0 when the receipt says `built`.
+#include <unistd.h>
+
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "admission/freeze.h"
+#include "containment/bwrap.h"
 #include "controller/commands.h"
+#include "controller/exit_codes.h"
+#include "controller/output.h"
+#include "controller/receipt_review.h"
+#include "controller/run_pipeline.h"
+#include "core/process.h"
+#include "core/syscall.h"
 
 namespace sealrun::cli {
 
-void register_demo(CLI::App& /*app*/, int* /*exit_code*/) {}
+namespace fs = std::filesystem;
+
+namespace {
+
+// examples/hello next to the build directory holding this executable (build/sealrun), else the
+// source tree this binary was configured from.
+std::string find_example() {
+  std::error_code ec;
+  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    fs::path candidate = exe.parent_path().parent_path() / "examples" / "hello";
+    if (fs::is_directory(candidate / ".", ec)) return candidate.string();
+  }
+  return std::string(SEALRUN_SOURCE_DIR) + "/examples/hello";
+}
+
+// The directory holding the compiler proper (cc1) of the host's `cc`: the toolchain to pin.
+Result<std::string> find_toolchain() {
+  auto cc = SEALRUN_TRY(find_program("cc"));
+  SpawnOptions o;
+  o.argv = {cc, "-print-prog-name=cc1"};
+  auto r = SEALRUN_TRY(run_capture(o, 10000, 4096));
+  std::string cc1 = r.out.substr(0, r.out.find('\n'));
+  if (!r.status.success() || cc1.empty() || cc1[0] != '/')
+    return Error::make("cannot find the host compiler's cc1 (`cc -print-prog-name=cc1`); install "
+                       "build-essential");
+  return fs::path(cc1).parent_path().string();
+}
+
+}  // namespace
+
+void register_demo(CLI::App& app, int* exit_code) {
+  auto* cmd = app.add_subcommand(
+      "demo", "Freeze an admission for the bundled example (examples/hello), run it contained, "
+              "and summarise the receipt (exit 0: the receipt says built)");
+  auto out = std::make_shared<std::string>("demo-out");
+  auto example = std::make_shared<std::string>();
+  cmd->add_option("--out", *out, "where the admission, state and receipt go")->capture_default_str();
+  cmd->add_option("--example", *example, "the example tree (default: the bundled examples/hello)");
+  cmd->callback([=] {
+    auto fail = [&](const std::string& what, int code) {
+      print_error("demo", what);
+      *exit_code = code;
+    };
+    std::string source = example->empty() ? find_example() : *example;
+    std::error_code ec;
+    fs::create_directories(*out, ec);
+    if (ec) return fail(fmt::format("cannot create {}: {}", *out, ec.message()), kExitFailure);
+    std::string out_dir = fs::absolute(*out).lexically_normal().string();
+    auto toolchain = find_toolchain();
+    if (!toolchain) return fail(toolchain.error().message(), kExitFailure);
+
+    admission::FreezeRequest freeze;
+    freeze.out = out_dir + "/admission.json";
+    freeze.force = true;  // the demo's own file, rewritten each time
+    freeze.source = source;
+    freeze.toolchain = *toolchain;
+    if (auto bwrap = find_program("bwrap"); bwrap) freeze.host_tools.push_back(*bwrap);
+    freeze.env = {"PATH=/usr/local/bin:/usr/bin:/bin"};
+    freeze.sets = {"limits.wall_clock_s=300", "limits.outer_s=600", "limits.census_interval_ms=1000"};
+    freeze.argv = {"/bin/sh", "build.sh"};
+    fmt::print("1/3 freeze: pinning {} and the toolchain {}\n", source, *toolchain);
+    std::fflush(stdout);
+    auto frozen = admission::freeze_admission(freeze);
+    if (!frozen) return fail("freeze: " + frozen.error().message(), kExitFailure);
+    fmt::print("    admission {} sha256 {}\n", frozen->path, frozen->sha256);
+
+    run::RunRequest req;
+    req.admission_path = frozen->path;
+    req.sha256 = frozen->sha256;
+    req.id = fmt::format("demo-{}-{}", utc_timestamp_now(), ::getpid());
+    for (char& c : req.id)
+      if (c == ':') c = '-';
+    req.state_dir = out_dir + "/state";
+    fmt::print("2/3 run {} contained (state in {})\n", req.id, req.state_dir);
+    std::fflush(stdout);
+    run::RunOutcome o = run::run_pipeline(req);
+    if (!o.message.empty()) print_error("demo", o.message);
+    fmt::print("3/3 receipt\n");
+    nlohmann::json doc = nlohmann::json::parse(receipt::render_receipt(o.receipt, 1 << 20));
+    fmt::print("{}", receipt::summary_text(doc));
+    if (!o.receipt_path.empty()) fmt::print("{}\n", o.receipt_path);
+    *exit_code = o.receipt.state == "built" ? kExitOk : (o.exit_code != 0 ? o.exit_code : kExitFailure);
+  });
+}
 
 }  // namespace sealrun::cli

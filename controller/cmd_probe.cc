@@ -3,13 +3,13 @@
 // is enforceable here and why — every verdict comes from the mechanism's own probe, which starts a
 // throwaway sandbox and reads back what it got. Then the resource-group back ends and the cgroup
 // mode sealrun would use. Exit 0 means the probe ran (not that everything is available).
-#include <memory>
-#include <string>
-#include <vector>
-
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+
+#include <memory>
 #include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
 
 #include "containment/bwrap.h"
 #include "containment/podman.h"

@@ -15,5 +15,8 @@ void register_admit(CLI::App& app, int* exit_code);
 void register_probe(CLI::App& app, int* exit_code);
 void register_sweep(CLI::App& app, int* exit_code);
 void register_demo(CLI::App& app, int* exit_code);
+void register_census(CLI::App& app, int* exit_code);
+void register_run(CLI::App& app, int* exit_code);
+void register_receipt(CLI::App& app, int* exit_code);
 
 }  // namespace sealrun::cli

@@ -19,6 +19,9 @@ int main(int argc, char** argv) {
   sealrun::cli::register_probe(app, &exit_code);
   sealrun::cli::register_fingerprint(app, &exit_code);
   sealrun::cli::register_admit(app, &exit_code);
+  sealrun::cli::register_run(app, &exit_code);
+  sealrun::cli::register_receipt(app, &exit_code);
+  sealrun::cli::register_census(app, &exit_code);
   sealrun::cli::register_sweep(app, &exit_code);
   try {
     app.parse(argc, argv);

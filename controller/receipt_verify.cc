@@ -1,0 +1,147 @@
+// `sealrun receipt verify`: the receipt's own digest and its internal consistency, re-derived from
+// the bytes alone. Every check is reported (pass or fail), not just the first failure, so an
+// auditor sees the whole picture.
+#include <fmt/format.h>
+
+#include <set>
+
+#include "admission/strict_json.h"
+#include "controller/receipt.h"
+#include "core/hex.h"
+#include "fingerprint/sha256.h"
+
+namespace sealrun::receipt {
+
+using nlohmann::json;
+
+namespace {
+
+class Findings {
+ public:
+  void add(std::string check, bool pass, std::string detail = {}) {
+    out_.push_back({std::move(check), pass, std::move(detail)});
+  }
+  std::vector<VerifyFinding> take() { return std::move(out_); }
+
+ private:
+  std::vector<VerifyFinding> out_;
+};
+
+bool has(const json& doc, const char* key, json::value_t type) {
+  return doc.contains(key) && doc[key].type() == type;
+}
+
+void check_shape(const json& doc, Findings& f) {
+  struct Field {
+    const char* key;
+    std::vector<json::value_t> types;
+  };
+  using V = json::value_t;
+  const Field fields[] = {
+      {"schema", {V::string}},           {"id", {V::string}},
+      {"state", {V::string}},            {"exit", {V::number_unsigned, V::number_integer}},
+      {"reason", {V::string}},           {"admission_sha256", {V::string}},
+      {"verifications", {V::array}},     {"grant", {V::object, V::null}},
+      {"commands", {V::array}},          {"samples", {V::array}},
+      {"samples_dropped", {V::number_unsigned}}, {"guard", {V::object, V::null}},
+      {"memory", {V::object, V::null}},  {"outputs", {V::array}},
+      {"stop_confirmed", {V::boolean}},  {"cleanup", {V::array}},
+      {"truncated", {V::array}},
+  };
+  std::vector<std::string> missing;
+  for (const auto& field : fields) {
+    bool ok = doc.contains(field.key) &&
+              std::find(field.types.begin(), field.types.end(), doc[field.key].type()) !=
+                  field.types.end();
+    if (!ok) missing.emplace_back(field.key);
+  }
+  f.add("fields", missing.empty(),
+        missing.empty() ? "every contract field present with its type"
+                        : fmt::format("missing or mistyped: {}", fmt::join(missing, ", ")));
+}
+
+void check_verdict(const json& doc, Findings& f) {
+  std::string state = doc.value("state", "");
+  int64_t exit = doc.contains("exit") && doc["exit"].is_number_integer() ? doc["exit"].get<int64_t>() : -1;
+  static const std::set<std::string> kStates = {"built", "failed", "not_run"};
+  f.add("state", kStates.count(state) == 1, fmt::format("state {}", state));
+  static const std::set<int64_t> kExits = {0, 2, 3, 4, 5, 6, 7};
+  f.add("exit code", kExits.count(exit) == 1, fmt::format("exit {}", exit));
+  std::string reason = doc.value("reason", "");
+
+  if (state == "built") {
+    std::vector<std::string> problems;
+    if (exit != 0) problems.push_back(fmt::format("exit is {}", exit));
+    if (!doc.value("stop_confirmed", false)) problems.push_back("stop_confirmed is false");
+    if (has(doc, "commands", json::value_t::array)) {
+      if (doc["commands"].empty()) problems.push_back("no command recorded");
+      for (const auto& c : doc["commands"]) {
+        bool ok = c.contains("exit") && c["exit"].is_number_integer() && c["exit"] == 0 &&
+                  c.value("signal", 0) == 0 && !c.value("timed_out", false);
+        if (!ok) problems.push_back(fmt::format("command {} did not exit 0", c.value("label", "?")));
+      }
+    }
+    if (has(doc, "verifications", json::value_t::array))
+      for (const auto& v : doc["verifications"])
+        if (v.value("result", "") != "pass")
+          problems.push_back(fmt::format("verification {} failed", v.value("target", "?")));
+    if (doc.contains("guard") && !doc["guard"].is_null()) problems.push_back("a guard tripped");
+    if (has(doc, "cleanup", json::value_t::array))
+      for (const auto& c : doc["cleanup"])
+        if (c.value("result", "") != "ok")
+          problems.push_back(fmt::format("cleanup {} failed", c.value("action", "?")));
+    f.add("built is consistent", problems.empty(),
+          problems.empty() ? "exit 0, every command exit 0, stop confirmed, all checks passed"
+                           : fmt::format("{}", fmt::join(problems, "; ")));
+  } else {
+    f.add("failure has a reason", !reason.empty(),
+          reason.empty() ? "state is not built but reason is empty" : reason);
+    f.add("failure has a failing exit", exit != 0, fmt::format("exit {}", exit));
+  }
+  if (state == "not_run" && has(doc, "commands", json::value_t::array)) {
+    bool job_ran = false;
+    for (const auto& c : doc["commands"]) job_ran = job_ran || c.value("label", "") == "job";
+    f.add("not_run ran no job", !job_ran, job_ran ? "a job command is recorded" : "");
+  }
+  if (has(doc, "commands", json::value_t::array) && !doc["commands"].empty() &&
+      doc.value("state", "") != "not_run")
+    f.add("stop confirmed after a job", doc.value("stop_confirmed", false) || exit == 7,
+          "a job ran: the stop must be confirmed, or exit 7 says it was not");
+}
+
+void check_digests(const json& doc, Findings& f) {
+  std::vector<std::string> bad;
+  if (has(doc, "outputs", json::value_t::array))
+    for (const auto& o : doc["outputs"])
+      if (!o.is_object() || !is_sha256_hex(o.value("sha256", "")))
+        bad.push_back(o.is_object() ? o.value("path", "?") : "?");
+  f.add("output digests", bad.empty(),
+        bad.empty() ? "" : fmt::format("not a sha256: {}", fmt::join(bad, ", ")));
+}
+
+}  // namespace
+
+Result<std::vector<VerifyFinding>> verify_receipt_bytes(std::string_view bytes) {
+  Findings f;
+  f.add("size", bytes.size() <= 1024 * 1024, fmt::format("{} bytes (limit 1 MiB)", bytes.size()));
+  auto parsed = admission::parse_strict_json(bytes);
+  if (!parsed) return std::move(parsed).error().context("receipt is not valid JSON");
+  const json& doc = *parsed;
+  if (!doc.is_object()) return Error::make("receipt is not a JSON object");
+  f.add("schema", doc.value("schema", "") == kSchema,
+        fmt::format("schema {}", doc.value("schema", "(none)")));
+
+  bool digest_shape = doc.contains("digest") && doc["digest"].is_object() &&
+                      doc["digest"].value("algorithm", "") == "sha256";
+  std::string recorded = digest_shape ? doc["digest"].value("value", "") : "";
+  std::string computed = sha256_hex(digest_payload(doc));
+  f.add("digest", digest_shape && recorded == computed,
+        digest_shape ? fmt::format("recorded {}, computed {}", recorded, computed)
+                     : "no sha256 digest member");
+  check_shape(doc, f);
+  check_verdict(doc, f);
+  check_digests(doc, f);
+  return f.take();
+}
+
+}  // namespace sealrun::receipt

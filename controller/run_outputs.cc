@@ -1,0 +1,81 @@
+// Outputs and logs: see run_outputs.h.
+#include "controller/run_outputs.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "core/syscall.h"
+#include "fingerprint/file_hash.h"
+
+namespace sealrun::run {
+
+namespace fs = std::filesystem;
+
+Result<CollectedOutputs> collect_outputs(const std::string& output_dir, size_t max_entries) {
+  CollectedOutputs c;
+  std::error_code ec;
+  fs::recursive_directory_iterator it(output_dir, fs::directory_options::none, ec);
+  if (ec) return Error::with_errno(ec.value(), fmt::format("read outputs in {}", output_dir));
+  size_t seen = 0;
+  for (; it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    if (ec) return Error::with_errno(ec.value(), fmt::format("walk outputs in {}", output_dir));
+    if (++seen > max_entries)
+      return Error::make(fmt::format("{}: more than {} entries in the outputs", output_dir, max_entries));
+    std::string rel = fs::relative(it->path(), output_dir, ec).string();
+    auto st = lstat_at(AT_FDCWD, it->path().string());
+    if (!st) continue;  // vanished: the job has stopped, so only cleanup races here
+    if (S_ISDIR(st->st_mode)) continue;
+    if (S_ISREG(st->st_mode)) {
+      auto digest = hash_file(it->path().string());
+      if (!digest) return std::move(digest).error().context("hash output " + rel);
+      c.outputs.push_back({rel, digest->bytes, digest->sha256});
+      c.total_bytes += digest->bytes;
+    } else if (S_ISLNK(st->st_mode)) {
+      c.ignored.push_back(fmt::format("{} -> {} (symlink, not an output)", rel,
+                                      fs::read_symlink(it->path(), ec).string()));
+    } else {
+      c.ignored.push_back(fmt::format("{} (not a regular file, not an output)", rel));
+    }
+  }
+  std::sort(c.outputs.begin(), c.outputs.end(),
+            [](const auto& a, const auto& b) { return a.path < b.path; });
+  return c;
+}
+
+Result<receipt::StreamRecord> summarise_stream(const std::string& path) {
+  receipt::StreamRecord r;
+  auto digest = SEALRUN_TRY(hash_file(path));
+  r.sha256 = digest.sha256;
+  r.size = digest.bytes;
+  auto fd = SEALRUN_TRY(open_at(AT_FDCWD, path, O_RDONLY | O_NOFOLLOW));
+  off_t start = static_cast<off_t>(digest.bytes > receipt::kTailBytes ? digest.bytes - receipt::kTailBytes : 0);
+  if (::lseek(fd.get(), start, SEEK_SET) < 0) return Error::from_errno("seek " + path);
+  r.tail = SEALRUN_TRY(read_up_to(fd.get(), receipt::kTailBytes, path));
+  return r;
+}
+
+Result<uint64_t> keep_log_tail(const std::string& from, const std::string& to, uint64_t max_bytes) {
+  auto in = SEALRUN_TRY(open_at(AT_FDCWD, from, O_RDONLY | O_NOFOLLOW));
+  auto st = SEALRUN_TRY(fstat_fd(in.get(), from));
+  uint64_t size = static_cast<uint64_t>(st.st_size);
+  uint64_t keep = std::min(size, max_bytes);
+  if (::lseek(in.get(), static_cast<off_t>(size - keep), SEEK_SET) < 0)
+    return Error::from_errno("seek " + from);
+  auto out = SEALRUN_TRY(open_at(AT_FDCWD, to, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0644));
+  uint64_t copied = 0;
+  while (copied < keep) {
+    auto chunk = SEALRUN_TRY(read_up_to(in.get(), std::min<uint64_t>(keep - copied, 1 << 20), from));
+    if (chunk.empty()) break;
+    SEALRUN_TRY(write_all(out.get(), chunk, to));
+    copied += chunk.size();
+  }
+  return copied;
+}
+
+}  // namespace sealrun::run

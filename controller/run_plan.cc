@@ -1,0 +1,111 @@
+// The run plan: see run_plan.h.
+#include "controller/run_plan.h"
+
+#include <fmt/format.h>
+
+namespace sealrun::run {
+
+RunLayout layout_for(const std::string& state_dir, const std::string& id) {
+  RunLayout l;
+  l.state_dir = state_dir;
+  l.owned_root = fmt::format("{}/owned/{}", state_dir, id);
+  l.scratch_dir = l.owned_root + "/scratch";
+  l.source_dir = l.owned_root + "/source";
+  l.logs_dir = l.owned_root + "/logs";
+  l.results_root = fmt::format("{}/results/{}", state_dir, id);
+  l.output_dir = l.results_root + "/out";
+  l.receipt_path = l.results_root + "/receipt.json";
+  return l;
+}
+
+Status validate_run_id(const std::string& id) {
+  bool ok = !id.empty() && id.size() <= 64 && id != "." && id != "..";
+  for (char c : id)
+    ok = ok && ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+                c == '.' || c == '_' || c == '-');
+  if (!ok)
+    return Error::make(fmt::format(
+        "--id {:?}: use 1 to 64 characters from A-Z a-z 0-9 . _ - (it names directories)", id));
+  return ok_status();
+}
+
+Result<MechanismRequest> parse_mechanism(const std::string& name) {
+  if (name == "auto") return MechanismRequest::kAuto;
+  if (name == "bwrap") return MechanismRequest::kBwrap;
+  if (name == "podman") return MechanismRequest::kPodman;
+  return Error::make(fmt::format("--mechanism {}: expected auto, bwrap or podman", name));
+}
+
+Result<std::vector<std::string>> mechanism_order(const admission::AdmissionDocument& doc,
+                                                 MechanismRequest request) {
+  using admission::MechanismChoice;
+  MechanismChoice admitted = doc.containment.mechanism;
+  auto allowed = [&](MechanismChoice m) {
+    return admitted == MechanismChoice::kAuto || admitted == m;
+  };
+  switch (request) {
+    case MechanismRequest::kBwrap:
+      if (!allowed(MechanismChoice::kBwrap))
+        return Error::make("--mechanism bwrap: the admission allows only podman");
+      return std::vector<std::string>{"bwrap"};
+    case MechanismRequest::kPodman:
+      if (!allowed(MechanismChoice::kPodman))
+        return Error::make("--mechanism podman: the admission allows only bwrap");
+      if (!doc.image) return Error::make("--mechanism podman: the admission pins no image");
+      return std::vector<std::string>{"podman"};
+    case MechanismRequest::kAuto:
+      break;
+  }
+  if (admitted == MechanismChoice::kBwrap) return std::vector<std::string>{"bwrap"};
+  if (admitted == MechanismChoice::kPodman) return std::vector<std::string>{"podman"};
+  if (doc.image) return std::vector<std::string>{"podman", "bwrap"};
+  return std::vector<std::string>{"bwrap"};
+}
+
+std::map<std::string, std::string> job_environment(const admission::AdmissionDocument& doc) {
+  std::map<std::string, std::string> env = doc.env;
+  env["SOURCE_DATE_EPOCH"] = std::to_string(doc.source_date_epoch);
+  return env;
+}
+
+ContainmentSpec containment_spec(const admission::Admitted& admitted, const RunLayout& layout,
+                                 const std::string& id, GrantMode mode) {
+  const auto& doc = admitted.document();
+  ContainmentSpec s;
+  s.run_id = id;
+  s.owned_root = layout.owned_root;
+  s.argv = doc.command.argv;
+  s.cwd = doc.command.cwd;
+  s.env = job_environment(doc);
+  using Access = MountSpec::Access;
+  s.mounts.push_back({admitted.source_root(), doc.mounts.source, Access::kReadOnly});
+  s.mounts.push_back({doc.toolchain.root, doc.toolchain.mount_path, Access::kReadOnly});
+  s.mounts.push_back({layout.output_dir, doc.mounts.output, Access::kWritable});
+  s.mounts.push_back({layout.scratch_dir, doc.mounts.scratch, Access::kWritable});
+  if (doc.image) s.image = ImageRef{doc.image->archive, doc.image->image_id};
+  s.requested = DimensionSet::all();
+  s.required = doc.containment.required;
+  s.mode = mode;
+  s.memory_high_bytes = doc.limits.memory_high_bytes;
+  s.memory_max_bytes = doc.limits.memory_max_bytes;
+  s.swap_max_bytes = doc.limits.swap_max_bytes;
+  s.pids_max = doc.limits.pids_max;
+  s.wall_clock_ms = static_cast<int64_t>(doc.limits.wall_clock_s) * 1000;
+  return s;
+}
+
+resgroup::GroupLimits group_limits(const admission::Limits& l) {
+  return {l.memory_high_bytes, l.memory_max_bytes, l.swap_max_bytes, l.pids_max};
+}
+
+census::CensusConfig census_config(const admission::Limits& l, const RunLayout& layout) {
+  census::CensusConfig c;
+  c.owned_root = layout.owned_root;
+  c.result_root = layout.results_root;
+  c.interval_ms = static_cast<int64_t>(l.census_interval_ms);
+  c.limits = {l.owned_max_bytes, l.result_max_bytes, l.free_min_bytes, l.ceiling_bytes,
+              l.reserve_bytes};
+  return c;
+}
+
+}  // namespace sealrun::run

@@ -1,0 +1,50 @@
+// The run plan: everything the pipeline derives from a verified admission and the command line,
+// as plain values (the containment spec, the group limits, the census configuration, the layout of
+// the state directory). Pure, so unit tests read it without running anything.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "admission/admitted.h"
+#include "census/census_thread.h"
+#include "containment/resgroup/resource_group.h"
+#include "containment/spec.h"
+#include "core/result.h"
+
+namespace sealrun::run {
+
+// Where one run lives under the state directory (CONTRACT.md): owned/<id>/ and results/<id>/.
+struct RunLayout {
+  std::string state_dir;
+  std::string owned_root;    // <state>/owned/<id>        (0700, marker file)
+  std::string scratch_dir;   // <owned>/scratch           -> /scratch (writable)
+  std::string source_dir;    // <owned>/source            the verified source export
+  std::string logs_dir;      // <owned>/logs              job stdout/stderr as written
+  std::string results_root;  // <state>/results/<id>
+  std::string output_dir;    // <results>/out             -> /out (writable)
+  std::string receipt_path;  // <results>/receipt.json
+};
+RunLayout layout_for(const std::string& state_dir, const std::string& id);
+
+// A run id is a file name: [A-Za-z0-9._-]{1,64}, not "." or "..".
+Status validate_run_id(const std::string& id);
+
+enum class MechanismRequest { kAuto, kBwrap, kPodman };
+Result<MechanismRequest> parse_mechanism(const std::string& name);
+
+// Mechanism names, strongest first, for this admission and request: a pinned image makes rootless
+// podman the strongest (a hermetic root from the image); bwrap binds the host's system read-only.
+// An explicit request must agree with what the admission allows.
+Result<std::vector<std::string>> mechanism_order(const admission::AdmissionDocument& doc,
+                                                 MechanismRequest request);
+
+// The job's environment: exactly SOURCE_DATE_EPOCH and the admitted variables.
+std::map<std::string, std::string> job_environment(const admission::AdmissionDocument& doc);
+
+ContainmentSpec containment_spec(const admission::Admitted& admitted, const RunLayout& layout,
+                                 const std::string& id, GrantMode mode);
+resgroup::GroupLimits group_limits(const admission::Limits& limits);
+census::CensusConfig census_config(const admission::Limits& limits, const RunLayout& layout);
+
+}  // namespace sealrun::run
