@@ -117,7 +117,7 @@ std::string describe_mismatches(const std::vector<ManifestMismatch>& mismatches)
 // Verifies the manifest against the files of the admitted source: the tree itself for kind
 // "tree", an export of the admitted commit for git and bundle sources.
 PinCheck check_manifest(const SourcePin& s, const VerifyOptions& options) {
-  PinCheck c{"source.manifest", fmt::format("{} files as listed in source.manifest", s.manifest.size()),
+  PinCheck c{"source.manifest", fmt::format("{} file(s) as listed in source.manifest", s.manifest.size()),
              {}, CheckStatus::kFail};
   std::string root = s.path;
   ScratchDir scratch;
@@ -157,7 +157,8 @@ void check_source(const SourcePin& s, const VerifyOptions& options, Checks* chec
       checks->skipped("source.tree", s.tree);
     }
     checks->skipped("source.manifest_sha256", s.manifest_sha256);
-    checks->skipped("source.manifest", fmt::format("{} files", s.manifest.size()));
+    checks->skipped("source.manifest",
+                    fmt::format("{} file(s) as listed in source.manifest", s.manifest.size()));
     return;
   }
   if (s.kind == SourceKind::kBundle) checks->compare("source.path_sha256", s.path_sha256, file_sha256(s.path));
