@@ -1,0 +1,167 @@
+// hash_file_at: correct digests through the descriptor, a file rewritten mid-hash is an error
+// (made deterministic with the AfterFirstChunkHook seam), and symlinks, FIFOs and directories are
+// refused without being followed or blocking.
+#include "fingerprint/file_hash.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <future>
+#include <thread>
+
+#include "fingerprint/sha256.h"
+#include "tests/support/temp_dir.h"
+
+namespace sealrun {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::TempDir;
+using testing::write_text;
+
+std::string pattern_bytes(size_t n, uint32_t seed) {
+  std::string s(n, '\0');
+  uint32_t x = seed;
+  for (auto& c : s) {
+    x = x * 1664525u + 1013904223u;
+    c = static_cast<char>(x >> 24);
+  }
+  return s;
+}
+
+TEST(FileHash, SmallAndMultiChunkFilesMatchTheirBytes) {
+  TempDir dir;
+  for (size_t size : {size_t{0}, size_t{1}, size_t{4096}, FileHasher::kChunkBytes,
+                      3 * FileHasher::kChunkBytes + 17}) {
+    std::string bytes = pattern_bytes(size, static_cast<uint32_t>(size));
+    write_text(dir / "f", bytes);
+    auto digest = hash_file(dir / "f");
+    ASSERT_TRUE(digest.ok()) << digest.error().message();
+    EXPECT_EQ(digest->sha256, sha256_hex(bytes)) << size;
+    EXPECT_EQ(digest->bytes, size);
+  }
+}
+
+TEST(FileHash, RelativeToDirectoryDescriptor) {
+  TempDir dir;
+  write_text(dir / "x", "abc");
+  int dfd = ::open(dir.str().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  ASSERT_GE(dfd, 0);
+  auto digest = hash_file_at(dfd, "x");
+  ::close(dfd);
+  ASSERT_TRUE(digest.ok()) << digest.error().message();
+  EXPECT_EQ(digest->sha256, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+}
+
+TEST(FileHash, FileGrownDuringHashingIsAnErrorNamingIt) {
+  TempDir dir;
+  const std::string path = dir / "growing.bin";
+  write_text(path, pattern_bytes(2 * FileHasher::kChunkBytes, 1));
+  bool called = false;
+  auto digest = hash_file_at(AT_FDCWD, path, [&] {
+    called = true;
+    int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(::write(fd, "more", 4), 4);
+    ::close(fd);
+  });
+  EXPECT_TRUE(called);
+  ASSERT_FALSE(digest.ok());
+  EXPECT_THAT(digest.error().message(), HasSubstr(path));
+  EXPECT_THAT(digest.error().message(), HasSubstr("changed while it was being hashed"));
+}
+
+TEST(FileHash, SameSizeRewriteDuringHashingIsAnError) {
+  // Only the timestamps can tell: the size stays the same. The write happens after our first
+  // fstat, which (multigrain timestamps) guarantees it a distinct ctime.
+  TempDir dir;
+  const std::string path = dir / "rewritten.bin";
+  const std::string original = pattern_bytes(2 * FileHasher::kChunkBytes, 2);
+  write_text(path, original);
+  auto digest = hash_file_at(AT_FDCWD, path, [&] {
+    int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(::pwrite(fd, "XXXX", 4, static_cast<off_t>(original.size() - 4)), 4);
+    ::close(fd);
+  });
+  ASSERT_FALSE(digest.ok()) << "a rewritten file was hashed silently";
+  EXPECT_THAT(digest.error().message(), HasSubstr(path));
+  EXPECT_THAT(digest.error().message(), HasSubstr("time changed"));
+}
+
+TEST(FileHash, UnchangedFileWithHookStillHashes) {
+  TempDir dir;
+  const std::string bytes = pattern_bytes(2 * FileHasher::kChunkBytes, 3);
+  write_text(dir / "f", bytes);
+  int calls = 0;
+  auto digest = hash_file_at(AT_FDCWD, dir / "f", [&] { ++calls; });
+  ASSERT_TRUE(digest.ok()) << digest.error().message();
+  EXPECT_EQ(calls, 1);
+  EXPECT_EQ(digest->sha256, sha256_hex(bytes));
+}
+
+TEST(FileHash, SymlinkIsRefusedNotFollowed) {
+  TempDir dir;
+  write_text(dir / "target", "abc");
+  ASSERT_EQ(::symlink("target", (dir / "link").c_str()), 0);
+  auto digest = hash_file(dir / "link");
+  ASSERT_FALSE(digest.ok());
+  EXPECT_THAT(digest.error().message(), HasSubstr(dir / "link"));
+  EXPECT_THAT(digest.error().message(), HasSubstr("is a symlink"));
+}
+
+// Runs fn on a thread and fails (instead of hanging the suite) if it blocks.
+template <typename Fn>
+auto within_seconds(int seconds, Fn fn) -> std::optional<decltype(fn())> {
+  auto task = std::make_shared<std::packaged_task<decltype(fn())()>>(std::move(fn));
+  auto result = task->get_future();
+  std::thread([task] { (*task)(); }).detach();
+  if (result.wait_for(std::chrono::seconds(seconds)) != std::future_status::ready)
+    return std::nullopt;
+  return result.get();
+}
+
+TEST(FileHash, FifoIsRefusedWithoutBlocking) {
+  TempDir dir;
+  const std::string fifo = dir / "pipe";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  auto digest = within_seconds(10, [&] { return hash_file(fifo); });
+  ASSERT_TRUE(digest.has_value()) << "hashing a FIFO blocked";
+  ASSERT_FALSE(digest->ok());
+  EXPECT_THAT(digest->error().message(), HasSubstr(fifo));
+  EXPECT_THAT(digest->error().message(), HasSubstr("FIFO"));
+}
+
+TEST(FileHash, FifoSwappedInAfterTheLstatIsRefusedWithoutBlocking) {
+  // The race the tree walk cannot exclude: its lstat saw a regular file, then the name became a
+  // FIFO. O_NONBLOCK makes the open return at once, and fstat tells the truth.
+  TempDir dir;
+  const std::string fifo = dir / "pipe";
+  write_text(dir / "regular", "x");
+  struct stat looked {};
+  ASSERT_EQ(::stat((dir / "regular").c_str(), &looked), 0);
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  auto opened = within_seconds(10, [&] { return open_regular_at(AT_FDCWD, fifo, fifo, &looked); });
+  ASSERT_TRUE(opened.has_value()) << "opening a FIFO blocked";
+  ASSERT_FALSE(opened->ok());
+  EXPECT_THAT(opened->error().message(), HasSubstr("FIFO"));
+}
+
+TEST(FileHash, DirectoryAndMissingFileAreErrorsNamingThePath) {
+  TempDir dir;
+  auto d = hash_file(dir.str());
+  ASSERT_FALSE(d.ok());
+  EXPECT_THAT(d.error().message(), HasSubstr("is a directory"));
+  auto missing = hash_file(dir / "nope");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_THAT(missing.error().message(), HasSubstr(dir / "nope"));
+  EXPECT_EQ(missing.error().err(), ENOENT);
+}
+
+}  // namespace
+}  // namespace sealrun
