@@ -23,10 +23,10 @@ struct Tier {
 };
 // Log-uniform sizes inside each tier.
 constexpr Tier kTiers[] = {
-    {0.8160, 1, 16},           // headers, small sources
-    {0.1500, 16, 256},         // objects, larger sources
-    {0.0300, 256, 4096},       // static archives, small libraries
-    {0.0040, 4096, 20 * 1024}, // big shared libraries, compiler binaries
+    {0.8160, 1, 16},            // headers, small sources
+    {0.1500, 16, 256},          // objects, larger sources
+    {0.0300, 256, 4096},        // static archives, small libraries
+    {0.0040, 4096, 20 * 1024},  // big shared libraries, compiler binaries
 };
 
 uint64_t g_state = 0x9e3779b97f4a7c15ull;
@@ -83,8 +83,7 @@ int main(int argc, char** argv) {
       const std::string dir = top + "/s" + std::to_string((index / 50) % 10);
       if (index % 500 == 0) ::mkdir(top.c_str(), 0755);
       if (index % 50 == 0) ::mkdir(dir.c_str(), 0755);
-      const double kib =
-          tier.min_kib * std::pow(tier.max_kib / tier.min_kib, next_unit());
+      const double kib = tier.min_kib * std::pow(tier.max_kib / tier.min_kib, next_unit());
       const uint64_t size = static_cast<uint64_t>(kib * 1024);
       const std::string name = "f" + std::to_string(index) + (tier.min_kib >= 256 ? ".so" : ".h");
       write_file(dir + "/" + name, size, buf);

@@ -2,12 +2,12 @@
 // `source`): the user-facing side of fingerprint/. Parses the command line, shows progress on a
 // terminal, and turns a Result into output and an exit code: 0 done, 1 failed (message on
 // stderr naming the input), 2 usage.
+#include <fmt/format.h>
+
 #include <cstdio>
 #include <memory>
-#include <string>
-
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "controller/commands.h"
 #include "controller/exit_codes.h"
@@ -69,8 +69,7 @@ int run_tree(const TreeArgs& args) {
                 {"regular_bytes", summary->regular_bytes}});
   } else {
     fmt::print("tree sha256    {}  (SHA-256 of the inventory {})\n", summary->sha256, args.out);
-    fmt::print("entries        {}  (records after the header, \".\" included)\n",
-               summary->entries);
+    fmt::print("entries        {}  (records after the header, \".\" included)\n", summary->entries);
     fmt::print("regular bytes  {}  ({}, the sum of all regular file sizes)\n",
                summary->regular_bytes, human_bytes(summary->regular_bytes));
   }

@@ -6,9 +6,8 @@
 #include "fingerprint/file_hash.h"
 
 #include <fcntl.h>
-#include <unistd.h>
-
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include "core/syscall.h"
 
@@ -30,9 +29,8 @@ Error not_regular(const std::string& display, mode_t mode) {
   if (S_ISLNK(mode))
     return Error::make(fmt::format(
         "{} is a symlink; sealrun never follows symlinks: name the file it points to", display));
-  return Error::make(
-      fmt::format("{} is a {}, not a regular file; only regular files can be hashed", display,
-                  kind_name(mode)));
+  return Error::make(fmt::format("{} is a {}, not a regular file; only regular files can be hashed",
+                                 display, kind_name(mode)));
 }
 
 bool same_identity(const struct stat& a, const struct stat& b) {
@@ -116,9 +114,9 @@ Result<FileDigest> FileHasher::hash_opened(const OpenedRegularFile& file,
         display, describe_change(file.st, after)));
   // Same identity but a different length read: not a plain file (e.g. procfs reports size 0).
   if (total != static_cast<uint64_t>(after.st_size))
-    return Error::make(fmt::format(
-        "{} gave {} bytes but reports a size of {}; only ordinary files can be hashed", display,
-        total, after.st_size));
+    return Error::make(
+        fmt::format("{} gave {} bytes but reports a size of {}; only ordinary files can be hashed",
+                    display, total, after.st_size));
   return digest;
 }
 

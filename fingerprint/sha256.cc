@@ -5,8 +5,8 @@
 
 #include <openssl/evp.h>
 
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 
 #include "core/hex.h"
 

@@ -6,13 +6,12 @@
 #include "fingerprint/tree.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <optional>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "core/syscall.h"
 #include "fingerprint/sha256.h"
@@ -55,9 +54,12 @@ class InventorySink {
 
 const char* kind_name(EntryKind kind) {
   switch (kind) {
-    case EntryKind::kFile: return "file";
-    case EntryKind::kDirectory: return "directory";
-    case EntryKind::kSymlink: return "symlink";
+    case EntryKind::kFile:
+      return "file";
+    case EntryKind::kDirectory:
+      return "directory";
+    case EntryKind::kSymlink:
+      return "symlink";
   }
   return "?";
 }
@@ -88,9 +90,8 @@ void format_record(const TreeEntry& e, std::string& line) {
 }
 
 Result<UniqueFd> open_root(const std::string& root) {
-  int fd = retry_eintr([&] {
-    return ::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  });
+  int fd = retry_eintr(
+      [&] { return ::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC); });
   if (fd >= 0) return UniqueFd(fd);
   int err = errno;
   struct stat st {};

@@ -6,8 +6,7 @@
 namespace sealrun::tree_json {
 namespace {
 
-constexpr char kB64Alphabet[] =
-    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+constexpr char kB64Alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
 int b64_value(char c) {
   if (c >= 'A' && c <= 'Z') return c - 'A';
@@ -59,7 +58,8 @@ std::string base64_encode(std::string_view bytes) {
   size_t i = 0;
   for (; i + 3 <= bytes.size(); i += 3) {
     const uint32_t v = (static_cast<uint8_t>(bytes[i]) << 16) |
-                       (static_cast<uint8_t>(bytes[i + 1]) << 8) | static_cast<uint8_t>(bytes[i + 2]);
+                       (static_cast<uint8_t>(bytes[i + 1]) << 8) |
+                       static_cast<uint8_t>(bytes[i + 2]);
     out += kB64Alphabet[(v >> 18) & 63];
     out += kB64Alphabet[(v >> 12) & 63];
     out += kB64Alphabet[(v >> 6) & 63];
@@ -72,7 +72,8 @@ std::string base64_encode(std::string_view bytes) {
     out += kB64Alphabet[(v >> 12) & 63];
     out += "==";
   } else if (rest == 2) {
-    const uint32_t v = (static_cast<uint8_t>(bytes[i]) << 16) | (static_cast<uint8_t>(bytes[i + 1]) << 8);
+    const uint32_t v =
+        (static_cast<uint8_t>(bytes[i]) << 16) | (static_cast<uint8_t>(bytes[i + 1]) << 8);
     out += kB64Alphabet[(v >> 18) & 63];
     out += kB64Alphabet[(v >> 12) & 63];
     out += kB64Alphabet[(v >> 6) & 63];

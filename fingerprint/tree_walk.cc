@@ -8,6 +8,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sched.h>
 #include <unistd.h>
 
@@ -15,8 +16,6 @@
 #include <memory>
 #include <thread>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "core/syscall.h"
 #include "fingerprint/tree_hash_pool.h"
@@ -137,11 +136,13 @@ class Walker {
     const std::string shown = display(rel);
     struct stat st {};
     if (::fstatat(dirfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0)
-      return Error::from_errno(fmt::format("stat {} (did the tree change during the walk?)", shown));
+      return Error::from_errno(
+          fmt::format("stat {} (did the tree change during the walk?)", shown));
     if (exclude_ && st.st_dev == exclude_->dev && st.st_ino == exclude_->ino)
-      return Error::make(fmt::format("{} ({}) is inside the tree being inventoried; write it "
-                                     "outside {}",
-                                     exclude_->what, shown, root_display_));
+      return Error::make(
+          fmt::format("{} ({}) is inside the tree being inventoried; write it "
+                      "outside {}",
+                      exclude_->what, shown, root_display_));
 
     if (S_ISREG(st.st_mode)) {
       auto file = SEALRUN_TRY(open_regular_at(dirfd, name, shown, &st));

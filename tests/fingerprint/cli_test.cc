@@ -1,10 +1,9 @@
 // `sealrun fingerprint tree|file` as a user runs it: the built binary, its stdout, stderr and exit
 // codes (0 done, 1 failed with a message naming the input, 2 usage).
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <nlohmann/json.hpp>

@@ -17,17 +17,17 @@ TEST(TreeJson, Utf8Validity) {
   const Case cases[] = {
       {"", true},
       {"plain/ascii.txt", true},
-      {"caf\xc3\xa9", true},                 // é
-      {"\xe2\x82\xac", true},                // €
-      {"\xf0\x9f\x98\x80", true},            // U+1F600
-      {"\xff", false},                       // never valid
-      {"\xc3", false},                       // truncated
-      {"\xc0\xaf", false},                   // overlong '/'
-      {"\xe0\x80\xaf", false},               // overlong '/'
-      {"\xed\xa0\x80", false},               // surrogate U+D800
-      {"\xf4\x90\x80\x80", false},           // above U+10FFFF
-      {"\x80", false},                       // lone continuation
-      {std::string("a\0b", 3), true},        // NUL is valid UTF-8 (escaped by the writer)
+      {"caf\xc3\xa9", true},           // é
+      {"\xe2\x82\xac", true},          // €
+      {"\xf0\x9f\x98\x80", true},      // U+1F600
+      {"\xff", false},                 // never valid
+      {"\xc3", false},                 // truncated
+      {"\xc0\xaf", false},             // overlong '/'
+      {"\xe0\x80\xaf", false},         // overlong '/'
+      {"\xed\xa0\x80", false},         // surrogate U+D800
+      {"\xf4\x90\x80\x80", false},     // above U+10FFFF
+      {"\x80", false},                 // lone continuation
+      {std::string("a\0b", 3), true},  // NUL is valid UTF-8 (escaped by the writer)
   };
   for (const auto& c : cases) EXPECT_EQ(is_valid_utf8(c.bytes), c.valid) << c.bytes;
 }
@@ -45,11 +45,11 @@ TEST(TreeJson, Base64RoundTripsEveryByteValue) {
 }
 
 TEST(TreeJson, Base64DecodeAcceptsOnlyCanonicalText) {
-  EXPECT_FALSE(base64_decode("Zm8").has_value());     // not a multiple of 4
-  EXPECT_FALSE(base64_decode("Zm9=").has_value());    // non-zero padding bits
-  EXPECT_FALSE(base64_decode("Z=8=").has_value());    // data after padding
+  EXPECT_FALSE(base64_decode("Zm8").has_value());       // not a multiple of 4
+  EXPECT_FALSE(base64_decode("Zm9=").has_value());      // non-zero padding bits
+  EXPECT_FALSE(base64_decode("Z=8=").has_value());      // data after padding
   EXPECT_FALSE(base64_decode("Zm8=Zm8=").has_value());  // padding before the end
-  EXPECT_FALSE(base64_decode("Zm-v").has_value());    // not the standard alphabet
+  EXPECT_FALSE(base64_decode("Zm-v").has_value());      // not the standard alphabet
 }
 
 TEST(TreeJson, StringEscapesExactlyQuoteBackslashAndControlBytes) {

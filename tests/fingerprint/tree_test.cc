@@ -4,13 +4,12 @@
 // parallel hashing giving the same bytes as one thread.
 #include "fingerprint/tree.h"
 
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
-
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -148,7 +147,11 @@ TEST(Tree, NonUtf8NameIsKeptLosslesslyAsBase64) {
   TempDir dir;
   const std::string t = dir / "t";
   make_dir(t);
-  const std::string raw_name = std::string("\xff" "caf\xff", 5) + "e";
+  const std::string raw_name = std::string(
+                                   "\xff"
+                                   "caf\xff",
+                                   5) +
+                               "e";
   make_file(t + "/" + raw_name, "x");
   make_file(t + "/plain", "y");
   ASSERT_EQ(::symlink(raw_name.c_str(), (t + "/to-raw").c_str()), 0);
