@@ -9,14 +9,13 @@
 #include "containment/bwrap.h"
 
 #include <dirent.h>
+#include <fmt/format.h>
 #include <poll.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <fstream>
 #include <sstream>
-
-#include <fmt/format.h>
 
 #include "containment/bwrap_launch.h"
 #include "containment/grant.h"
@@ -33,7 +32,9 @@ bool pidfd_exited(int pidfd, int64_t timeout_ms) {
   if (pidfd < 0) return true;
   int64_t deadline = monotonic_ms() + timeout_ms;
   for (;;) {
-    struct pollfd p {pidfd, POLLIN, 0};
+    struct pollfd p {
+      pidfd, POLLIN, 0
+    };
     int64_t left = std::max<int64_t>(0, deadline - monotonic_ms());
     int rc = ::poll(&p, 1, static_cast<int>(left));
     if (rc < 0 && errno == EINTR) continue;
@@ -141,9 +142,9 @@ class BwrapJob : public ContainedJob {
       actions.push_back(fmt::format("bwrap {}: killed (cleanup before it had finished)", pid()));
     }
     bool gone = pidfd_exited(l_.bwrap.pidfd(), 5000) && pidfd_exited(l_.sandbox_pidfd.get(), 5000);
-    actions.push_back(gone ? fmt::format("bwrap {} and sandbox PID 1 {}: gone", pid(), l_.sandbox_pid)
-                           : fmt::format("bwrap {} or sandbox PID 1 {}: STILL RUNNING", pid(),
-                                         l_.sandbox_pid));
+    actions.push_back(
+        gone ? fmt::format("bwrap {} and sandbox PID 1 {}: gone", pid(), l_.sandbox_pid)
+             : fmt::format("bwrap {} or sandbox PID 1 {}: STILL RUNNING", pid(), l_.sandbox_pid));
     actions.push_back("bwrap: no state outside the run's owned root to remove");
     if (!gone) return Error::make(actions[0]);
     return actions;

@@ -10,9 +10,9 @@ namespace sealrun {
 
 const std::vector<std::string>& etc_essentials() {
   static const std::vector<std::string> kEtc = {
-      "/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/alternatives",
+      "/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d",  "/etc/alternatives",
       "/etc/passwd",      "/etc/group",      "/etc/nsswitch.conf", "/etc/localtime",
-      "/etc/hosts",       "/etc/host.conf",  "/etc/os-release",   "/etc/debian_version",
+      "/etc/hosts",       "/etc/host.conf",  "/etc/os-release",    "/etc/debian_version",
   };
   return kEtc;
 }

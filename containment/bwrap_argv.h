@@ -3,11 +3,12 @@
 //
 // The job's root is NOT the host's "/" made read-only: that would show it /root, /home, /var, /run
 // (sockets, credentials) and every other writable or secret place, merely read-only. Instead the
-// root is an empty tmpfs holding read-only binds of the system's code only (/usr and the merged-/usr
-// links or directories /bin /sbin /lib*), a short list of harmless /etc files a toolchain needs
-// (the loader cache, alternatives links, passwd/group for name lookups), the admitted mounts (each
-// bound from a descriptor opened by the controller), a fresh /proc, a minimal /dev, a private /tmp,
-// and then "/" itself remounted read-only so the job cannot even create files at the top level.
+// root is an empty tmpfs holding read-only binds of the system's code only (/usr and the
+// merged-/usr links or directories /bin /sbin /lib*), a short list of harmless /etc files a
+// toolchain needs (the loader cache, alternatives links, passwd/group for name lookups), the
+// admitted mounts (each bound from a descriptor opened by the controller), a fresh /proc, a minimal
+// /dev, a private /tmp, and then "/" itself remounted read-only so the job cannot even create files
+// at the top level.
 #pragma once
 
 #include <string>
@@ -19,15 +20,15 @@ namespace sealrun {
 
 // How one top-level system path looks on the host.
 struct RootEntry {
-  std::string path;            // "/bin"
+  std::string path;  // "/bin"
   enum class Kind { kDirectory, kSymlink, kFile } kind = Kind::kDirectory;
   std::string symlink_target;  // for kSymlink ("usr/bin")
 };
 
 // The host's system layout, found once (impure) and then used as data.
 struct HostRootLayout {
-  std::vector<RootEntry> system;   // /usr, /bin, /sbin, /lib, /lib32, /lib64, /libx32 that exist
-  std::vector<std::string> etc;    // the /etc essentials that exist on this host
+  std::vector<RootEntry> system;  // /usr, /bin, /sbin, /lib, /lib32, /lib64, /libx32 that exist
+  std::vector<std::string> etc;   // the /etc essentials that exist on this host
 };
 
 // The /etc entries a job may see (no secrets: no shadow, no keys, no machine-id).
@@ -36,9 +37,9 @@ const std::vector<std::string>& etc_essentials();
 HostRootLayout read_host_root_layout();
 
 struct BwrapFds {
-  int json_status = -1;             // --json-status-fd (child pid, exit code)
-  int seccomp = -1;                 // --seccomp (compiled policy); -1 leaves it out
-  std::vector<int> mount_sources;   // one per grant.spec.mounts entry, same order (O_PATH fds)
+  int json_status = -1;            // --json-status-fd (child pid, exit code)
+  int seccomp = -1;                // --seccomp (compiled policy); -1 leaves it out
+  std::vector<int> mount_sources;  // one per grant.spec.mounts entry, same order (O_PATH fds)
   // Or, instead of descriptors: staged paths, one per mount (see bwrap_launch.cc for why).
   std::vector<std::string> staged_sources;
 };

@@ -15,6 +15,7 @@
 #include "containment/bwrap_launch.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -22,8 +23,6 @@
 
 #include <cstdlib>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "containment/bwrap_argv.h"
 #include "containment/resgroup/resource_group.h"
@@ -59,7 +58,8 @@ Result<std::string> stage_dir(const std::vector<std::string>& sources) {
     for (const auto& src : sources) shadows = shadows || src.rfind(prefix, 0) == 0;
     if (!shadows) return std::string(candidate);
   }
-  return Error::make("no directory to stage the mount sources in (tried /mnt /media /srv /opt /boot)");
+  return Error::make(
+      "no directory to stage the mount sources in (tried /mnt /media /srv /opt /boot)");
 }
 
 // The argv prefix that stages the mounts and drops to the job user (see the top of this file).
@@ -73,8 +73,8 @@ Result<std::vector<std::string>> staging_chain(const JobUser& user,
   auto mount = SEALRUN_TRY(find_program("mount"));
   auto stage = SEALRUN_TRY(stage_dir(real));
   // Only fixed strings and numbers go into the script; paths travel as descriptors.
-  std::string script = fmt::format("set -e; {} -t tmpfs -o mode=0755,size=1m sealrun-stage {}; ",
-                                   mount, stage);
+  std::string script =
+      fmt::format("set -e; {} -t tmpfs -o mode=0755,size=1m sealrun-stage {}; ", mount, stage);
   std::string closes;
   for (size_t i = 0; i < mount_fds.size(); ++i) {
     auto st = SEALRUN_TRY(fstat_fd(mount_fds[i].get(), real[i]));
@@ -87,11 +87,11 @@ Result<std::vector<std::string>> staging_chain(const JobUser& user,
     staged->push_back(point);
   }
   if (!closes.empty()) script += "exec" + closes + "; ";
-  script += fmt::format(
-      "exec {} --reuid={} --regid={} --clear-groups --pdeathsig=SIGKILL -- \"$@\"", setpriv,
-      user.uid, user.gid);
-  return std::vector<std::string>{unshare, "--mount", "--propagation", "private", "--",
-                                  "/bin/sh",  "-c",      script,        "sealrun-stage"};
+  script +=
+      fmt::format("exec {} --reuid={} --regid={} --clear-groups --pdeathsig=SIGKILL -- \"$@\"",
+                  setpriv, user.uid, user.gid);
+  return std::vector<std::string>{unshare,   "--mount", "--propagation", "private",      "--",
+                                  "/bin/sh", "-c",      script,          "sealrun-stage"};
 }
 
 }  // namespace
@@ -111,8 +111,8 @@ Result<std::string> resolve_bwrap(const BwrapOptions& options) {
 
 Result<std::optional<JobUser>> resolve_run_as(const BwrapOptions& options) {
   if (::geteuid() != 0) return std::optional<JobUser>{};
-  auto user = SEALRUN_TRY(
-      lookup_job_user(options.job_user.empty() ? job_user_name() : options.job_user));
+  auto user =
+      SEALRUN_TRY(lookup_job_user(options.job_user.empty() ? job_user_name() : options.job_user));
   return std::optional<JobUser>(std::move(user));
 }
 
@@ -224,13 +224,14 @@ Result<Launched> launch(const std::string& bwrap_path, const std::optional<JobUs
     int64_t left = deadline - monotonic_ms();
     if (left <= 0) {
       l.bwrap.kill_and_reap();
-      return Error::make(fmt::format("bwrap did not start the sandbox within {} ms",
-                                     startup_timeout_ms));
+      return Error::make(
+          fmt::format("bwrap did not start the sandbox within {} ms", startup_timeout_ms));
     }
     struct pollfd p[2] = {{l.status_read.get(), POLLIN, 0}, {l.bwrap.pidfd(), POLLIN, 0}};
     int nfds = l.status_read ? 2 : 1;
     struct pollfd* first = l.status_read ? &p[0] : &p[1];
-    int rc = ::poll(first, static_cast<nfds_t>(nfds), static_cast<int>(std::min<int64_t>(left, 1000)));
+    int rc =
+        ::poll(first, static_cast<nfds_t>(nfds), static_cast<int>(std::min<int64_t>(left, 1000)));
     if (rc < 0 && errno != EINTR) return Error::from_errno("poll bwrap status");
     drain_status(l);
     if (status_value(l.status_text, "child-pid")) break;
@@ -239,7 +240,8 @@ Result<Launched> launch(const std::string& bwrap_path, const std::optional<JobUs
       std::string how = st.ok() && st->has_value() ? (*st)->describe() : "no exit status";
       l.bwrap.kill_and_reap();
       return Error::make(fmt::format(
-          "bwrap exited before starting the sandbox ({}); its message is on the job's stderr", how));
+          "bwrap exited before starting the sandbox ({}); its message is on the job's stderr",
+          how));
     }
   }
   l.sandbox_pid = static_cast<pid_t>(*status_value(l.status_text, "child-pid"));

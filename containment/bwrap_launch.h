@@ -25,7 +25,7 @@ Result<std::optional<JobUser>> resolve_run_as(const BwrapOptions& options);
 // A started sandbox: bwrap itself (our child) and the sandbox's init as bwrap reported it.
 struct Launched {
   Child bwrap;
-  UniqueFd status_read;   // --json-status-fd read end (non-blocking)
+  UniqueFd status_read;     // --json-status-fd read end (non-blocking)
   std::string status_text;  // what has been read from it so far
   pid_t sandbox_pid = -1;   // "child-pid": the sandbox's PID 1, seen from the host
   UniqueFd sandbox_pidfd;   // pidfd of that process (may be invalid if it already exited)

@@ -5,12 +5,11 @@
 // network interfaces, whether / and /usr can be written, and the Seccomp/Cap*/NoNewPrivs lines of
 // /proc/self/status. Each dimension is reported with how it was verified or why it failed.
 #include <fcntl.h>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <unistd.h>
 
 #include <sstream>
-
-#include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include "containment/bwrap.h"
 #include "containment/bwrap_launch.h"
@@ -78,7 +77,8 @@ MechanismProbe BwrapMechanism::probe() {
   auto unavailable = [&](std::string why) {
     p.available = false;
     p.unavailable_reason = std::move(why);
-    for (auto d : DimensionSet::all().list()) set(p, d, false, "bwrap unavailable: " + p.unavailable_reason);
+    for (auto d : DimensionSet::all().list())
+      set(p, d, false, "bwrap unavailable: " + p.unavailable_reason);
     last_probe_ = p;
     return p;
   };
@@ -119,7 +119,8 @@ MechanismProbe BwrapMechanism::probe() {
   auto err = make_pipe();
   if (!out || !err) return unavailable("cannot make pipes for the probe sandbox");
   JobIo io{-1, out->write_end.get(), err->write_end.get()};
-  auto launched = bwrap_internal::launch(p.path, *run_as, g, nullptr, io, options_.probe_timeout_ms);
+  auto launched =
+      bwrap_internal::launch(p.path, *run_as, g, nullptr, io, options_.probe_timeout_ms);
   out->write_end.reset();
   err->write_end.reset();
   std::string err_text;
@@ -181,8 +182,9 @@ MechanismProbe BwrapMechanism::probe() {
   set(p, Dimension::kMemory, false, "bwrap sets no resource limits (a resource group does)");
   set(p, Dimension::kProcessCount, false, "bwrap sets no pids limit (a resource group does)");
   set(p, Dimension::kSyscalls, sec.seccomp == 2,
-      sec.seccomp == 2 ? "Seccomp: 2 (filter) read back inside the test sandbox"
-                       : fmt::format("Seccomp: {} inside the test sandbox", sec.seccomp.value_or(-1)));
+      sec.seccomp == 2
+          ? "Seccomp: 2 (filter) read back inside the test sandbox"
+          : fmt::format("Seccomp: {} inside the test sandbox", sec.seccomp.value_or(-1)));
   bool caps_ok = sec.no_capabilities() && sec.no_new_privs == 1;
   set(p, Dimension::kCapabilities, caps_ok,
       caps_ok ? "CapPrm/CapEff/CapBnd/CapAmb 0 and NoNewPrivs 1 read back inside the test sandbox"

@@ -1,14 +1,13 @@
 // /proc/<pid>/status security fields and libcap access: see caps.h.
 #include "containment/caps.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <sys/capability.h>
 
 #include <cstdlib>
 #include <memory>
 #include <vector>
-
-#include <fmt/format.h>
-#include <fmt/ranges.h>
 
 namespace sealrun {
 
@@ -75,15 +74,18 @@ bool SecurityStatus::no_capabilities() const {
 std::string SecurityStatus::problems() const {
   std::vector<std::string> out;
   auto cap = [&out](const char* name, const std::optional<uint64_t>& v) {
-    if (!v) out.push_back(fmt::format("{} missing", name));
-    else if (*v != 0) out.push_back(fmt::format("{} {:016x}", name, *v));
+    if (!v)
+      out.push_back(fmt::format("{} missing", name));
+    else if (*v != 0)
+      out.push_back(fmt::format("{} {:016x}", name, *v));
   };
   cap("CapPrm", cap_prm);
   cap("CapEff", cap_eff);
   cap("CapBnd", cap_bnd);
   cap("CapAmb", cap_amb);
   if (no_new_privs != 1)
-    out.push_back(no_new_privs ? fmt::format("NoNewPrivs {}", *no_new_privs) : "NoNewPrivs missing");
+    out.push_back(no_new_privs ? fmt::format("NoNewPrivs {}", *no_new_privs)
+                               : "NoNewPrivs missing");
   return fmt::format("{}", fmt::join(out, ", "));
 }
 

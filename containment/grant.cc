@@ -10,10 +10,10 @@
 //   * the spec (environment included) is copied into the grant, frozen.
 #include "containment/grant.h"
 
-#include <exception>
-
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+
+#include <exception>
 
 namespace sealrun {
 
@@ -77,17 +77,16 @@ Result<Grant> acquire_grant(const ContainmentSpec& spec, const std::vector<Mecha
     MechanismProbe probe = safe_probe(*m);
     std::string name = probe.name.empty() ? std::string(m->name()) : probe.name;
     if (!probe.available) {
-      tried.push_back(fmt::format("{}: unavailable ({})", name,
-                                  probe.unavailable_reason.empty() ? "no reason given"
-                                                                   : probe.unavailable_reason));
+      tried.push_back(fmt::format(
+          "{}: unavailable ({})", name,
+          probe.unavailable_reason.empty() ? "no reason given" : probe.unavailable_reason));
       continue;
     }
     DimensionSet enforced = enforced_dimensions(probe, groups, spec.requested);
     DimensionSet missing = spec.required - enforced;
-    tried.push_back(missing.empty()
-                        ? fmt::format("{}: enforces {}", name, or_none(enforced))
-                        : fmt::format("{}: enforces {}; missing required {}", name,
-                                      or_none(enforced), missing.joined()));
+    tried.push_back(missing.empty() ? fmt::format("{}: enforces {}", name, or_none(enforced))
+                                    : fmt::format("{}: enforces {}; missing required {}", name,
+                                                  or_none(enforced), missing.joined()));
     available.push_back({name, enforced});
     if (missing.empty()) break;  // the strongest mechanism that covers the requirement wins
   }
@@ -144,9 +143,11 @@ Status recheck_grant(const Grant& grant, const MechanismProbe& probe,
     return refuse(fmt::format("the grant names mechanism \"{}\" but this is \"{}\"",
                               grant.mechanism, probe.name));
   if (!probe.available)
-    return refuse(fmt::format("the mechanism is no longer available ({})", probe.unavailable_reason));
+    return refuse(
+        fmt::format("the mechanism is no longer available ({})", probe.unavailable_reason));
   if (!validate_spec(grant.spec))
-    return refuse(fmt::format("its spec is invalid: {}", validate_spec(grant.spec).error().message()));
+    return refuse(
+        fmt::format("its spec is invalid: {}", validate_spec(grant.spec).error().message()));
   if (grant.requested != grant.spec.requested || grant.required != grant.spec.required ||
       grant.mode != grant.spec.mode)
     return refuse("its requested/required sets or mode differ from its frozen spec");

@@ -17,15 +17,15 @@
 namespace sealrun {
 
 struct Grant {
-  std::string mechanism;              // the mechanism chosen
+  std::string mechanism;  // the mechanism chosen
   GrantMode mode = GrantMode::kEnforcing;
   DimensionSet requested;
   DimensionSet required;
-  DimensionSet enforced;              // ⊆ requested, always
-  DimensionSet unenforced_required;   // required - enforced (empty unless report-only)
-  DimensionSet degraded;              // requested - enforced
-  std::vector<std::string> tried;     // mechanisms asked, in order, with their verdicts
-  ContainmentSpec spec;               // frozen at acquisition
+  DimensionSet enforced;             // ⊆ requested, always
+  DimensionSet unenforced_required;  // required - enforced (empty unless report-only)
+  DimensionSet degraded;             // requested - enforced
+  std::vector<std::string> tried;    // mechanisms asked, in order, with their verdicts
+  ContainmentSpec spec;              // frozen at acquisition
   // For a person, to be shown once by the caller (e.g. the report-only shortfall).
   std::vector<std::string> warnings;
 };
@@ -39,8 +39,7 @@ struct GroupCapabilities {
 
 // `mechanisms` are ranked strongest first. On refusal the error names every missing dimension and
 // every mechanism tried.
-Result<Grant> acquire_grant(const ContainmentSpec& spec,
-                            const std::vector<Mechanism*>& mechanisms,
+Result<Grant> acquire_grant(const ContainmentSpec& spec, const std::vector<Mechanism*>& mechanisms,
                             const GroupCapabilities& groups);
 
 // (probe's enforceable ∪ the group's dimensions) ∩ requested; empty when the probe is unavailable.

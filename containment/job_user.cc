@@ -2,14 +2,13 @@
 #include "containment/job_user.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <pwd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdlib>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "core/syscall.h"
 
@@ -27,10 +26,10 @@ Result<JobUser> lookup_job_user(const std::string& name) {
   int rc = ::getpwnam_r(name.c_str(), &pw, buf.data(), buf.size(), &found);
   if (rc != 0) return Error::with_errno(rc, fmt::format("look up job user \"{}\"", name));
   if (found == nullptr)
-    return Error::make(fmt::format(
-        "job user \"{}\" does not exist; create it with `bash .ci/setup` (or set "
-        "SEALRUN_JOB_USER to an existing unprivileged user)",
-        name));
+    return Error::make(
+        fmt::format("job user \"{}\" does not exist; create it with `bash .ci/setup` (or set "
+                    "SEALRUN_JOB_USER to an existing unprivileged user)",
+                    name));
   if (pw.pw_uid == 0)
     return Error::make(fmt::format("job user \"{}\" is root; jobs must run unprivileged", name));
   return JobUser{name, pw.pw_uid, pw.pw_gid, pw.pw_dir != nullptr ? pw.pw_dir : ""};

@@ -12,6 +12,7 @@
 #include "containment/seccomp_policy.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <linux/sched.h>
 #include <seccomp.h>
 #include <sys/ioctl.h>
@@ -21,8 +22,6 @@
 
 #include <cerrno>
 #include <memory>
-
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "core/syscall.h"
@@ -61,9 +60,9 @@ SeccompPolicy job_seccomp_policy() {
   deny(p, "unshare", "new namespaces (user namespaces give a fresh capability set)");
   deny(p, "setns", "joining another namespace");
   const std::pair<uint64_t, const char*> ns_flags[] = {
-      {CLONE_NEWUSER, "CLONE_NEWUSER"}, {CLONE_NEWNS, "CLONE_NEWNS"},
-      {CLONE_NEWPID, "CLONE_NEWPID"},   {CLONE_NEWNET, "CLONE_NEWNET"},
-      {CLONE_NEWUTS, "CLONE_NEWUTS"},   {CLONE_NEWIPC, "CLONE_NEWIPC"},
+      {CLONE_NEWUSER, "CLONE_NEWUSER"},     {CLONE_NEWNS, "CLONE_NEWNS"},
+      {CLONE_NEWPID, "CLONE_NEWPID"},       {CLONE_NEWNET, "CLONE_NEWNET"},
+      {CLONE_NEWUTS, "CLONE_NEWUTS"},       {CLONE_NEWIPC, "CLONE_NEWIPC"},
       {CLONE_NEWCGROUP, "CLONE_NEWCGROUP"},
   };
   // (CLONE_NEWTIME shares its bit with the exit-signal byte of clone(2); it only works through
@@ -78,7 +77,8 @@ SeccompPolicy job_seccomp_policy() {
   for (const char* name : {"mount", "umount", "umount2", "pivot_root", "chroot", "move_mount",
                            "open_tree", "fsopen", "fsmount", "fsconfig", "fspick", "mount_setattr"})
     deny(p, name, "changing the mount table");
-  for (const char* name : {"ptrace", "process_vm_readv", "process_vm_writev", "pidfd_getfd", "kcmp"})
+  for (const char* name :
+       {"ptrace", "process_vm_readv", "process_vm_writev", "pidfd_getfd", "kcmp"})
     deny(p, name, "reading or steering another process (ptrace can stop the sandbox's PID 1)");
   for (const char* name : {"keyctl", "add_key", "request_key"})
     deny(p, name, "the kernel keyring is not namespaced");
@@ -94,7 +94,8 @@ SeccompPolicy job_seccomp_policy() {
   for (const char* name : {"kexec_load", "kexec_file_load", "reboot"})
     deny(p, name, "replacing or stopping the kernel");
   for (const char* name : {"swapon", "swapoff"}) deny(p, name, "swap configuration");
-  deny(p, "open_by_handle_at", "opening files by handle bypasses the mount view (the shocker escape)");
+  deny(p, "open_by_handle_at",
+       "opening files by handle bypasses the mount view (the shocker escape)");
   deny(p, "acct", "process accounting");
 
   // personality(2) takes an unsigned int; 0xffffffff only queries. Deny any value with
@@ -127,13 +128,14 @@ Result<std::string> compile_seccomp_bpf(const SeccompPolicy& policy) {
     std::vector<scmp_arg_cmp> cmps;
     for (const auto& a : d.args) {
       if (a.index > 5)
-        return Error::make(fmt::format("seccomp rule for {}: argument index {} > 5", d.name, a.index));
+        return Error::make(
+            fmt::format("seccomp rule for {}: argument index {} > 5", d.name, a.index));
       cmps.push_back(scmp_arg_cmp{a.index, SCMP_CMP_MASKED_EQ, a.mask, a.value});
     }
     int rc = seccomp_rule_add_array(ctx.get(), SCMP_ACT_ERRNO(static_cast<uint16_t>(d.errno_value)),
                                     nr, static_cast<unsigned>(cmps.size()), cmps.data());
-    // -EOPNOTSUPP/-EDOM: libseccomp cannot express this rule for one of the ABIs; that would leave a
-    // hole, so it is an error rather than a skipped rule.
+    // -EOPNOTSUPP/-EDOM: libseccomp cannot express this rule for one of the ABIs; that would leave
+    // a hole, so it is an error rather than a skipped rule.
     if (rc != 0)
       return Error::with_errno(-rc, fmt::format("seccomp rule for {} (\"{}\")", d.name, d.why));
   }
@@ -177,7 +179,9 @@ std::string seccomp_policy_oci_json(const SeccompPolicy& policy) {
     // OCI (runc, libseccomp-golang): for SCMP_CMP_MASKED_EQ, `value` is the mask and `valueTwo`
     // the value the masked argument must equal.
     for (const auto& a : d.args)
-      args.push_back({{"index", a.index}, {"value", a.mask}, {"valueTwo", a.value},
+      args.push_back({{"index", a.index},
+                      {"value", a.mask},
+                      {"valueTwo", a.value},
                       {"op", "SCMP_CMP_MASKED_EQ"}});
     if (!args.empty()) rule["args"] = args;
     rule["comment"] = d.why;

@@ -21,10 +21,10 @@ struct ArgMatch {
 };
 
 struct SyscallDenial {
-  std::string name;      // libseccomp spelling, e.g. "io_uring_setup"
-  int errno_value = 1;   // EPERM unless the rule says otherwise (ENOSYS for clone3)
+  std::string name;            // libseccomp spelling, e.g. "io_uring_setup"
+  int errno_value = 1;         // EPERM unless the rule says otherwise (ENOSYS for clone3)
   std::vector<ArgMatch> args;  // all must match; empty: always deny
-  std::string why;       // one line for docs and probe output
+  std::string why;             // one line for docs and probe output
 };
 
 struct SeccompPolicy {

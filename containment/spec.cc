@@ -5,10 +5,10 @@
 // a writable target may neither be a reserved system directory nor lie below one.
 #include "containment/spec.h"
 
+#include <fmt/format.h>
+
 #include <array>
 #include <string_view>
-
-#include <fmt/format.h>
 
 namespace sealrun {
 
@@ -16,8 +16,8 @@ namespace {
 
 // System directories a job must never be able to write, nor receive a writable mount inside.
 constexpr std::array<std::string_view, 15> kReservedTargets = {
-    "/",     "/etc",  "/usr",  "/proc", "/dev", "/sys", "/bin", "/sbin",
-    "/boot", "/run",  "/var",  "/root", "/home", "/srv", "/opt",
+    "/",     "/etc", "/usr", "/proc", "/dev",  "/sys", "/bin", "/sbin",
+    "/boot", "/run", "/var", "/root", "/home", "/srv", "/opt",
 };
 
 bool is_env_name(std::string_view name) {
@@ -150,8 +150,8 @@ Status validate_spec(const ContainmentSpec& spec) {
   }
   if (spec.image) {
     if (spec.image->image_id.rfind("sha256:", 0) != 0 || spec.image->image_id.size() != 71)
-      return Error::make(fmt::format("image id \"{}\" is not \"sha256:<64 hex>\"",
-                                     spec.image->image_id));
+      return Error::make(
+          fmt::format("image id \"{}\" is not \"sha256:<64 hex>\"", spec.image->image_id));
   }
   return ok_status();
 }

@@ -1,11 +1,11 @@
 // build_bwrap_argv() as data: the options every job must get, the job environment exactly as
 // admitted, read-only system binds, descriptor-bound mounts with the right access, "/" remounted
 // read-only last, and the job's argv after "--" (so it can never be read as bwrap options).
+#include "containment/bwrap_argv.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
-
-#include "containment/bwrap_argv.h"
 
 namespace sealrun {
 namespace {

@@ -2,7 +2,10 @@
 // each test runs the static `hostile` helper (tests/containment/jobs/hostile.c) inside a sandbox
 // started by BwrapMechanism and checks every attempt failed — with a positive control in the same
 // run where one makes sense (e.g. /out IS writable), so a broken helper cannot pass silently.
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <pty.h>
 #include <signal.h>
@@ -10,16 +13,12 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
-#include <netinet/in.h>
-#include <arpa/inet.h>
 #include <termios.h>
 #include <unistd.h>
 
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-
-#include <gtest/gtest.h>
 
 #include "containment/caps.h"
 #include "containment/resgroup/resource_group.h"
@@ -90,9 +89,9 @@ TEST(BwrapAcceptance, Item2_InheritedDescriptorsDoNotReachTheJob) {
 TEST(BwrapAcceptance, Item3_ReadOnlyEverywhereButTheAdmittedOutput) {
   BwrapFixture fx;
   std::string before = testing::read_text(fx.toolchain_dir() + "/bin/cc");
-  auto r = fx.run(fx.spec({"write", "/proc/1/exe", "/toolchain", "/toolchain/bin/cc", "/src",
-                           "/src/hostile", "/", "/usr", "/usr/bin", "/etc", "/etc/passwd", "/out",
-                           "/tmp"}));
+  auto r = fx.run(
+      fx.spec({"write", "/proc/1/exe", "/toolchain", "/toolchain/bin/cc", "/src", "/src/hostile",
+               "/", "/usr", "/usr/bin", "/etc", "/etc/passwd", "/out", "/tmp"}));
   EXPECT_TRUE(r.exit.status.success()) << r.err;
   expect_all_failed(r, {"write:/proc/1/exe", "write:/toolchain", "write:/toolchain/bin/cc",
                         "write:/src", "write:/src/hostile", "write:/", "write:/usr",
@@ -120,9 +119,9 @@ TEST(BwrapAcceptance, Item5_NoMountSetnsOrPtrace) {
   BwrapFixture fx;
   auto r = fx.run(fx.spec({"mount"}));
   EXPECT_TRUE(r.exit.status.success()) << r.err;
-  expect_all_failed(r, {"mount_tmpfs", "setns_user", "setns_mnt", "setns_pid", "setns_net",
-                        "setns_ipc", "setns_uts", "setns_cgroup", "ptrace_attach_1",
-                        "ptrace_traceme"});
+  expect_all_failed(
+      r, {"mount_tmpfs", "setns_user", "setns_mnt", "setns_pid", "setns_net", "setns_ipc",
+          "setns_uts", "setns_cgroup", "ptrace_attach_1", "ptrace_traceme"});
 }
 
 // ACCEPTANCE 6: keyring, userfaultfd, io_uring, bpf, perf.
@@ -329,8 +328,9 @@ TEST(BwrapProbe, ReportsEveryDimensionFromARealSandbox) {
   ASSERT_TRUE(p.available) << p.unavailable_reason;
   EXPECT_NE(p.version.find("bubblewrap"), std::string::npos);
   EXPECT_EQ(p.dimensions.size(), 8u);
-  DimensionSet expected = {Dimension::kFilesystem, Dimension::kProcessTree, Dimension::kWallClock,
-                           Dimension::kNetwork, Dimension::kSyscalls, Dimension::kCapabilities};
+  DimensionSet expected = {Dimension::kFilesystem, Dimension::kProcessTree,
+                           Dimension::kWallClock,  Dimension::kNetwork,
+                           Dimension::kSyscalls,   Dimension::kCapabilities};
   EXPECT_EQ(p.enforceable(), expected);
   for (const auto& d : p.dimensions) EXPECT_FALSE(d.why.empty());
 }

@@ -1,19 +1,18 @@
 // See bwrap_job.h.
 #include "tests/containment/bwrap_job.h"
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <poll.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <dirent.h>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
-
-#include <gtest/gtest.h>
 
 namespace sealrun::testing {
 
@@ -24,8 +23,10 @@ BwrapFixture::BwrapFixture() {
   // descriptors sealrun opens.
   ::chmod(dir_.str().c_str(), 0700);
   auto user = lookup_job_user(job_user_name());
-  if (!user.ok()) ADD_FAILURE() << user.error().message();
-  else user_ = *user;
+  if (!user.ok())
+    ADD_FAILURE() << user.error().message();
+  else
+    user_ = *user;
   fs::create_directory(src_dir());
   ::chmod(src_dir().c_str(), 0755);
   fs::copy_file(SEALRUN_HOSTILE_PATH, src_dir() + "/hostile");
@@ -53,7 +54,7 @@ ContainmentSpec BwrapFixture::spec(std::vector<std::string> hostile_args) const 
               {out_dir(), "/out", MountSpec::Access::kWritable}};
   s.requested = DimensionSet::all();
   s.required = {Dimension::kFilesystem, Dimension::kProcessTree, Dimension::kWallClock,
-                Dimension::kNetwork, Dimension::kSyscalls, Dimension::kCapabilities};
+                Dimension::kNetwork,    Dimension::kSyscalls,    Dimension::kCapabilities};
   s.wall_clock_ms = 60000;
   s.stop_grace_ms = 1000;
   return s;
@@ -94,11 +95,15 @@ JobRun BwrapFixture::run(const ContainmentSpec& spec, resgroup::ResourceGroup* g
   } else {
     if (on_start) on_start(**job);
     auto exit = (*job)->wait();
-    if (!exit.ok()) ADD_FAILURE() << exit.error().message();
-    else r.exit = *exit;
+    if (!exit.ok())
+      ADD_FAILURE() << exit.error().message();
+    else
+      r.exit = *exit;
     auto cleanup = (*job)->cleanup();
-    if (!cleanup.ok()) ADD_FAILURE() << cleanup.error().message();
-    else r.cleanup = *cleanup;
+    if (!cleanup.ok())
+      ADD_FAILURE() << cleanup.error().message();
+    else
+      r.cleanup = *cleanup;
   }
   ::close(out);
   ::close(err);
@@ -134,7 +139,9 @@ std::vector<pid_t> descendants_of(pid_t root) {
 }
 
 bool pidfd_has_exited(int pidfd, int timeout_ms) {
-  struct pollfd p {pidfd, POLLIN, 0};
+  struct pollfd p {
+    pidfd, POLLIN, 0
+  };
   return ::poll(&p, 1, timeout_ms) == 1;
 }
 

@@ -36,8 +36,8 @@ class BwrapFixture {
   ContainmentSpec spec(std::vector<std::string> hostile_args) const;
   // Acquires a grant and runs the job; `io` fields other than -1 replace the capture files;
   // `on_start` runs while the job is running.
-  JobRun run(const ContainmentSpec& spec, resgroup::ResourceGroup* group = nullptr,
-             JobIo io = {}, const std::function<void(ContainedJob&)>& on_start = {});
+  JobRun run(const ContainmentSpec& spec, resgroup::ResourceGroup* group = nullptr, JobIo io = {},
+             const std::function<void(ContainedJob&)>& on_start = {});
   BwrapMechanism& mechanism() { return *mech_; }
 
  private:

@@ -2,11 +2,11 @@
 // refusal (naming every missing dimension and every mechanism tried, and spawning nothing),
 // report-only shortfall, enforced ⊆ requested, frozen environment, throwing probes, and the
 // spawn-time re-check of a hand-made grant. The fakes exist only here.
+#include "containment/grant.h"
+
 #include <gtest/gtest.h>
 
 #include <stdexcept>
-
-#include "containment/grant.h"
 
 namespace sealrun {
 namespace {
@@ -29,8 +29,7 @@ class FakeMechanism : public Mechanism {
     p.name = name_;
     p.available = available_;
     if (!available_) p.unavailable_reason = name_ + " is not installed";
-    for (auto d : DimensionSet::all().list())
-      p.dimensions.push_back({d, can_.contains(d), "fake"});
+    for (auto d : DimensionSet::all().list()) p.dimensions.push_back({d, can_.contains(d), "fake"});
     return p;
   }
   // The real mechanisms re-check at spawn; the fake does the same so the contract is observable.
@@ -92,7 +91,8 @@ TEST(Grant, UnavailableAndThrowingProbesAreSkipped) {
   FakeMechanism broken("broken", kSandbox, &log, true, true);
   FakeMechanism ok("ok", kSandbox, &log);
   Grant g;
-  ASSERT_TRUE(acquire_and_spawn(spec({Dimension::kNetwork}), {&missing, &broken, &ok}, {}, &g).ok());
+  ASSERT_TRUE(
+      acquire_and_spawn(spec({Dimension::kNetwork}), {&missing, &broken, &ok}, {}, &g).ok());
   EXPECT_EQ(g.mechanism, "ok");
   ASSERT_EQ(g.tried.size(), 3u);
   EXPECT_NE(g.tried[0].find("missing is not installed"), std::string::npos);
@@ -165,10 +165,10 @@ TEST(Grant, ReportOnlyRecordsTheShortfallWarnsOnceAndRuns) {
   SpawnLog log;
   FakeMechanism m("m", {Dimension::kFilesystem}, &log);
   Grant g;
-  ASSERT_TRUE(acquire_and_spawn(spec({Dimension::kFilesystem, Dimension::kNetwork},
-                                     GrantMode::kReportOnly),
-                                {&m}, {}, &g)
-                  .ok());
+  ASSERT_TRUE(
+      acquire_and_spawn(spec({Dimension::kFilesystem, Dimension::kNetwork}, GrantMode::kReportOnly),
+                        {&m}, {}, &g)
+          .ok());
   EXPECT_EQ(g.unenforced_required, DimensionSet{Dimension::kNetwork});
   EXPECT_TRUE(g.degraded.contains(Dimension::kNetwork));
   ASSERT_EQ(g.warnings.size(), 1u);

@@ -3,6 +3,7 @@
 // real in a forked child (PR_SET_NO_NEW_PRIVS + seccomp(2)) to check what it denies and what it
 // still allows.
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <linux/filter.h>
 #include <linux/sched.h>
 #include <linux/seccomp.h>
@@ -14,9 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
-
 #include <set>
 
 #include "containment/seccomp_policy.h"
@@ -32,13 +31,41 @@ std::set<std::string> denied_names(const SeccompPolicy& p) {
 
 TEST(SeccompPolicy, DeniesEveryRequiredSystemCall) {
   auto names = denied_names(job_seccomp_policy());
-  for (const char* required :
-       {"unshare", "clone", "clone3", "mount", "umount2", "pivot_root", "move_mount", "open_tree",
-        "fsopen", "fsmount", "fsconfig", "mount_setattr", "setns", "ptrace", "process_vm_readv",
-        "process_vm_writev", "keyctl", "add_key", "request_key", "bpf", "perf_event_open",
-        "userfaultfd", "io_uring_setup", "io_uring_enter", "io_uring_register", "ioctl",
-        "init_module", "finit_module", "delete_module", "kexec_load", "kexec_file_load", "reboot",
-        "swapon", "swapoff", "personality"})
+  for (const char* required : {"unshare",
+                               "clone",
+                               "clone3",
+                               "mount",
+                               "umount2",
+                               "pivot_root",
+                               "move_mount",
+                               "open_tree",
+                               "fsopen",
+                               "fsmount",
+                               "fsconfig",
+                               "mount_setattr",
+                               "setns",
+                               "ptrace",
+                               "process_vm_readv",
+                               "process_vm_writev",
+                               "keyctl",
+                               "add_key",
+                               "request_key",
+                               "bpf",
+                               "perf_event_open",
+                               "userfaultfd",
+                               "io_uring_setup",
+                               "io_uring_enter",
+                               "io_uring_register",
+                               "ioctl",
+                               "init_module",
+                               "finit_module",
+                               "delete_module",
+                               "kexec_load",
+                               "kexec_file_load",
+                               "reboot",
+                               "swapon",
+                               "swapoff",
+                               "personality"})
     EXPECT_TRUE(names.count(required)) << required << " is not denied";
 }
 

@@ -1,10 +1,10 @@
 // validate_spec(): table-driven. Each row changes one thing in a valid spec and says whether it
 // must be accepted, and if not, a word the error must contain (so the message names the problem).
+#include "containment/spec.h"
+
 #include <gtest/gtest.h>
 
 #include <functional>
-
-#include "containment/spec.h"
 
 namespace sealrun {
 namespace {
@@ -65,22 +65,28 @@ const Row kRows[] = {
     {"env value NUL", [](auto& s) { s.env["X"] = std::string("a\0b", 3); }, "NUL"},
     {"mount target relative", [](auto& s) { s.mounts.push_back(ro("out2")); }, "absolute"},
     {"mount source relative",
-     [](auto& s) { s.mounts.push_back({"state", "/x", MountSpec::Access::kReadOnly}); },
+     [](auto& s) {
+       s.mounts.push_back({"state", "/x", MountSpec::Access::kReadOnly});
+     },
      "absolute"},
     {"mount target dotdot", [](auto& s) { s.mounts.push_back(rw("/out/../etc")); }, ".."},
     {"mount target dot", [](auto& s) { s.mounts.push_back(rw("/out/./x")); }, "\".\""},
     {"mount target double slash", [](auto& s) { s.mounts.push_back(rw("/out2//x")); }, "//"},
     {"mount source double slash",
-     [](auto& s) { s.mounts.push_back({"/a//b", "/x", MountSpec::Access::kReadOnly}); },
+     [](auto& s) {
+       s.mounts.push_back({"/a//b", "/x", MountSpec::Access::kReadOnly});
+     },
      "//"},
     {"mount target trailing slash", [](auto& s) { s.mounts.push_back(rw("/out2/")); }, "trailing"},
     {"mount target root ro", [](auto& s) { s.mounts.push_back(ro("/")); }, "reserved"},
     {"writable /etc", [](auto& s) { s.mounts.push_back(rw("/etc")); }, "reserved"},
     {"writable below /etc", [](auto& s) { s.mounts.push_back(rw("/etc/cron.d")); }, "reserved"},
-    {"writable /usr/local/bin", [](auto& s) { s.mounts.push_back(rw("/usr/local/bin")); }, "reserved"},
+    {"writable /usr/local/bin", [](auto& s) { s.mounts.push_back(rw("/usr/local/bin")); },
+     "reserved"},
     {"writable /proc", [](auto& s) { s.mounts.push_back(rw("/proc")); }, "reserved"},
     {"writable /dev/shm", [](auto& s) { s.mounts.push_back(rw("/dev/shm")); }, "reserved"},
-    {"writable /sys/fs/cgroup", [](auto& s) { s.mounts.push_back(rw("/sys/fs/cgroup")); }, "reserved"},
+    {"writable /sys/fs/cgroup", [](auto& s) { s.mounts.push_back(rw("/sys/fs/cgroup")); },
+     "reserved"},
     {"writable /bin", [](auto& s) { s.mounts.push_back(rw("/bin")); }, "reserved"},
     {"writable /sbin", [](auto& s) { s.mounts.push_back(rw("/sbin")); }, "reserved"},
     {"writable /lib64/x", [](auto& s) { s.mounts.push_back(rw("/lib64/x")); }, "reserved"},
@@ -91,13 +97,17 @@ const Row kRows[] = {
     {"read-only below /usr ok", [](auto& s) { s.mounts.push_back(ro("/usr/lib/tc2")); }, nullptr},
     {"writable /etcetera ok (not below /etc)", [](auto& s) { s.mounts.push_back(rw("/etcetera")); },
      nullptr},
-    {"writable /library (every top-level lib* is reserved)", [](auto& s) { s.mounts.push_back(rw("/library")); },
-     "reserved"},
+    {"writable /library (every top-level lib* is reserved)",
+     [](auto& s) { s.mounts.push_back(rw("/library")); }, "reserved"},
     {"writable /scratch2 ok", [](auto& s) { s.mounts.push_back(rw("/scratch2")); }, nullptr},
     {"target twice", [](auto& s) { s.mounts.push_back(ro("/src")); }, "twice"},
     {"cwd relative", [](auto& s) { s.cwd = "src"; }, "working directory"},
     {"owned root dotdot", [](auto& s) { s.owned_root = "/a/../b"; }, "owned root"},
-    {"image id malformed", [](auto& s) { s.image = ImageRef{"/a.tar", "sha256:abc"}; }, "image id"},
+    {"image id malformed",
+     [](auto& s) {
+       s.image = ImageRef{"/a.tar", "sha256:abc"};
+     },
+     "image id"},
 };
 
 class ValidateSpec : public ::testing::TestWithParam<Row> {};
