@@ -5,6 +5,14 @@
 // and pids limits come from the resource group the podman process is placed into before exec
 // (on this cgroup v1 host conmon and the container inherit it: rootless podman with cgroupfs
 // creates no groups of its own, checked by tests/containment/podman_integration_test.cc).
+//
+// What the caller must provide: an owned root the job user can *search* (o+x on it and on every
+// parent; its contents may stay private), because podman runs as that user and takes paths, not
+// descriptors; spawn() refuses otherwise, naming the directory. Writable mount sources must be
+// writable by the job user, or be empty / below the owned root (then they are chowned to it);
+// read-only sources whose root the job user cannot read are copied into the storage.
+// Known podman behaviour: HOSTNAME (fixed to "sealrun") and HOME (from the image, "/" for busybox)
+// are always in the job's environment besides the admitted variables.
 #pragma once
 
 #include <memory>
