@@ -19,6 +19,9 @@ struct BwrapOptions {
   std::string bwrap_path;
   // The unprivileged user to run as when the controller is root; empty: job_user_name().
   std::string job_user;
+  // Where the probe reads the user-namespace switches (user/max_user_namespaces,
+  // kernel/unprivileged_userns_clone); a seam for tests.
+  std::string proc_sys = "/proc/sys";
   // How long the probe's throwaway sandbox may take.
   int64_t probe_timeout_ms = 20000;
 };

@@ -95,12 +95,12 @@ MechanismProbe BwrapMechanism::probe() {
                                    v ? v->status.describe() : v.error().message()));
   p.version = trim(v->out);
 
-  std::string max_userns = trim(read_small("/proc/sys/user/max_user_namespaces"));
+  std::string max_userns = trim(read_small(options_.proc_sys + "/user/max_user_namespaces"));
   if (max_userns == "0")
     return unavailable(
         "user namespaces are disabled (/proc/sys/user/max_user_namespaces = 0); rootless bwrap "
         "needs them: sysctl user.max_user_namespaces=15000");
-  if (trim(read_small("/proc/sys/kernel/unprivileged_userns_clone")) == "0")
+  if (trim(read_small(options_.proc_sys + "/kernel/unprivileged_userns_clone")) == "0")
     return unavailable(
         "unprivileged user namespaces are disabled (/proc/sys/kernel/unprivileged_userns_clone = "
         "0); rootless bwrap needs them: sysctl kernel.unprivileged_userns_clone=1");

@@ -225,7 +225,9 @@ TEST(BwrapAcceptance, Item9_ForkBombHitsThePidsLimit) {
 // ACCEPTANCE 22: bwrap missing, enforcing mode: refused, nothing spawned, the error names the
 // dimensions and the mechanism.
 TEST(BwrapAcceptance, Item22_MissingBwrapRefusesAndSpawnsNothing) {
-  BwrapMechanism missing(BwrapOptions{"/nonexistent/sealrun-test/bwrap", "", 5000});
+  BwrapOptions options;
+  options.bwrap_path = "/nonexistent/sealrun-test/bwrap";
+  BwrapMechanism missing(options);
   auto probe = missing.probe();
   EXPECT_FALSE(probe.available);
   EXPECT_NE(probe.unavailable_reason.find("/nonexistent/sealrun-test/bwrap"), std::string::npos);
@@ -320,6 +322,38 @@ TEST(BwrapControllerDeath, NothingOutlivesAKilledController) {
     EXPECT_TRUE(testing::pidfd_has_exited(fd.get(), 2000));
   }
   EXPECT_LT(monotonic_ms() - start, 1500) << "within about a second";
+}
+
+// User namespaces switched off (seen through the probe's /proc/sys seam): unavailable, and the
+// reason names the switch and how to turn it on.
+TEST(BwrapProbe, UserNamespacesDisabledIsAPreciseReason) {
+  testing::TempDir sys;
+  std::filesystem::create_directories(sys / "user");
+  std::filesystem::create_directories(sys / "kernel");
+  testing::write_text(sys / "user/max_user_namespaces", "0\n");
+  BwrapOptions options;
+  options.proc_sys = sys.str();
+  auto p = BwrapMechanism(options).probe();
+  EXPECT_FALSE(p.available);
+  EXPECT_NE(p.unavailable_reason.find("max_user_namespaces = 0"), std::string::npos)
+      << p.unavailable_reason;
+  EXPECT_TRUE(p.enforceable().empty());
+
+  testing::write_text(sys / "user/max_user_namespaces", "15000\n");
+  testing::write_text(sys / "kernel/unprivileged_userns_clone", "0\n");
+  p = BwrapMechanism(options).probe();
+  EXPECT_FALSE(p.available);
+  EXPECT_NE(p.unavailable_reason.find("unprivileged_userns_clone = 0"), std::string::npos)
+      << p.unavailable_reason;
+}
+
+TEST(BwrapProbe, MissingJobUserIsAPreciseReason) {
+  if (::geteuid() != 0) GTEST_SKIP() << "the job user is only used when the controller is root";
+  BwrapOptions options;
+  options.job_user = "sealrun-no-such-user";
+  auto p = BwrapMechanism(options).probe();
+  EXPECT_FALSE(p.available);
+  EXPECT_NE(p.unavailable_reason.find("sealrun-no-such-user"), std::string::npos);
 }
 
 TEST(BwrapProbe, ReportsEveryDimensionFromARealSandbox) {
