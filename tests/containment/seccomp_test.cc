@@ -175,6 +175,15 @@ int denied_checks() {
   if (::personality(ADDR_NO_RANDOMIZE) != -1 || errno != EPERM) return 11;
   if (::syscall(SYS_ptrace, 16 /*PTRACE_ATTACH*/, 1, 0, 0) != -1 || errno != EPERM) return 12;
   if (::syscall(SYS_userfaultfd, 0) != -1 || errno != EPERM) return 13;
+  // The same denial through the 32-bit ABIs: unshare is 310 on i386 (int 0x80) and 272 on x32
+  // (x86_64 instruction, bit 30 set in the number). Without the compat sections these would pass.
+  long ret = 0;
+  asm volatile("int $0x80"
+               : "=a"(ret)
+               : "a"(310L), "b"(static_cast<long>(CLONE_NEWUSER))
+               : "memory");
+  if (ret != -EPERM) return 14;
+  if (::syscall(0x40000000L | 272, CLONE_NEWUSER) != -1 || errno != EPERM) return 15;
   return 0;
 }
 
