@@ -4,6 +4,7 @@
 // run where one makes sense (e.g. /out IS writable), so a broken helper cannot pass silently.
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -13,6 +14,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <termios.h>
 #include <unistd.h>
 
@@ -21,6 +23,7 @@
 #include <fstream>
 
 #include "containment/caps.h"
+#include "containment/job_user.h"
 #include "containment/resgroup/resource_group.h"
 #include "core/syscall.h"
 #include "tests/containment/bwrap_job.h"
@@ -323,6 +326,57 @@ TEST(BwrapControllerDeath, NothingOutlivesAKilledController) {
     EXPECT_TRUE(testing::pidfd_has_exited(fd.get(), 2000));
   }
   EXPECT_LT(monotonic_ms() - start, 1500) << "within about a second";
+}
+
+// A controller that is not root runs bwrap directly (no staging chain, no setpriv): the same
+// boundary, checked from a child that has dropped to the job user.
+TEST(BwrapUnprivilegedController, SameBoundaryWithoutRoot) {
+  auto user = lookup_job_user(job_user_name());
+  ASSERT_TRUE(user.ok());
+  testing::TempDir dir;
+  ASSERT_EQ(::chmod(dir.str().c_str(), 0711), 0);
+  ASSERT_TRUE(prepare_owned_dir(dir / "src", *user).ok());
+  ASSERT_TRUE(prepare_owned_dir(dir / "out", *user).ok());
+  std::filesystem::copy_file(SEALRUN_HOSTILE_PATH, dir / "src/hostile");
+  ASSERT_EQ(::chown((dir / "src/hostile").c_str(), user->uid, user->gid), 0);
+  ASSERT_EQ(::chmod((dir / "src/hostile").c_str(), 0755), 0);
+  int out[2];
+  ASSERT_EQ(::pipe2(out, O_CLOEXEC), 0);
+  pid_t child = ::fork();
+  if (child == 0) {
+    if (::setgroups(0, nullptr) != 0 || ::setgid(user->gid) != 0 || ::setuid(user->uid) != 0)
+      ::_exit(20);
+    ContainmentSpec spec;
+    spec.run_id = "bwrap-unprivileged";
+    spec.argv = {"/src/hostile", "write", "/src", "/src/hostile", "/", "/out"};
+    spec.mounts = {{dir / "src", "/src", MountSpec::Access::kReadOnly},
+                   {dir / "out", "/out", MountSpec::Access::kWritable}};
+    spec.requested = DimensionSet::all();
+    spec.required = {Dimension::kFilesystem, Dimension::kNetwork, Dimension::kSyscalls,
+                     Dimension::kCapabilities};
+    BwrapMechanism mech{BwrapOptions{}};
+    std::vector<Mechanism*> mechs{&mech};
+    auto grant = acquire_grant(spec, mechs, {});
+    if (!grant.ok()) ::_exit(21);
+    auto job = mech.spawn(*grant, nullptr, JobIo{-1, out[1], -1});
+    if (!job.ok()) ::_exit(22);
+    auto exit = (*job)->wait();
+    ::_exit(exit.ok() && exit->status.success() ? 0 : 23);
+  }
+  ::close(out[1]);
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  ASSERT_EQ(WEXITSTATUS(status), 0);
+  char buf[4096];
+  ssize_t n = ::read(out[0], buf, sizeof buf);
+  ::close(out[0]);
+  ASSERT_GT(n, 0);
+  auto kv = testing::parse_kv(std::string(buf, static_cast<size_t>(n)));
+  EXPECT_NE(kv["write:/src"], "ok");
+  EXPECT_NE(kv["write:/src/hostile"], "ok");
+  EXPECT_NE(kv["write:/"], "ok");
+  EXPECT_EQ(kv["write:/out"], "ok");
 }
 
 // User namespaces switched off (seen through the probe's /proc/sys seam): unavailable, and the
