@@ -75,6 +75,22 @@ TEST(CgroupV1Real, ProbeFindsItUsableHere) {
   EXPECT_FALSE(p.memory_high);
 }
 
+TEST(CgroupV1Real, TheStrongestAvailableBackEndHereIsCgroupV1) {
+  auto probes = probe_backends();
+  ASSERT_EQ(probes.size(), 3u);
+  EXPECT_EQ(probes[0].backend, Backend::kSystemd);
+  EXPECT_FALSE(probes[0].available) << "no systemd manager on this host: " << probes[0].why;
+  EXPECT_EQ(probes[1].backend, Backend::kCgroupV2);
+  EXPECT_FALSE(probes[1].available) << probes[1].why;  // memory is bound to v1 here
+  EXPECT_FALSE(probes[1].why.empty());
+  EXPECT_EQ(probes[2].backend, Backend::kCgroupV1);
+  EXPECT_TRUE(probes[2].available) << probes[2].why;
+  auto g = create_group(unique_id("auto"), {kUnlimited, 64ULL << 20, 0, 64});
+  ASSERT_TRUE(g.ok()) << g.error().message();
+  EXPECT_EQ((*g)->backend(), Backend::kCgroupV1);
+  stop_and_remove(**g);
+}
+
 TEST(CgroupV1Real, AllocationPastMemoryMaxIsOomKilledWithoutSwap) {
   auto g = make_group(unique_id("oom"), {48ULL << 20, 64ULL << 20, 0, 64});
   ASSERT_TRUE(g);
