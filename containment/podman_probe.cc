@@ -131,13 +131,17 @@ std::vector<DimensionCheck> dimensions_from_probe(const std::string& status,
          : fmt::format("a write to / inside the probe container was {}",
                        ck["root_write"].empty() ? "not reported" : "allowed"));
 
+  // PID 1's command line, first three words ("/run/podman-init -- /bin/sh"), not the script.
+  std::string pid1 = ck["pid1"];
+  for (size_t i = 0, words = 0; i < pid1.size(); ++i)
+    if (pid1[i] == ' ' && ++words == 3) pid1.resize(i);
   // The caller appends host_pidns= (its own /proc/self/ns/pid) to the container's report.
   bool own_pidns = ck["pidns"].rfind("pid:[", 0) == 0 && !ck["host_pidns"].empty() &&
                    ck["pidns"] != ck["host_pidns"] && !ck["pid1"].empty();
   add(Dimension::kProcessTree, own_pidns,
       own_pidns ? fmt::format("own PID namespace ({} inside, {} outside), PID 1 is \"{}\"; "
                               "`podman rm -f` ends every process in it",
-                              ck["pidns"], ck["host_pidns"], ck["pid1"])
+                              ck["pidns"], ck["host_pidns"], pid1)
                 : fmt::format("no private PID namespace seen (inside \"{}\", outside \"{}\")",
                               ck["pidns"], ck["host_pidns"]));
 
