@@ -6,7 +6,6 @@
 
 #include <algorithm>
 
-
 #include "core/bounded_file.h"
 #include "fingerprint/sha256.h"
 
@@ -21,8 +20,7 @@ std::string AdmissionReport::summary() const {
   if (refusal) return refusal->message();
   std::string failed;
   for (const PinCheck& c : checks)
-    if (c.status == CheckStatus::kFail)
-      failed += (failed.empty() ? "" : ", ") + c.target;
+    if (c.status == CheckStatus::kFail) failed += (failed.empty() ? "" : ", ") + c.target;
   if (failed.empty()) return all_passed() ? "every check passed" : "no check ran";
   return "pin mismatch: " + failed;
 }
@@ -64,8 +62,8 @@ AdmitOutcome admit(const std::string& path, const std::string& expected_sha256,
 
   std::string source_root =
       doc->source.kind == SourceKind::kTree ? doc->source.path : options.source_export_dir;
-  out.admitted.emplace(Admitted(std::move(doc).value(), path, report.observed_sha256,
-                                report.checks, std::move(source_root)));
+  out.admitted.emplace(Admitted(std::move(doc).value(), path, report.observed_sha256, report.checks,
+                                std::move(source_root)));
   return out;
 }
 

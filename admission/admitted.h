@@ -72,5 +72,4 @@ struct AdmitOutcome {
 AdmitOutcome admit(const std::string& path, const std::string& expected_sha256,
                    const VerifyOptions& options = {});
 
-
 }  // namespace sealrun::admission

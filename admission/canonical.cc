@@ -49,19 +49,14 @@ json admission_to_json(const AdmissionDocument& doc) {
                  {"scratch", doc.mounts.scratch},
                  {"tmp", doc.mounts.tmp}};
   const Limits& l = doc.limits;
-  j["limits"] = {{"memory_high_bytes", l.memory_high_bytes},
-                 {"memory_max_bytes", l.memory_max_bytes},
-                 {"swap_max_bytes", l.swap_max_bytes},
-                 {"pids_max", l.pids_max},
-                 {"wall_clock_s", l.wall_clock_s},
-                 {"outer_s", l.outer_s},
-                 {"owned_max_bytes", l.owned_max_bytes},
-                 {"result_max_bytes", l.result_max_bytes},
-                 {"free_min_bytes", l.free_min_bytes},
-                 {"ceiling_bytes", l.ceiling_bytes},
-                 {"reserve_bytes", l.reserve_bytes},
-                 {"census_interval_ms", l.census_interval_ms},
-                 {"receipt_max_bytes", l.receipt_max_bytes}};
+  j["limits"] = {
+      {"memory_high_bytes", l.memory_high_bytes}, {"memory_max_bytes", l.memory_max_bytes},
+      {"swap_max_bytes", l.swap_max_bytes},       {"pids_max", l.pids_max},
+      {"wall_clock_s", l.wall_clock_s},           {"outer_s", l.outer_s},
+      {"owned_max_bytes", l.owned_max_bytes},     {"result_max_bytes", l.result_max_bytes},
+      {"free_min_bytes", l.free_min_bytes},       {"ceiling_bytes", l.ceiling_bytes},
+      {"reserve_bytes", l.reserve_bytes},         {"census_interval_ms", l.census_interval_ms},
+      {"receipt_max_bytes", l.receipt_max_bytes}};
   j["containment"] = {{"required", doc.containment.required.names()},
                       {"network", doc.containment.network},
                       {"mechanism", std::string(mechanism_choice_name(doc.containment.mechanism))}};
@@ -120,8 +115,7 @@ std::optional<time_t> parse_rfc3339(std::string_view s) {
   if (s.size() < 20 || s.size() > 40) return std::nullopt;
   int year = digits(s, 0, 4), mon = digits(s, 5, 2), day = digits(s, 8, 2);
   int hour = digits(s, 11, 2), min = digits(s, 14, 2), sec = digits(s, 17, 2);
-  if (s[4] != '-' || s[7] != '-' || (s[10] != 'T' && s[10] != 't') || s[13] != ':' ||
-      s[16] != ':')
+  if (s[4] != '-' || s[7] != '-' || (s[10] != 'T' && s[10] != 't') || s[13] != ':' || s[16] != ':')
     return std::nullopt;
   if (year < 1970 || mon < 1 || mon > 12 || day < 1 || day > 31 || hour < 0 || hour > 23 ||
       min < 0 || min > 59 || sec < 0 || sec > 60)

@@ -8,12 +8,11 @@
 #include <cstdint>
 #include <ctime>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "containment/dimension.h"
 #include "core/result.h"
@@ -38,11 +37,11 @@ std::string_view source_kind_name(SourceKind kind);
 
 struct SourcePin {
   SourceKind kind = SourceKind::kGit;
-  std::string path;         // absolute: repository directory, bundle file or plain tree
-  std::string path_sha256;  // bundle only: SHA-256 of the bundle file
-  std::string commit;       // git and bundle: 40 hex
-  std::string tree;         // git and bundle: 40 hex
-  Manifest manifest;        // every regular file of the checked-out tree
+  std::string path;             // absolute: repository directory, bundle file or plain tree
+  std::string path_sha256;      // bundle only: SHA-256 of the bundle file
+  std::string commit;           // git and bundle: 40 hex
+  std::string tree;             // git and bundle: 40 hex
+  Manifest manifest;            // every regular file of the checked-out tree
   std::string manifest_sha256;  // SHA-256 of manifest_to_jsonl(manifest)
 };
 
@@ -84,7 +83,7 @@ struct Limits {
   uint64_t owned_max_bytes = 8 * kGiB;
   uint64_t result_max_bytes = 1 * kGiB;
   uint64_t free_min_bytes = 1 * kGiB;
-  uint64_t ceiling_bytes = 10 * kGiB;   // owned + result + reserve must stay under this
+  uint64_t ceiling_bytes = 10 * kGiB;  // owned + result + reserve must stay under this
   uint64_t reserve_bytes = 512 * kMiBytes;
   uint64_t census_interval_ms = 5000;
   uint64_t receipt_max_bytes = 1 * kMiBytes;
@@ -115,7 +114,7 @@ struct AdmissionDocument {
   Mounts mounts;
   Limits limits;
   Containment containment;
-  std::optional<std::string> expires_at;  // RFC 3339 as written
+  std::optional<std::string> expires_at;   // RFC 3339 as written
   std::optional<time_t> expires_at_epoch;  // the same instant, seconds since the epoch
   std::optional<Reference> reference;
 };

@@ -5,13 +5,12 @@
 #include "admission/freeze.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 
 #include <filesystem>
 #include <set>
-
-#include <fmt/format.h>
 
 #include "admission/strict_json.h"
 #include "admission/verify.h"
@@ -30,8 +29,8 @@ using nlohmann::json;
 Status apply_set(json* doc, std::string_view assignment) {
   size_t eq = assignment.find('=');
   if (eq == std::string_view::npos || eq == 0)
-    return Error::make(fmt::format("--set {}: expected KEY=VALUE (e.g. limits.pids_max=512)",
-                                   assignment));
+    return Error::make(
+        fmt::format("--set {}: expected KEY=VALUE (e.g. limits.pids_max=512)", assignment));
   std::string_view key = assignment.substr(0, eq);
   std::string_view text = assignment.substr(eq + 1);
   json* node = doc;
@@ -40,8 +39,7 @@ Status apply_set(json* doc, std::string_view assignment) {
   while (true) {
     size_t dot = key.find('.', start);
     std::string part(key.substr(start, dot == std::string_view::npos ? dot : dot - start));
-    if (part.empty())
-      return Error::make(fmt::format("--set {}: empty component in the key", key));
+    if (part.empty()) return Error::make(fmt::format("--set {}: empty component in the key", key));
     if (!node->is_object())
       return Error::make(fmt::format("--set {}: {} is not an object", key, walked));
     walked = json_path_join(walked, part);
@@ -81,7 +79,8 @@ struct TempExport {
 };
 
 std::string string_or(const json& obj, const char* key, const std::string& fallback) {
-  if (obj.is_object() && obj.contains(key) && obj[key].is_string()) return obj[key].get<std::string>();
+  if (obj.is_object() && obj.contains(key) && obj[key].is_string())
+    return obj[key].get<std::string>();
   return fallback;
 }
 
@@ -116,8 +115,8 @@ Result<json> source_pins(const std::string& given_path, std::string kind) {
                     "export of " + id.commit + " from " + path);
     manifest = SEALRUN_TRY_CTX(build_manifest(dest), "manifest of commit " + id.commit);
   } else {
-    return Error::make(fmt::format("source.kind: expected \"git\", \"bundle\" or \"tree\", got \"{}\"",
-                                   kind));
+    return Error::make(
+        fmt::format("source.kind: expected \"git\", \"bundle\" or \"tree\", got \"{}\"", kind));
   }
   src["manifest"] = json::array();
   for (const ManifestEntry& e : manifest)
@@ -165,14 +164,15 @@ Result<json> assemble(const FreezeRequest& r) {
     TreeOptions options;
     options.progress = r.toolchain_progress;
     auto summary = SEALRUN_TRY_CTX(tree_digest(root, options), "toolchain " + root);
-    std::string mount = !r.toolchain_mount.empty() ? r.toolchain_mount
-                                                   : string_or(toolchain, "mount_path", root);
+    std::string mount =
+        !r.toolchain_mount.empty() ? r.toolchain_mount : string_or(toolchain, "mount_path", root);
     toolchain = {{"root", root}, {"tree_sha256", summary.sha256}, {"mount_path", mount}};
   } else if (toolchain.is_null()) {
     doc.erase("toolchain");
   }
 
-  std::string archive = !r.image.empty() ? r.image : string_or(doc.value("image", json()), "archive", "");
+  std::string archive =
+      !r.image.empty() ? r.image : string_or(doc.value("image", json()), "archive", "");
   if (!archive.empty()) {
     archive = SEALRUN_TRY(real_path(archive, "image"));
     auto id = SEALRUN_TRY_CTX(inspect_image_archive(archive), "image " + archive);
@@ -208,9 +208,10 @@ Result<std::string> freeze_to_bytes(const FreezeRequest& request) {
   AdmissionDocument parsed = SEALRUN_TRY_CTX(parse_admission_json(doc), "the frozen admission");
   std::string bytes = canonical_admission_bytes(parsed);
   if (bytes.size() > kMaxAdmissionBytes)
-    return Error::make(fmt::format("the frozen admission is {} bytes, over the {}-byte limit "
-                                   "(a very large source manifest?)",
-                                   bytes.size(), kMaxAdmissionBytes));
+    return Error::make(
+        fmt::format("the frozen admission is {} bytes, over the {}-byte limit "
+                    "(a very large source manifest?)",
+                    bytes.size(), kMaxAdmissionBytes));
   // What we write must read back as itself; anything else is a bug here, caught before it ships.
   SEALRUN_TRY_CTX(parse_admission_bytes(bytes), "re-reading the frozen admission");
   return bytes;

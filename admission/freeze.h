@@ -5,11 +5,10 @@
 
 #include <cstdint>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "admission/document.h"
 #include "core/result.h"
@@ -17,11 +16,11 @@
 namespace sealrun::admission {
 
 struct FreezeRequest {
-  std::string out;        // where to write the admission
-  bool force = false;     // replace an existing file at `out`
-  std::string draft;      // optional: a partial admission (JSON) to start from
-  std::string source;     // a git repository directory, a bundle file, or a plain tree
-  std::string toolchain;  // the toolchain root directory
+  std::string out;              // where to write the admission
+  bool force = false;           // replace an existing file at `out`
+  std::string draft;            // optional: a partial admission (JSON) to start from
+  std::string source;           // a git repository directory, a bundle file, or a plain tree
+  std::string toolchain;        // the toolchain root directory
   std::string toolchain_mount;  // where the toolchain appears in the job (default: its root)
   std::string image;            // an OCI / docker archive
   std::vector<std::string> host_tools;  // paths of host binaries to pin

@@ -3,11 +3,11 @@
 // JSON path of the field ("limits.memory_max_bytes: expected an integer, got a string"). Paths
 // must be absolute and normal (no ".", "..", "//" or trailing "/"), digests lower-case hex, and
 // nothing the schema does not name is accepted, so a typo can never silently mean a default.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <regex>
 #include <set>
-
-#include <fmt/format.h>
 
 #include "admission/document.h"
 #include "admission/path_rules.h"
@@ -52,8 +52,8 @@ class Parser {
     if (root.contains("schema")) {
       std::string schema;
       if (string(root["schema"], "schema", &schema) && schema != kSchema)
-        error("schema", fmt::format("unsupported schema \"{}\"; this sealrun reads \"{}\"", schema,
-                                    kSchema));
+        error("schema",
+              fmt::format("unsupported schema \"{}\"; this sealrun reads \"{}\"", schema, kSchema));
     }
     if (root.contains("command")) command(root["command"], &doc.command);
     if (root.contains("source_date_epoch")) {
@@ -146,8 +146,8 @@ class Parser {
 
   bool integer(const json& v, const std::string& path, uint64_t min, uint64_t max, uint64_t* out) {
     if (!v.is_number_integer()) {
-      error(path, fmt::format("expected {} integer, got {}", min > 0 ? "a positive" : "a non-negative",
-                              type_of(v)));
+      error(path, fmt::format("expected {} integer, got {}",
+                              min > 0 ? "a positive" : "a non-negative", type_of(v)));
       return false;
     }
     if (v.is_number_integer() && !v.is_number_unsigned() && v.get<int64_t>() < 0) {
@@ -255,7 +255,8 @@ class Parser {
       out->kind = SourceKind::kTree;
       keys(v, "source", {"kind", "path", "manifest", "manifest_sha256"}, {});
     } else {
-      error("source.kind", fmt::format("expected \"git\", \"bundle\" or \"tree\", got \"{}\"", kind));
+      error("source.kind",
+            fmt::format("expected \"git\", \"bundle\" or \"tree\", got \"{}\"", kind));
       return;
     }
     if (v.contains("path")) abs_path(v["path"], "source.path", &out->path);
@@ -299,8 +300,10 @@ class Parser {
     if (!object(v, "toolchain")) return;
     keys(v, "toolchain", {"root", "tree_sha256"}, {"mount_path"});
     if (v.contains("root")) abs_path(v["root"], "toolchain.root", &out->root);
-    if (v.contains("tree_sha256")) sha256(v["tree_sha256"], "toolchain.tree_sha256", &out->tree_sha256);
-    if (v.contains("mount_path")) abs_path(v["mount_path"], "toolchain.mount_path", &out->mount_path);
+    if (v.contains("tree_sha256"))
+      sha256(v["tree_sha256"], "toolchain.tree_sha256", &out->tree_sha256);
+    if (v.contains("mount_path"))
+      abs_path(v["mount_path"], "toolchain.mount_path", &out->mount_path);
   }
 
   void image(const json& v, ImagePin* out) {
@@ -408,10 +411,15 @@ class Parser {
     if (v.contains("mechanism")) {
       std::string m;
       if (string(v["mechanism"], "containment.mechanism", &m)) {
-        if (m == "auto") out->mechanism = MechanismChoice::kAuto;
-        else if (m == "bwrap") out->mechanism = MechanismChoice::kBwrap;
-        else if (m == "podman") out->mechanism = MechanismChoice::kPodman;
-        else error("containment.mechanism", fmt::format("expected \"auto\", \"bwrap\" or \"podman\", got \"{}\"", m));
+        if (m == "auto")
+          out->mechanism = MechanismChoice::kAuto;
+        else if (m == "bwrap")
+          out->mechanism = MechanismChoice::kBwrap;
+        else if (m == "podman")
+          out->mechanism = MechanismChoice::kPodman;
+        else
+          error("containment.mechanism",
+                fmt::format("expected \"auto\", \"bwrap\" or \"podman\", got \"{}\"", m));
       }
     }
   }
@@ -436,8 +444,8 @@ class Parser {
 #endif
       std::regex re(out->pattern, flags);
       if (!std::regex_match(out->value, re))
-        error("reference.value",
-              fmt::format("\"{}\" does not match reference.pattern \"{}\"", out->value, out->pattern));
+        error("reference.value", fmt::format("\"{}\" does not match reference.pattern \"{}\"",
+                                             out->value, out->pattern));
     } catch (const std::regex_error& e) {
       error("reference.pattern", fmt::format("not a usable regular expression: {}", e.what()));
     }
@@ -446,16 +454,15 @@ class Parser {
   void cross_checks(const AdmissionDocument& doc) {
     const Limits& l = doc.limits;
     if (l.memory_high_bytes > l.memory_max_bytes)
-      error("limits.memory_high_bytes",
-            fmt::format("{} is above limits.memory_max_bytes ({})", l.memory_high_bytes,
-                        l.memory_max_bytes));
+      error("limits.memory_high_bytes", fmt::format("{} is above limits.memory_max_bytes ({})",
+                                                    l.memory_high_bytes, l.memory_max_bytes));
     if (l.wall_clock_s >= l.outer_s)
       error("limits.wall_clock_s", fmt::format("{} s leaves no time for verification and cleanup "
                                                "within limits.outer_s ({} s)",
                                                l.wall_clock_s, l.outer_s));
     if (l.reserve_bytes >= l.ceiling_bytes)
-      error("limits.reserve_bytes",
-            fmt::format("{} is not below limits.ceiling_bytes ({})", l.reserve_bytes, l.ceiling_bytes));
+      error("limits.reserve_bytes", fmt::format("{} is not below limits.ceiling_bytes ({})",
+                                                l.reserve_bytes, l.ceiling_bytes));
     // Every job mount must be its own place: two mounts at one path, or one inside another,
     // would let a writable mount shadow a read-only one (or the reverse).
     struct Place {
@@ -488,18 +495,24 @@ class Parser {
 
 std::string_view source_kind_name(SourceKind kind) {
   switch (kind) {
-    case SourceKind::kGit: return "git";
-    case SourceKind::kBundle: return "bundle";
-    case SourceKind::kTree: return "tree";
+    case SourceKind::kGit:
+      return "git";
+    case SourceKind::kBundle:
+      return "bundle";
+    case SourceKind::kTree:
+      return "tree";
   }
   return "?";
 }
 
 std::string_view mechanism_choice_name(MechanismChoice m) {
   switch (m) {
-    case MechanismChoice::kAuto: return "auto";
-    case MechanismChoice::kBwrap: return "bwrap";
-    case MechanismChoice::kPodman: return "podman";
+    case MechanismChoice::kAuto:
+      return "auto";
+    case MechanismChoice::kBwrap:
+      return "bwrap";
+    case MechanismChoice::kPodman:
+      return "podman";
   }
   return "?";
 }

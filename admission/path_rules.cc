@@ -42,7 +42,8 @@ std::optional<std::string> absolute_path_problem(std::string_view path) {
 
 std::optional<std::string> relative_path_problem(std::string_view path) {
   if (auto why = text_problem(path)) return why;
-  if (path[0] == '/') return fmt::format("\"{}\" is absolute; a path relative to the tree is required", path);
+  if (path[0] == '/')
+    return fmt::format("\"{}\" is absolute; a path relative to the tree is required", path);
   if (auto why = component_problem(path)) return fmt::format("\"{}\" {}", path, *why);
   return std::nullopt;
 }

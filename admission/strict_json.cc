@@ -2,10 +2,10 @@
 // sees every key before it is stored (duplicates) and every container as it opens (depth).
 #include "admission/strict_json.h"
 
+#include <fmt/format.h>
+
 #include <utility>
 #include <vector>
-
-#include <fmt/format.h>
 
 namespace sealrun::admission {
 
@@ -40,9 +40,7 @@ class StrictSax {
   bool boolean(bool v) { return put(json(v)); }
   bool number_integer(json::number_integer_t v) { return put(json(v)); }
   bool number_unsigned(json::number_unsigned_t v) { return put(json(v)); }
-  bool number_float(json::number_float_t v, const json::string_t& /*text*/) {
-    return put(json(v));
-  }
+  bool number_float(json::number_float_t v, const json::string_t& /*text*/) { return put(json(v)); }
   bool string(json::string_t& s) {
     if (!check_text(s, "string")) return false;
     return put(json(std::move(s)));

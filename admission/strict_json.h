@@ -5,10 +5,9 @@
 // Every refusal names where it happened as a JSON path ("limits.pids_max", "command.argv[2]").
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
-
-#include <nlohmann/json.hpp>
 
 #include "core/result.h"
 

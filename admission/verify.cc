@@ -2,12 +2,11 @@
 // observed (or the error that stopped the observation) and the next check runs regardless.
 #include "admission/verify.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <stdlib.h>
 
 #include <filesystem>
-
-#include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include "fingerprint/file_hash.h"
 #include "fingerprint/image.h"
@@ -21,9 +20,12 @@ using nlohmann::json;
 
 std::string_view check_status_name(CheckStatus s) {
   switch (s) {
-    case CheckStatus::kPass: return "pass";
-    case CheckStatus::kFail: return "fail";
-    case CheckStatus::kSkipped: return "skipped";
+    case CheckStatus::kPass:
+      return "pass";
+    case CheckStatus::kFail:
+      return "fail";
+    case CheckStatus::kSkipped:
+      return "skipped";
   }
   return "?";
 }
@@ -85,8 +87,8 @@ class Checks {
     list_.push_back(std::move(c));
   }
   void skipped(std::string target, std::string expected) {
-    list_.push_back({std::move(target), std::move(expected), "not checked: " + skip_,
-                     CheckStatus::kSkipped});
+    list_.push_back(
+        {std::move(target), std::move(expected), "not checked: " + skip_, CheckStatus::kSkipped});
   }
   void add(PinCheck c) { list_.push_back(std::move(c)); }
   std::vector<PinCheck> take() { return std::move(list_); }
@@ -117,8 +119,10 @@ std::string describe_mismatches(const std::vector<ManifestMismatch>& mismatches)
 // Verifies the manifest against the files of the admitted source: the tree itself for kind
 // "tree", an export of the admitted commit for git and bundle sources.
 PinCheck check_manifest(const SourcePin& s, const VerifyOptions& options) {
-  PinCheck c{"source.manifest", fmt::format("{} file(s) as listed in source.manifest", s.manifest.size()),
-             {}, CheckStatus::kFail};
+  PinCheck c{"source.manifest",
+             fmt::format("{} file(s) as listed in source.manifest", s.manifest.size()),
+             {},
+             CheckStatus::kFail};
   std::string root = s.path;
   ScratchDir scratch;
   if (s.kind != SourceKind::kTree) {
@@ -161,7 +165,8 @@ void check_source(const SourcePin& s, const VerifyOptions& options, Checks* chec
                     fmt::format("{} file(s) as listed in source.manifest", s.manifest.size()));
     return;
   }
-  if (s.kind == SourceKind::kBundle) checks->compare("source.path_sha256", s.path_sha256, file_sha256(s.path));
+  if (s.kind == SourceKind::kBundle)
+    checks->compare("source.path_sha256", s.path_sha256, file_sha256(s.path));
   if (git) {
     // The commit that the repository (or bundle) has checked out must be the admitted one, and the
     // admitted commit must have the admitted tree.

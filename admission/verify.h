@@ -8,11 +8,10 @@
 #include <cstdint>
 #include <ctime>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "admission/document.h"
 
@@ -26,7 +25,8 @@ enum class CheckStatus {
 std::string_view check_status_name(CheckStatus s);  // "pass" / "fail" / "skipped"
 
 struct PinCheck {
-  std::string target;    // "admission", "source.commit", "image.image_id", "host_tools:/usr/bin/bwrap"
+  std::string
+      target;  // "admission", "source.commit", "image.image_id", "host_tools:/usr/bin/bwrap"
   std::string expected;  // what the admission says
   std::string observed;  // what is there now (or why it could not be read)
   CheckStatus status = CheckStatus::kFail;

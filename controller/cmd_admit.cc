@@ -2,13 +2,13 @@
 // writes a canonical admission (exit 0 written, 1 failed, 2 usage); check verifies the document's
 // own digest and every pin without running anything (exit 0 when every check passed, 3 otherwise —
 // the same code `sealrun run` uses for a refused admission).
+#include <fmt/format.h>
+
 #include <cstdio>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include "admission/admitted.h"
 #include "admission/freeze.h"
@@ -36,7 +36,9 @@ struct CheckArgs {
   bool json = false;
 };
 
-std::string mib(uint64_t bytes) { return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / (1 << 20)); }
+std::string mib(uint64_t bytes) {
+  return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / (1 << 20));
+}
 
 // "\rhashing toolchain: 12.0 MiB of 240.3 MiB (5%)" on a terminal; nothing otherwise.
 std::function<void(uint64_t, uint64_t)> terminal_progress(const char* what) {
@@ -103,31 +105,37 @@ int run_check(const CheckArgs& args) {
 
 void register_admit(CLI::App& app, int* exit_code) {
   CLI::App* admit = app.add_subcommand(
-      "admit", "Pin what may run: freeze an admission from inputs, or check one without running it");
+      "admit",
+      "Pin what may run: freeze an admission from inputs, or check one without running it");
   admit->require_subcommand(1);
 
   auto f = std::make_shared<FreezeArgs>();
-  CLI::App* freeze = admit->add_subcommand(
-      "freeze",
-      "Compute every pin (source commit/tree/manifest, toolchain tree, image, host tools) and write "
-      "a canonical admission; prints its SHA-256. Usage: admit freeze --out FILE [options] -- ARGV...");
+  CLI::App* freeze = admit->add_subcommand("freeze",
+                                           "Compute every pin (source commit/tree/manifest, "
+                                           "toolchain tree, image, host tools) and write "
+                                           "a canonical admission; prints its SHA-256. Usage: "
+                                           "admit freeze --out FILE [options] -- ARGV...");
   freeze->add_option("--out", f->request.out, "Admission file to write")->required();
   freeze->add_flag("--force", f->request.force, "Replace an existing --out file");
   freeze->add_option("--draft", f->request.draft,
                      "A partial admission (JSON) to start from; flags and --set override it");
   freeze->add_option("--source", f->request.source,
                      "Source: a git repository directory, a git bundle file, or a plain tree");
-  freeze->add_option("--toolchain", f->request.toolchain, "Toolchain root directory (read-only in the job)");
+  freeze->add_option("--toolchain", f->request.toolchain,
+                     "Toolchain root directory (read-only in the job)");
   freeze->add_option("--toolchain-mount", f->request.toolchain_mount,
                      "Where the toolchain appears in the job (default: its host path)");
-  freeze->add_option("--image", f->request.image, "Container image archive (OCI or docker-archive tar)");
-  freeze->add_option("--host-tool", f->request.host_tools,
-                     "A host binary to pin by SHA-256 (repeatable), e.g. /usr/bin/bwrap")
+  freeze->add_option("--image", f->request.image,
+                     "Container image archive (OCI or docker-archive tar)");
+  freeze
+      ->add_option("--host-tool", f->request.host_tools,
+                   "A host binary to pin by SHA-256 (repeatable), e.g. /usr/bin/bwrap")
       ->allow_extra_args(false)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-  freeze->add_option("--set", f->request.sets,
-                     "KEY=VALUE with a dotted key of the admission (repeatable), e.g. "
-                     "limits.memory_max_bytes=67108864; VALUE is JSON if it parses, else a string")
+  freeze
+      ->add_option("--set", f->request.sets,
+                   "KEY=VALUE with a dotted key of the admission (repeatable), e.g. "
+                   "limits.memory_max_bytes=67108864; VALUE is JSON if it parses, else a string")
       ->allow_extra_args(false)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   freeze->add_option("--env", f->request.env, "NAME=VALUE allowed into the job (repeatable)")
@@ -145,7 +153,8 @@ void register_admit(CLI::App& app, int* exit_code) {
   check->add_option("ADMISSION", c->path, "The admission file")->required();
   check->add_option("--sha256", c->sha256, "The SHA-256 the admission's exact bytes must have")
       ->required();
-  check->add_flag("--json", c->json, "Print {admission, sha256, passed, refusal, checks[]} as JSON");
+  check->add_flag("--json", c->json,
+                  "Print {admission, sha256, passed, refusal, checks[]} as JSON");
   check->callback([c, exit_code] { *exit_code = run_check(*c); });
 }
 

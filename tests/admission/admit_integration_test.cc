@@ -3,14 +3,12 @@
 // image fixture and a real host tool (bwrap). The frozen admission must check clean; then one byte
 // of each input is altered in turn (on copies, never the host's own files) and exactly the check
 // for that input must fail, with exit 3.
+#include <gtest/gtest.h>
 #include <sys/stat.h>
 
-#include <gtest/gtest.h>
-
 #include <filesystem>
-#include <set>
-
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "core/process.h"
 #include "tests/support/temp_dir.h"
@@ -25,23 +23,23 @@ using testing::write_text;
 
 const std::string kSealrun = SEALRUN_BINARY_DIR "/sealrun";
 
-struct Run {
+struct Ran {
   int code = -1;
   std::string out;
   std::string err;
 };
 
-Run run(std::vector<std::string> argv, const std::string& cwd = "") {
+Ran run(std::vector<std::string> argv, const std::string& cwd = "") {
   SpawnOptions o;
   o.argv = std::move(argv);
   o.cwd = cwd;
   auto r = run_capture(o, 120000, 16 << 20);
-  if (!r.ok()) return Run{-1, "", r.error().message()};
-  return Run{r->status.code, r->out, r->err};
+  if (!r.ok()) return Ran{-1, "", r.error().message()};
+  return Ran{r->status.code, r->out, r->err};
 }
 
 void sh(const std::string& script, const std::string& cwd) {
-  Run r = run({"/bin/sh", "-ec", script}, cwd);
+  Ran r = run({"/bin/sh", "-ec", script}, cwd);
   ASSERT_EQ(r.code, 0) << script << "\n" << r.err << r.out;
 }
 
@@ -56,7 +54,7 @@ std::string image_fixture() {
   std::string dir = SEALRUN_BINARY_DIR "/fixtures";
   std::string tar = dir + "/busybox.oci.tar";
   if (!std::filesystem::exists(tar)) {
-    Run r = run({"/bin/bash", SEALRUN_SOURCE_DIR "/tests/fixtures/busybox_image.sh", dir});
+    Ran r = run({"/bin/bash", SEALRUN_SOURCE_DIR "/tests/fixtures/busybox_image.sh", dir});
     EXPECT_EQ(r.code, 0) << r.err;
   }
   return tar;
@@ -64,7 +62,7 @@ std::string image_fixture() {
 
 // This host's compiler tree, kept modest: GCC's own include directory (a few MB of real headers).
 std::string compiler_tree() {
-  Run r = run({"/bin/sh", "-c", "gcc -print-file-name=include"});
+  Ran r = run({"/bin/sh", "-c", "gcc -print-file-name=include"});
   std::string dir = r.out.substr(0, r.out.find('\n'));
   EXPECT_TRUE(std::filesystem::is_directory(dir)) << dir;
   return dir;
@@ -84,7 +82,7 @@ class AdmitIntegration : public ::testing::Test {
     std::vector<std::string> argv = {kSealrun, "admit", "freeze", "--out", out, "--json"};
     argv.insert(argv.end(), extra.begin(), extra.end());
     argv.insert(argv.end(), {"--", "/usr/bin/gcc", "-O2", "main.c"});
-    Run r = run(argv);
+    Ran r = run(argv);
     EXPECT_EQ(r.code, 0) << r.err;
     if (r.code != 0) return "";
     json j = json::parse(r.out);
@@ -94,7 +92,7 @@ class AdmitIntegration : public ::testing::Test {
 
   // Runs `admit check --json`; returns the exit code and the set of failed targets.
   std::pair<int, std::set<std::string>> check(const std::string& path, const std::string& sha) {
-    Run r = run({kSealrun, "admit", "check", path, "--sha256", sha, "--json"});
+    Ran r = run({kSealrun, "admit", "check", path, "--sha256", sha, "--json"});
     std::set<std::string> failed;
     json j = json::parse(r.out, nullptr, false);
     EXPECT_FALSE(j.is_discarded()) << r.out << r.err;
@@ -130,9 +128,10 @@ TEST_F(AdmitIntegration, RealInputsCheckCleanAndEachAlteredInputFailsExactlyItsC
   sh("cp -a '" + toolchain + "' tc && cp '" + image + "' image.tar && cp /usr/bin/bwrap bwrap",
      dir_.str());
   const std::string adm = dir_ / "copies.json";
-  std::string sha = freeze({"--source", repo_, "--toolchain", dir_ / "tc", "--image",
-                            dir_ / "image.tar", "--host-tool", dir_ / "bwrap"},
-                           adm);
+  std::string sha =
+      freeze({"--source", repo_, "--toolchain", dir_ / "tc", "--toolchain-mount", "/opt/toolchain",
+              "--image", dir_ / "image.tar", "--host-tool", dir_ / "bwrap"},
+             adm);
   ASSERT_FALSE(sha.empty());
   std::tie(code, failed) = check(adm, sha);
   ASSERT_EQ(code, 0);
@@ -208,23 +207,25 @@ TEST_F(AdmitIntegration, BundleSourceIsPinnedByItsBytes) {
 }
 
 TEST_F(AdmitIntegration, UsageAndRefusalsFromTheCommandLine) {
-  Run help = run({kSealrun, "admit", "check", "--help"});
+  Ran help = run({kSealrun, "admit", "check", "--help"});
   EXPECT_EQ(help.code, 0);
   EXPECT_NE(help.out.find("--sha256"), std::string::npos);
   help = run({kSealrun, "admit", "freeze", "--help"});
   EXPECT_EQ(help.code, 0);
   EXPECT_NE(help.out.find("--host-tool"), std::string::npos);
 
-  Run bad = run({kSealrun, "admit", "check", dir_ / "x.json", "--sha256", "nothex"});
+  Ran bad = run({kSealrun, "admit", "check", dir_ / "x.json", "--sha256", "nothex"});
   EXPECT_EQ(bad.code, 2);
   // A depth bomb: exit 3 with the reason, quickly.
   write_text(dir_ / "bomb.json", std::string(100000, '['));
-  Run bomb = run({kSealrun, "admit", "check", dir_ / "bomb.json", "--sha256", std::string(64, '0')});
+  Ran bomb =
+      run({kSealrun, "admit", "check", dir_ / "bomb.json", "--sha256", std::string(64, '0')});
   EXPECT_EQ(bomb.code, 3);
   EXPECT_NE(bomb.err.find("nested deeper than 32 levels"), std::string::npos) << bomb.err;
   // A FIFO is refused without blocking.
   ASSERT_EQ(::mkfifo((dir_ / "fifo.json").c_str(), 0600), 0);
-  Run fifo = run({kSealrun, "admit", "check", dir_ / "fifo.json", "--sha256", std::string(64, '0')});
+  Ran fifo =
+      run({kSealrun, "admit", "check", dir_ / "fifo.json", "--sha256", std::string(64, '0')});
   EXPECT_EQ(fifo.code, 3);
   EXPECT_NE(fifo.err.find("FIFO"), std::string::npos) << fifo.err;
 }

@@ -3,10 +3,9 @@
 // files (1 GiB, symlink, FIFO, truncated), expiry. Sources here are plain trees; git sources and
 // images are covered by the integration test.
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include <chrono>
 #include <set>

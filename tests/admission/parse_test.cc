@@ -24,8 +24,9 @@ json valid_doc() {
           {"source",
            {{"kind", "tree"},
             {"path", "/srv/src"},
-            {"manifest", {{{"path", "a.c"}, {"bytes", 3}, {"sha256", kA}},
-                          {{"path", "sub/b.c"}, {"bytes", 4}, {"sha256", kA}}}},
+            {"manifest",
+             {{{"path", "a.c"}, {"bytes", 3}, {"sha256", kA}},
+              {{"path", "sub/b.c"}, {"bytes", 4}, {"sha256", kA}}}},
             {"manifest_sha256", kB}}},
           {"toolchain", {{"root", "/opt/tc"}, {"tree_sha256", kC}}}};
 }
@@ -97,33 +98,61 @@ TEST_P(AdmissionRejects, NamesTheField) {
 const Rejection kRejections[] = {
     {"not_an_object", [](json& j) { j = json::array(); }, "document: expected an object"},
     {"unknown_top_key", [](json& j) { j["colour"] = "blue"; }, "colour: unknown key"},
-    {"unknown_limit", [](json& j) { j["limits"] = {{"memory_maxx_bytes", 1}}; },
+    {"unknown_limit",
+     [](json& j) {
+       j["limits"] = {{"memory_maxx_bytes", 1}};
+     },
      "limits.memory_maxx_bytes: unknown key"},
-    {"unknown_nested", [](json& j) { j["toolchain"]["extra"] = 1; }, "toolchain.extra: unknown key"},
+    {"unknown_nested", [](json& j) { j["toolchain"]["extra"] = 1; },
+     "toolchain.extra: unknown key"},
     {"missing_command", [](json& j) { j.erase("command"); }, "command: missing (required)"},
     {"missing_schema", [](json& j) { j.erase("schema"); }, "schema: missing (required)"},
     {"wrong_schema", [](json& j) { j["schema"] = "sealrun-admission-v0"; },
      "schema: unsupported schema"},
-    {"limit_is_string", [](json& j) { j["limits"] = {{"memory_max_bytes", "8G"}}; },
+    {"limit_is_string",
+     [](json& j) {
+       j["limits"] = {{"memory_max_bytes", "8G"}};
+     },
      "limits.memory_max_bytes: expected a positive integer, got a string"},
-    {"limit_is_float", [](json& j) { j["limits"] = {{"pids_max", 1.5}}; },
+    {"limit_is_float",
+     [](json& j) {
+       j["limits"] = {{"pids_max", 1.5}};
+     },
      "limits.pids_max: expected a positive integer, got a fractional number"},
-    {"limit_negative", [](json& j) { j["limits"] = {{"swap_max_bytes", -1}}; },
+    {"limit_negative",
+     [](json& j) {
+       j["limits"] = {{"swap_max_bytes", -1}};
+     },
      "limits.swap_max_bytes: expected an integer between 0 and"},
-    {"limit_bool", [](json& j) { j["limits"] = {{"outer_s", true}}; },
+    {"limit_bool",
+     [](json& j) {
+       j["limits"] = {{"outer_s", true}};
+     },
      "limits.outer_s: expected a positive integer, got a boolean"},
-    {"limit_too_small", [](json& j) { j["limits"] = {{"census_interval_ms", 1}}; },
+    {"limit_too_small",
+     [](json& j) {
+       j["limits"] = {{"census_interval_ms", 1}};
+     },
      "limits.census_interval_ms: expected an integer between 100 and"},
-    {"receipt_over_1mib", [](json& j) { j["limits"] = {{"receipt_max_bytes", 2 << 20}}; },
+    {"receipt_over_1mib",
+     [](json& j) {
+       j["limits"] = {{"receipt_max_bytes", 2 << 20}};
+     },
      "limits.receipt_max_bytes"},
     {"high_above_max",
-     [](json& j) { j["limits"] = {{"memory_high_bytes", 9 * kGiB}}; },
+     [](json& j) {
+       j["limits"] = {{"memory_high_bytes", 9 * kGiB}};
+     },
      "limits.memory_high_bytes: 9663676416 is above limits.memory_max_bytes"},
-    {"inner_not_below_outer", [](json& j) { j["limits"] = {{"wall_clock_s", 1800}}; },
+    {"inner_not_below_outer",
+     [](json& j) {
+       j["limits"] = {{"wall_clock_s", 1800}};
+     },
      "limits.wall_clock_s"},
     {"argv_not_array", [](json& j) { j["command"]["argv"] = "make all"; },
      "command.argv: expected an array, got a string"},
-    {"argv_empty", [](json& j) { j["command"]["argv"] = json::array(); }, "command.argv: must name"},
+    {"argv_empty", [](json& j) { j["command"]["argv"] = json::array(); },
+     "command.argv: must name"},
     {"argv_element_int", [](json& j) { j["command"]["argv"][1] = 3; },
      "command.argv[1]: expected a string, got an integer"},
     {"cwd_relative", [](json& j) { j["command"]["cwd"] = "src"; },
@@ -138,8 +167,7 @@ const Rejection kRejections[] = {
     {"trailing_slash", [](json& j) { j["toolchain"]["root"] = "/opt/tc/"; }, "toolchain.root"},
     {"control_char_path", [](json& j) { j["toolchain"]["root"] = "/opt/t\nc"; },
      "toolchain.root: contains a control character"},
-    {"manifest_escape",
-     [](json& j) { j["source"]["manifest"][0]["path"] = "../../etc/passwd"; },
+    {"manifest_escape", [](json& j) { j["source"]["manifest"][0]["path"] = "../../etc/passwd"; },
      "source.manifest[0].path: \"../../etc/passwd\" has a \"..\" component"},
     {"manifest_absolute", [](json& j) { j["source"]["manifest"][0]["path"] = "/etc/passwd"; },
      "source.manifest[0].path: \"/etc/passwd\" is absolute"},
@@ -174,12 +202,16 @@ const Rejection kRejections[] = {
      "source.commit: expected a git object id"},
     {"image_id_unprefixed",
      [](json& j) {
-       j["image"] = {{"archive", "/img.tar"}, {"archive_sha256", kA}, {"image_id", kB},
+       j["image"] = {{"archive", "/img.tar"},
+                     {"archive_sha256", kA},
+                     {"image_id", kB},
                      {"diff_ids", json::array()}};
      },
      "image.image_id: expected \"sha256:\""},
     {"host_tool_relative",
-     [](json& j) { j["host_tools"] = {{{"path", "bwrap"}, {"sha256", kA}}}; },
+     [](json& j) {
+       j["host_tools"] = {{{"path", "bwrap"}, {"sha256", kA}}};
+     },
      "host_tools[0].path: \"bwrap\" is relative"},
     {"host_tool_twice",
      [](json& j) {
@@ -187,26 +219,55 @@ const Rejection kRejections[] = {
                           {{"path", "/usr/bin/bwrap"}, {"sha256", kA}}};
      },
      "host_tools[1].path: \"/usr/bin/bwrap\" is listed twice"},
-    {"env_bad_name", [](json& j) { j["env"] = {{"1X", "y"}}; }, "env.1X: not a variable name"},
-    {"env_sde", [](json& j) { j["env"] = {{"SOURCE_DATE_EPOCH", "1"}}; },
+    {"env_bad_name",
+     [](json& j) {
+       j["env"] = {{"1X", "y"}};
+     },
+     "env.1X: not a variable name"},
+    {"env_sde",
+     [](json& j) {
+       j["env"] = {{"SOURCE_DATE_EPOCH", "1"}};
+     },
      "env.SOURCE_DATE_EPOCH: set by source_date_epoch"},
-    {"env_value_int", [](json& j) { j["env"] = {{"N", 1}}; },
+    {"env_value_int",
+     [](json& j) {
+       j["env"] = {{"N", 1}};
+     },
      "env.N: expected a string, got an integer"},
     {"sde_string", [](json& j) { j["source_date_epoch"] = "0"; },
      "source_date_epoch: expected a non-negative integer, got a string"},
-    {"unknown_dimension", [](json& j) { j["containment"] = {{"required", {"memory", "magic"}}}; },
+    {"unknown_dimension",
+     [](json& j) {
+       j["containment"] = {{"required", {"memory", "magic"}}};
+     },
      "containment.required[1]: unknown dimension \"magic\""},
-    {"dimension_twice", [](json& j) { j["containment"] = {{"required", {"memory", "memory"}}}; },
+    {"dimension_twice",
+     [](json& j) {
+       j["containment"] = {{"required", {"memory", "memory"}}};
+     },
      "containment.required[1]: \"memory\" is listed twice"},
-    {"network_host", [](json& j) { j["containment"] = {{"network", "host"}}; },
+    {"network_host",
+     [](json& j) {
+       j["containment"] = {{"network", "host"}};
+     },
      "containment.network: only \"none\""},
-    {"mechanism_docker", [](json& j) { j["containment"] = {{"mechanism", "docker"}}; },
+    {"mechanism_docker",
+     [](json& j) {
+       j["containment"] = {{"mechanism", "docker"}};
+     },
      "containment.mechanism: expected \"auto\", \"bwrap\" or \"podman\""},
-    {"mount_overlap", [](json& j) { j["mounts"] = {{"output", "/src/out"}}; },
+    {"mount_overlap",
+     [](json& j) {
+       j["mounts"] = {{"output", "/src/out"}};
+     },
      "mounts.output: \"/src/out\" overlaps mounts.source"},
     {"toolchain_mount_over_tmp", [](json& j) { j["toolchain"]["mount_path"] = "/tmp/tc"; },
      "toolchain.mount_path: \"/tmp/tc\" overlaps mounts.tmp"},
-    {"mount_root", [](json& j) { j["mounts"] = {{"scratch", "/"}}; }, "mounts.scratch: cannot be"},
+    {"mount_root",
+     [](json& j) {
+       j["mounts"] = {{"scratch", "/"}};
+     },
+     "mounts.scratch: cannot be"},
     {"expiry_not_rfc3339", [](json& j) { j["expires_at"] = "tomorrow"; },
      "expires_at: expected an RFC 3339 time"},
     {"expiry_feb_30", [](json& j) { j["expires_at"] = "2030-02-30T00:00:00Z"; }, "expires_at"},
@@ -216,12 +277,20 @@ const Rejection kRejections[] = {
                          {"pattern", "https://review\\.example/[0-9]+"}};
      },
      "reference.value: \"https://evil.example/1\" does not match reference.pattern"},
-    {"reference_bad_regex", [](json& j) { j["reference"] = {{"value", "x"}, {"pattern", "(x"}}; },
+    {"reference_bad_regex",
+     [](json& j) {
+       j["reference"] = {{"value", "x"}, {"pattern", "(x"}};
+     },
      "reference.pattern: not a usable regular expression"},
-    {"reference_backref", [](json& j) { j["reference"] = {{"value", "aa"}, {"pattern", "(a)\\1"}}; },
+    {"reference_backref",
+     [](json& j) {
+       j["reference"] = {{"value", "aa"}, {"pattern", "(a)\\1"}};
+     },
      "reference.pattern: not a usable regular expression"},
     {"reference_value_long",
-     [](json& j) { j["reference"] = {{"value", std::string(5000, 'a')}, {"pattern", "a*"}}; },
+     [](json& j) {
+       j["reference"] = {{"value", std::string(5000, 'a')}, {"pattern", "a*"}};
+     },
      "reference.value: longer than"},
 };
 

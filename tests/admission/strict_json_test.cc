@@ -1,12 +1,13 @@
 // Unit tests of the strict JSON reader on hostile bytes: duplicates, depth bombs, NUL, invalid
 // UTF-8, truncation. Each refusal must name where it happened.
+#include "admission/strict_json.h"
+
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <string>
 
 #include "admission/document.h"
-#include "admission/strict_json.h"
 
 namespace sealrun::admission {
 namespace {
@@ -24,8 +25,7 @@ class StrictJsonRejects : public ::testing::TestWithParam<BadBytes> {};
 TEST_P(StrictJsonRejects, WithAMessageThatSaysWhere) {
   auto r = parse_strict_json(GetParam().bytes);
   ASSERT_FALSE(r.ok()) << "accepted: " << GetParam().name;
-  EXPECT_NE(r.error().message().find(GetParam().message), std::string::npos)
-      << r.error().message();
+  EXPECT_NE(r.error().message().find(GetParam().message), std::string::npos) << r.error().message();
 }
 
 const BadBytes kBad[] = {
