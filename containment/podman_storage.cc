@@ -154,12 +154,23 @@ Status prepare_storage(const StorageLayout& layout, const JobUser& user) {
   if (user.drop && ::lchown(layout.run_root_link.c_str(), user.uid, user.gid) != 0)
     return Error::from_errno(fmt::format("chown {}", layout.run_root_link));
   bool reachable = SEALRUN_TRY(job_user_can_access(user, layout, layout.run_root_link, "-w"));
-  if (!reachable)
+  if (!reachable) {
+    // Name the first directory on the way that denies the job user search permission.
+    std::string blocker = layout.base;
+    for (size_t at = 1; at != std::string::npos; at = layout.base.find('/', at + 1)) {
+      std::string prefix = layout.base.substr(0, layout.base.find('/', at));
+      auto searchable = job_user_can_access(user, layout, prefix, "-x");
+      if (!searchable.ok() || !*searchable) {
+        blocker = prefix;
+        break;
+      }
+    }
     return Error::make(fmt::format(
-        "podman storage {}: the job user {} cannot reach it (a parent directory denies search); "
-        "put the state directory where {} can traverse (e.g. below /var/tmp), or grant o+x on its "
-        "parents",
-        layout.base, user.name, user.name));
+        "podman storage {}: the job user {} cannot reach it: {} denies it search permission; "
+        "rootless podman runs as {} and takes paths, so the owned root and its parents need o+x "
+        "(e.g. chmod 0711 {})",
+        layout.base, user.name, blocker, user.name, blocker));
+  }
   return ok_status();
 }
 
