@@ -91,7 +91,9 @@ Result<json> source_pins(const std::string& given_path, std::string kind) {
   if (kind.empty()) {
     if (S_ISREG(st.st_mode))
       kind = "bundle";
-    else if (::access((path + "/.git").c_str(), F_OK) == 0)
+    else if (::access((path + "/.git").c_str(), F_OK) == 0 ||
+             (::access((path + "/HEAD").c_str(), F_OK) == 0 &&
+              ::access((path + "/objects").c_str(), F_OK) == 0))  // a bare repository
       kind = "git";
     else
       kind = "tree";

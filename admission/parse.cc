@@ -92,7 +92,8 @@ class Parser {
  private:
   void error(const std::string& path, const std::string& what) {
     if (errors_.size() < kMaxErrors)
-      errors_.push_back(fmt::format("{}: {}", path.empty() ? "document" : path, what));
+      errors_.push_back(fmt::format("{}: {}", printable_text(path.empty() ? "document" : path),
+                                    printable_text(what)));
     else
       ++dropped_;
   }

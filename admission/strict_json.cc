@@ -19,6 +19,26 @@ std::string json_path_index(const std::string& parent, size_t index) {
   return fmt::format("{}[{}]", parent, index);
 }
 
+std::string printable_text(std::string_view text, size_t max_bytes) {
+  size_t keep = text.size();
+  if (keep > max_bytes) {
+    keep = max_bytes;
+    // Back up over UTF-8 continuation bytes (10xxxxxx) so no character is cut in half.
+    while (keep > 0 && (static_cast<unsigned char>(text[keep]) & 0xC0) == 0x80) --keep;
+  }
+  std::string out;
+  out.reserve(keep + 16);
+  for (size_t i = 0; i < keep; ++i) {
+    unsigned char c = static_cast<unsigned char>(text[i]);
+    if (c < 0x20 || c == 0x7f)
+      out += fmt::format("\\x{:02x}", c);
+    else
+      out += static_cast<char>(c);
+  }
+  if (keep < text.size()) out += fmt::format("... ({} bytes more)", text.size() - keep);
+  return out;
+}
+
 namespace {
 
 // nlohmann's messages look like "[json.exception.parse_error.101] parse error at line 1, column 9:
@@ -88,7 +108,7 @@ class StrictSax {
   };
 
   bool fail(std::string message) {
-    if (error_.empty()) error_ = std::move(message);
+    if (error_.empty()) error_ = printable_text(message, 1024);
     return false;
   }
 

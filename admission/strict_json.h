@@ -26,4 +26,9 @@ Result<nlohmann::json> parse_strict_json(std::string_view bytes, size_t max_dept
 std::string json_path_join(const std::string& parent, const std::string& key);
 std::string json_path_index(const std::string& parent, size_t index);
 
+// Text from a hostile document made safe to show a person: control bytes (ESC sequences, CR,
+// newlines) become \xNN, and anything past max_bytes is cut at a UTF-8 character boundary and
+// marked. Every message that quotes the document goes through this.
+std::string printable_text(std::string_view text, size_t max_bytes = 400);
+
 }  // namespace sealrun::admission

@@ -101,5 +101,24 @@ TEST(StrictJson, ParserMessagesDoNotEchoRawBytes) {
   EXPECT_EQ(r.error().message().find('\xFF'), std::string::npos);
 }
 
+TEST(StrictJson, MessagesNeutraliseTerminalEscapes) {
+  // A key carrying an ANSI escape and a newline must not reach a terminal raw.
+  auto r = parse_strict_json("{\"\\u001b[2J\\nx\":1,\"\\u001b[2J\\nx\":2}");
+  ASSERT_FALSE(r.ok());
+  std::string m = r.error().message();
+  EXPECT_EQ(m.find('\x1b'), std::string::npos) << m;
+  EXPECT_EQ(m.find('\n'), std::string::npos) << m;
+  EXPECT_NE(m.find("\\x1b[2J\\x0ax: duplicate key"), std::string::npos) << m;
+  auto doc = parse_admission_bytes("{\"\\u001b]0;pwned\\u0007\":1}");
+  ASSERT_FALSE(doc.ok());
+  EXPECT_EQ(doc.error().message().find('\x1b'), std::string::npos);
+  // Long text is cut at a character boundary: never half of a UTF-8 sequence.
+  std::string long_text(399, 'a');
+  long_text += "\xC3\xA9tail";
+  std::string shown = printable_text(long_text, 400);
+  EXPECT_EQ(shown.substr(0, 399), std::string(399, 'a'));
+  EXPECT_EQ(shown.substr(399, 3), "...");
+}
+
 }  // namespace
 }  // namespace sealrun::admission
