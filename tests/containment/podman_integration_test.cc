@@ -260,6 +260,20 @@ TEST_F(PodmanIntegration, UnreadableSourceIsStagedNotExposed) {
   EXPECT_TRUE(staged);
 }
 
+// CI may clone the repository where the job user cannot read (e.g. below /root): the archive is
+// then copied into the run's storage as root before `podman load`.
+TEST_F(PodmanIntegration, UnreadableImageArchiveIsCopiedIn) {
+  fs::create_directory(tmp_ / "private");
+  fs::permissions(tmp_ / "private", fs::perms(0700));
+  fs::copy_file(spec_.image->archive_path, tmp_ / "private/image.tar");
+  spec_.image->archive_path = tmp_ / "private/image.tar";
+  auto o = run({"/bin/true"});
+  EXPECT_TRUE(o.exit.status.success()) << o.out;
+  bool copied = false;
+  for (const auto& a : o.cleanup) copied = copied || a.rfind("copied image archive", 0) == 0;
+  EXPECT_TRUE(copied);
+}
+
 TEST_F(PodmanIntegration, NoCapabilitiesNoNewPrivsSeccompFilter) {
   auto o = run({"/bin/cat", "/proc/self/status"});
   for (const char* line :
