@@ -1,18 +1,18 @@
 // The grant journal (grant_journal.h): one JSON record per run under <state>/grants (0700),
 // written atomically under an exclusive flock on <state>/grants/.lock, listed under a shared one.
 // Records are parsed from bounded reads with nlohmann; a record that cannot be read or parsed is
-// listed with its problem, never skipped, because sweep must know that something is unaccounted for.
+// listed with its problem, never skipped, because sweep must know that something is unaccounted
+// for.
 #include "containment/grant_journal.h"
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
-
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "containment/resgroup/cgroupfs_io.h"
@@ -54,8 +54,7 @@ Result<T> field(const nlohmann::json& j, const char* key) {
     } else if constexpr (std::is_same_v<T, std::vector<std::string>>) {
       if (!it->is_array()) return Error::make(fmt::format("field '{}' is not an array", key));
       for (const auto& e : *it)
-        if (!e.is_string())
-          return Error::make(fmt::format("field '{}' holds a non-string", key));
+        if (!e.is_string()) return Error::make(fmt::format("field '{}' holds a non-string", key));
     } else {
       if (!it->is_number_integer())
         return Error::make(fmt::format("field '{}' is not an integer", key));
@@ -142,8 +141,10 @@ Result<GrantJournal> GrantJournal::open(const std::string& state_dir) {
                              "grant journal: open " + j.dir_ + " (a symlink is refused)");
   auto st = SEALRUN_TRY(fstat_fd(j.dirfd_.get(), j.dir_));
   if (st.st_uid != ::geteuid())
-    return Error::make(fmt::format("grant journal: {} belongs to uid {}, not to us (uid {}); "
-                                   "refusing to trust it", j.dir_, st.st_uid, ::geteuid()));
+    return Error::make(
+        fmt::format("grant journal: {} belongs to uid {}, not to us (uid {}); "
+                    "refusing to trust it",
+                    j.dir_, st.st_uid, ::geteuid()));
   // Records name processes and groups to kill: nobody else may add or change them.
   if ((st.st_mode & 077) != 0 && ::fchmod(j.dirfd_.get(), 0700) != 0)
     return Error::from_errno("grant journal: chmod 0700 " + j.dir_);
@@ -152,8 +153,8 @@ Result<GrantJournal> GrantJournal::open(const std::string& state_dir) {
 
 Status GrantJournal::record(const GrantRecord& record) {
   if (!resgroup::valid_run_id(record.id))
-    return Error::make(fmt::format("grant journal: run id '{}' is not usable as a record name",
-                                   record.id));
+    return Error::make(
+        fmt::format("grant journal: run id '{}' is not usable as a record name", record.id));
   auto lock = SEALRUN_TRY_CTX(JournalLock::take(dirfd_.get(), dir_, true), "grant journal");
   return write_file_atomic(dir_ + "/" + record_file(record.id), grant_record_to_json(record), 0600)
       .context("grant journal: record " + record.id);

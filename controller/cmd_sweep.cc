@@ -3,16 +3,14 @@
 // A record whose controller is still alive (same pid and starttime) is never touched. A record that
 // cannot be read is reported and kept (it may name something that still runs). Exit 0 when nothing
 // is left behind, 7 when something sealrun owns could not be removed.
+#include <fmt/format.h>
+#include <poll.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <poll.h>
-#include <signal.h>
-
 #include <charconv>
 #include <fstream>
-
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "containment/grant_journal.h"
@@ -47,7 +45,8 @@ int64_t process_uid(pid_t pid) {
   std::ifstream in(fmt::format("/proc/{}/status", pid));
   std::string line;
   while (std::getline(in, line))
-    if (line.rfind("Uid:", 0) == 0) return static_cast<int64_t>(to_u64(line.substr(5, line.find('\t', 5) - 5)));
+    if (line.rfind("Uid:", 0) == 0)
+      return static_cast<int64_t>(to_u64(line.substr(5, line.find('\t', 5) - 5)));
   return -1;
 }
 
@@ -78,7 +77,9 @@ SweepStep sweep_job_pid(const GrantRecord& r) {
     return s;
   }
   pidfd_send_signal_raw(pidfd.get(), SIGKILL);
-  struct pollfd p{pidfd.get(), POLLIN, 0};
+  struct pollfd p {
+    pidfd.get(), POLLIN, 0
+  };
   if (::poll(&p, 1, 5000) == 1) {
     s.outcome = "killed";
   } else {
@@ -133,8 +134,8 @@ SweepStep sweep_container(const GrantRecord& r) {
     s.outcome = "podman rm failed to start: " + c.error().message();
     s.left = true;
   } else if (!c->status.success()) {
-    s.outcome = fmt::format("podman rm {}: {}", c->status.describe(),
-                            c->err.substr(0, c->err.find('\n')));
+    s.outcome =
+        fmt::format("podman rm {}: {}", c->status.describe(), c->err.substr(0, c->err.find('\n')));
     s.left = true;
   } else {
     s.outcome = "removed (podman rm --force)";
@@ -156,9 +157,9 @@ std::vector<SweepStep> sweep_groups(const GrantRecord& r, int64_t grace_ms) {
         steps.push_back({"systemd scope " + unit, "stop failed: " + s.error().message(), true});
       else
         steps.push_back({"systemd scope " + unit,
-                         s->confirmed ? fmt::format("stopped {} processes, unloaded",
-                                                    s->processes_signalled)
-                                      : "stop NOT confirmed",
+                         s->confirmed
+                             ? fmt::format("stopped {} processes, unloaded", s->processes_signalled)
+                             : "stop NOT confirmed",
                          !s->confirmed});
     }
     return steps;
@@ -173,7 +174,8 @@ int run_sweep(const SweepOptions& opt) {
   int records_removed = 0;
   struct stat st {};
   if (::stat(opt.state_dir.c_str(), &st) != 0) {
-    report.push_back({"", {"grant journal " + opt.state_dir + "/grants", "no state directory", false}});
+    report.push_back(
+        {"", {"grant journal " + opt.state_dir + "/grants", "no state directory", false}});
   } else {
     auto journal = GrantJournal::open(opt.state_dir);
     if (!journal) {
@@ -183,13 +185,16 @@ int run_sweep(const SweepOptions& opt) {
     } else {
       for (const auto& e : *entries) {
         if (!e.readable) {
-          report.push_back({"", {"record " + e.file, e.problem + "; kept for a person to inspect", true}});
+          report.push_back(
+              {"", {"record " + e.file, e.problem + "; kept for a person to inspect", true}});
           continue;
         }
         const GrantRecord& r = e.record;
         if (controller_alive(r)) {
-          report.push_back({r.id, {"run " + r.id, fmt::format("controller pid {} is alive: not touched",
-                                                               r.controller_pid), false}});
+          report.push_back(
+              {r.id,
+               {"run " + r.id,
+                fmt::format("controller pid {} is alive: not touched", r.controller_pid), false}});
           continue;
         }
         std::vector<SweepStep> steps = sweep_groups(r, opt.grace_ms);
@@ -199,8 +204,8 @@ int run_sweep(const SweepOptions& opt) {
         for (const auto& s : steps) left |= s.left;
         if (!left) {
           auto f = journal->forget(r.id);
-          steps.push_back({"record " + e.file, f ? "removed" : "remove failed: " + f.error().message(),
-                           !f.ok()});
+          steps.push_back({"record " + e.file,
+                           f ? "removed" : "remove failed: " + f.error().message(), !f.ok()});
           if (f) ++records_removed;
         } else {
           steps.push_back({"record " + e.file, "kept: something of this run is left", true});
@@ -238,8 +243,9 @@ int run_sweep(const SweepOptions& opt) {
 void register_sweep(CLI::App& app, int* exit_code) {
   auto opt = std::make_shared<SweepOptions>();
   CLI::App* cmd = app.add_subcommand(
-      "sweep", "find what a killed run left (resource groups, job processes, containers, grant "
-               "records) and remove it, reporting each action");
+      "sweep",
+      "find what a killed run left (resource groups, job processes, containers, grant "
+      "records) and remove it, reporting each action");
   cmd->add_option("--state-dir", opt->state_dir, "state directory holding grants/")
       ->capture_default_str();
   cmd->add_flag("--json", opt->json, "print the actions as one JSON document");

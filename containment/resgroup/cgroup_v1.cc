@@ -4,6 +4,7 @@
 #include "containment/resgroup/cgroup_v1.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -11,8 +12,6 @@
 #include <algorithm>
 #include <cstring>
 #include <set>
-
-#include <fmt/format.h>
 
 #include "core/syscall.h"
 
@@ -39,9 +38,7 @@ struct Hierarchy {
   UniqueFd parent;       // our own group's directory
   UniqueFd dir;          // the group sealrun made
   UniqueFd procs;        // cgroup.procs, O_WRONLY, for join_fds()
-  std::string member_path() const {
-    return own_path == "/" ? "/" + name : own_path + "/" + name;
-  }
+  std::string member_path() const { return own_path == "/" ? "/" + name : own_path + "/" + name; }
 };
 
 class CgroupV1Group final : public ResourceGroup {
@@ -131,12 +128,13 @@ class CgroupV1Group final : public ResourceGroup {
     LimitReadback swap{"swap_max_bytes", limits_.swap_max_bytes};
     if (memsw_) {
       uint64_t memsw = SEALRUN_TRY(read_bytes(*mem, "memory.memsw.limit_in_bytes"));
-      uint64_t want = limits_.memory_max_bytes == kUnlimited
+      uint64_t want =
+          limits_.memory_max_bytes == kUnlimited
+              ? kUnlimited
+              : page_floor(saturating_add(limits_.memory_max_bytes, limits_.swap_max_bytes));
+      swap.observed = (memsw == kUnlimited || mem_limit == kUnlimited)
                           ? kUnlimited
-                          : page_floor(saturating_add(limits_.memory_max_bytes,
-                                                      limits_.swap_max_bytes));
-      swap.observed = (memsw == kUnlimited || mem_limit == kUnlimited) ? kUnlimited
-                                                                       : memsw - std::min(memsw, mem_limit);
+                          : memsw - std::min(memsw, mem_limit);
       swap.applied = memsw == want;
       swap.note = swap.applied ? fmt::format("memory.memsw.limit_in_bytes={}", memsw)
                                : fmt::format("memory.memsw.limit_in_bytes reads {}, expected {}",
@@ -149,11 +147,12 @@ class CgroupV1Group final : public ResourceGroup {
     out.push_back(swap);
 
     LimitReadback p{"pids_max", limits_.pids_max};
-    p.observed = SEALRUN_TRY(parse_limit_value(
-        SEALRUN_TRY(read_cgroup_file(pids->dir.get(), "pids.max")), "pids.max"));
+    p.observed = SEALRUN_TRY(
+        parse_limit_value(SEALRUN_TRY(read_cgroup_file(pids->dir.get(), "pids.max")), "pids.max"));
     p.applied = *p.observed == limits_.pids_max;
-    p.note = p.applied ? "pids.max"
-                       : fmt::format("pids.max reads {}, expected {}", *p.observed, limits_.pids_max);
+    p.note = p.applied
+                 ? "pids.max"
+                 : fmt::format("pids.max reads {}, expected {}", *p.observed, limits_.pids_max);
     out.push_back(p);
     return out;
   }
@@ -169,7 +168,8 @@ class CgroupV1Group final : public ResourceGroup {
     // shows in memory.memsw.failcnt and not in memory.failcnt: both are counted.
     r.events_max = SEALRUN_TRY(read_bytes(*mem, "memory.failcnt"));
     if (memsw_) r.events_max += SEALRUN_TRY(read_bytes(*mem, "memory.memsw.failcnt"));
-    auto oom = parse_flat_keyed(SEALRUN_TRY(read_cgroup_file(mem->dir.get(), "memory.oom_control")));
+    auto oom =
+        parse_flat_keyed(SEALRUN_TRY(read_cgroup_file(mem->dir.get(), "memory.oom_control")));
     r.events_oom_kill = oom.count("oom_kill") ? oom["oom_kill"] : 0;
     r.events_oom = r.events_oom_kill;
     // Every OOM kill in the group was triggered by a charge over the limit, so the limit was hit
@@ -338,7 +338,8 @@ Result<OwnGroups> open_root_and_own(const CgroupfsSeams& seams) {
   o.root = SEALRUN_TRY_CTX(open_at(AT_FDCWD, seams.cgroupfs_root, O_RDONLY | O_DIRECTORY),
                            "open the cgroupfs root");
   auto fd = SEALRUN_TRY(open_at(AT_FDCWD, seams.proc_self_cgroup, O_RDONLY));
-  o.lines = SEALRUN_TRY(parse_proc_cgroup(SEALRUN_TRY(read_up_to(fd.get(), 65536, seams.proc_self_cgroup))));
+  o.lines = SEALRUN_TRY(
+      parse_proc_cgroup(SEALRUN_TRY(read_up_to(fd.get(), 65536, seams.proc_self_cgroup))));
   return o;
 }
 
@@ -347,8 +348,8 @@ Result<UniqueFd> open_own(const OwnGroups& o, const CgroupfsSeams& seams,
                           const std::string& controller, std::string* own_path) {
   auto path = path_of(o.lines, controller);
   if (!path)
-    return Error::make(fmt::format("{} lists no v1 '{}' hierarchy for us", seams.proc_self_cgroup,
-                                   controller));
+    return Error::make(
+        fmt::format("{} lists no v1 '{}' hierarchy for us", seams.proc_self_cgroup, controller));
   auto parts = SEALRUN_TRY(split_clean_path(*path, "own " + controller + " cgroup"));
   std::string rel = controller;
   for (const auto& p : parts) rel += "/" + p;
@@ -388,8 +389,10 @@ Result<std::unique_ptr<ResourceGroup>> create_cgroup_v1_group(const std::string&
                                                               const GroupLimits& limits,
                                                               const CgroupfsSeams& seams) {
   if (!valid_run_id(run_id))
-    return Error::make(fmt::format("run id '{}' is not usable in a cgroup name "
-                                   "(allowed: A-Z a-z 0-9 _ . -, at most 100)", run_id));
+    return Error::make(
+        fmt::format("run id '{}' is not usable in a cgroup name "
+                    "(allowed: A-Z a-z 0-9 _ . -, at most 100)",
+                    run_id));
   auto own = SEALRUN_TRY(open_root_and_own(seams));
   std::string start = SEALRUN_TRY(process_starttime(seams.proc_root, ::getpid()));
   std::string name = group_dir_name(run_id, ::getpid(), start);
@@ -421,8 +424,10 @@ Result<std::unique_ptr<ResourceGroup>> attach_cgroup_v1_group(
     auto parts = SEALRUN_TRY(split_clean_path(loc.substr(prefix.size()), "locator " + loc));
     const auto& ctls = v1_controllers();
     if (parts.size() < 2 || std::find(ctls.begin(), ctls.end(), parts[0]) == ctls.end())
-      return Error::make(fmt::format("locator '{}' is not in a memory, pids or freezer hierarchy: "
-                                     "refusing", loc));
+      return Error::make(
+          fmt::format("locator '{}' is not in a memory, pids or freezer hierarchy: "
+                      "refusing",
+                      loc));
     if (!parse_group_dir_name(parts.back()))
       return Error::make(fmt::format("locator '{}' is not a group sealrun makes: refusing", loc));
     Hierarchy h;
@@ -449,7 +454,8 @@ Result<std::unique_ptr<ResourceGroup>> attach_cgroup_v1_group(
     }
     h.parent = std::move(*parent);
     h.dir = std::move(*dir);
-    if (h.controller == "memory") group->set_memsw(cgroup_file_exists(h.dir.get(), "memory.memsw.limit_in_bytes"));
+    if (h.controller == "memory")
+      group->set_memsw(cgroup_file_exists(h.dir.get(), "memory.memsw.limit_in_bytes"));
     (void)group->add(std::move(h));
   }
   return std::unique_ptr<ResourceGroup>(std::move(group));
@@ -482,7 +488,8 @@ BackendProbe probe_cgroup_v1(const CgroupfsSeams& seams) {
         p.memory_max ? "applied" : "NOT applied", p.swap_max ? "applied" : "NOT applied",
         p.pids_max ? "applied" : "NOT applied");
   }
-  if (auto st = (*g)->remove(); !st) p.why += "; removing the throwaway group failed: " + st.error().message();
+  if (auto st = (*g)->remove(); !st)
+    p.why += "; removing the throwaway group failed: " + st.error().message();
   return p;
 }
 

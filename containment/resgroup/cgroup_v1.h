@@ -1,9 +1,10 @@
 // The cgroup v1 back end: one child group per hierarchy (memory, pids, freezer), each created
-// under the controller's own group in that hierarchy and nowhere else. Limits: memory.limit_in_bytes
-// (memory_max), memory.memsw.limit_in_bytes (memory_max + swap_max; absent when swap accounting is
-// off, and the read-back says so), memory.soft_limit_in_bytes as the nearest thing to memory.high
-// (v1 has no throttling high: reported as not applied), pids.max. The race-free kill freezes the
-// group, SIGKILLs every member by pidfd, thaws, and waits until cgroup.procs is empty.
+// under the controller's own group in that hierarchy and nowhere else. Limits:
+// memory.limit_in_bytes (memory_max), memory.memsw.limit_in_bytes (memory_max + swap_max; absent
+// when swap accounting is off, and the read-back says so), memory.soft_limit_in_bytes as the
+// nearest thing to memory.high (v1 has no throttling high: reported as not applied), pids.max. The
+// race-free kill freezes the group, SIGKILLs every member by pidfd, thaws, and waits until
+// cgroup.procs is empty.
 #pragma once
 
 #include <memory>

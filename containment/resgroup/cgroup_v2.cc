@@ -4,14 +4,13 @@
 #include "containment/resgroup/cgroup_v2.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
-
-#include <fmt/format.h>
 
 #include "core/syscall.h"
 
@@ -73,17 +72,21 @@ class CgroupV2Group final : public ResourceGroup {
     // memory.swap.max exists only with swap accounting (CONFIG_MEMCG_SWAP / swapaccount=1).
     swap_file_ = cgroup_file_exists(dir_.get(), "memory.swap.max");
     if (swap_file_)
-      SEALRUN_TRY(write_cgroup_file(dir_.get(), "memory.swap.max", v2_value(limits_.swap_max_bytes)));
+      SEALRUN_TRY(
+          write_cgroup_file(dir_.get(), "memory.swap.max", v2_value(limits_.swap_max_bytes)));
     SEALRUN_TRY(write_cgroup_file(dir_.get(), "pids.max", v2_value(limits_.pids_max)));
     return ok_status();
   }
 
   Result<std::vector<LimitReadback>> read_back() override {
     std::vector<LimitReadback> out;
-    out.push_back(SEALRUN_TRY(one("memory_high_bytes", "memory.high", limits_.memory_high_bytes, true)));
-    out.push_back(SEALRUN_TRY(one("memory_max_bytes", "memory.max", limits_.memory_max_bytes, true)));
+    out.push_back(
+        SEALRUN_TRY(one("memory_high_bytes", "memory.high", limits_.memory_high_bytes, true)));
+    out.push_back(
+        SEALRUN_TRY(one("memory_max_bytes", "memory.max", limits_.memory_max_bytes, true)));
     if (cgroup_file_exists(dir_.get(), "memory.swap.max")) {
-      out.push_back(SEALRUN_TRY(one("swap_max_bytes", "memory.swap.max", limits_.swap_max_bytes, true)));
+      out.push_back(
+          SEALRUN_TRY(one("swap_max_bytes", "memory.swap.max", limits_.swap_max_bytes, true)));
     } else {
       LimitReadback s{"swap_max_bytes", limits_.swap_max_bytes};
       s.note = "memory.swap.max is absent (swap accounting off): swap_max not applied";
@@ -181,7 +184,8 @@ class CgroupV2Group final : public ResourceGroup {
 
   Result<LimitReadback> one(const char* name, const char* file, uint64_t want, bool bytes) {
     LimitReadback l{name, want};
-    l.observed = SEALRUN_TRY(parse_limit_value(SEALRUN_TRY(read_cgroup_file(dir_.get(), file)), file));
+    l.observed =
+        SEALRUN_TRY(parse_limit_value(SEALRUN_TRY(read_cgroup_file(dir_.get(), file)), file));
     uint64_t expect = bytes ? page_floor(want) : want;  // the kernel rounds bytes down to pages
     l.applied = *l.observed == expect;
     l.note = l.applied ? std::string(file)
@@ -292,10 +296,12 @@ Status enable_controllers(Base& b, const CgroupfsSeams& seams) {
       if (::mkdirat(b.dir.get(), leaf.c_str(), 0755) != 0 && errno != EEXIST)
         return Error::from_errno(fmt::format("mkdir our own leaf {}", join_path(b.path, leaf)));
       if (seams.after_mkdir)
-        seams.after_mkdir(fmt::format("{}/{}", seams.cgroupfs_root, rel_of(b.mount_rel, join_path(b.path, leaf))));
+        seams.after_mkdir(fmt::format("{}/{}", seams.cgroupfs_root,
+                                      rel_of(b.mount_rel, join_path(b.path, leaf))));
       auto leaf_fd = SEALRUN_TRY(open_at(b.dir.get(), leaf, O_RDONLY | O_DIRECTORY | O_NOFOLLOW));
-      SEALRUN_TRY_CTX(write_cgroup_file(leaf_fd.get(), "cgroup.procs", fmt::format("{}", ::getpid())),
-                      "move ourselves into our leaf " + leaf);
+      SEALRUN_TRY_CTX(
+          write_cgroup_file(leaf_fd.get(), "cgroup.procs", fmt::format("{}", ::getpid())),
+          "move ourselves into our leaf " + leaf);
     }
   }
   return write_cgroup_file(b.dir.get(), "cgroup.subtree_control", "+memory +pids")
@@ -321,8 +327,10 @@ Result<std::unique_ptr<ResourceGroup>> create_cgroup_v2_group(const std::string&
                                                               const GroupLimits& limits,
                                                               const CgroupfsSeams& seams) {
   if (!valid_run_id(run_id))
-    return Error::make(fmt::format("run id '{}' is not usable in a cgroup name "
-                                   "(allowed: A-Z a-z 0-9 _ . -, at most 100)", run_id));
+    return Error::make(
+        fmt::format("run id '{}' is not usable in a cgroup name "
+                    "(allowed: A-Z a-z 0-9 _ . -, at most 100)",
+                    run_id));
   Base b = SEALRUN_TRY_CTX(open_base(seams), "cgroup v2");
   SEALRUN_TRY_CTX(enable_controllers(b, seams), "cgroup v2");
   std::string start = SEALRUN_TRY(process_starttime(seams.proc_root, ::getpid()));
@@ -343,8 +351,10 @@ Result<std::unique_ptr<ResourceGroup>> create_cgroup_v2_group(const std::string&
   std::string ctl = SEALRUN_TRY(read_cgroup_file(g->dir_.get(), "cgroup.controllers"));
   for (const char* c : {"memory", "pids"})
     if (!has_word(ctl, c))
-      return Error::make(fmt::format("cgroup v2: {} is not enabled in the new group {} "
-                                     "(cgroup.controllers: '{}')", c, g->name_, ctl));
+      return Error::make(
+          fmt::format("cgroup v2: {} is not enabled in the new group {} "
+                      "(cgroup.controllers: '{}')",
+                      c, g->name_, ctl));
   SEALRUN_TRY_CTX(g->write_limits(), "cgroup v2: write limits of " + g->name_);
   g->procs_ = SEALRUN_TRY(open_at(g->dir_.get(), "cgroup.procs", O_WRONLY));
   return std::unique_ptr<ResourceGroup>(std::move(g));
@@ -354,8 +364,8 @@ Result<std::unique_ptr<ResourceGroup>> attach_cgroup_v2_group(
     const std::vector<std::string>& locators, const CgroupfsSeams& seams,
     std::vector<std::string>* gone) {
   if (locators.size() != 1)
-    return Error::make(fmt::format("a cgroup v2 group has one locator, the record lists {}",
-                                   locators.size()));
+    return Error::make(
+        fmt::format("a cgroup v2 group has one locator, the record lists {}", locators.size()));
   const std::string& loc = locators[0];
   auto root = SEALRUN_TRY(open_at(AT_FDCWD, seams.cgroupfs_root, O_RDONLY | O_DIRECTORY));
   std::string mount_rel = SEALRUN_TRY(find_v2_mount(root.get(), seams));
@@ -368,7 +378,8 @@ Result<std::unique_ptr<ResourceGroup>> attach_cgroup_v2_group(
   auto g = std::make_unique<CgroupV2Group>(seams, GroupLimits{}, mount_rel);
   g->name_ = parts.back();
   g->parent_path_ = "/";
-  for (size_t i = 0; i + 1 < parts.size(); ++i) g->parent_path_ = join_path(g->parent_path_, parts[i]);
+  for (size_t i = 0; i + 1 < parts.size(); ++i)
+    g->parent_path_ = join_path(g->parent_path_, parts[i]);
   auto parent = SEALRUN_TRY_CTX(open_dir_beneath(root.get(), rel_of(mount_rel, g->parent_path_)),
                                 "locator " + loc);
   if (seams.require_cgroupfs_magic && !is_cgroupfs(parent.get(), true))
@@ -399,9 +410,11 @@ BackendProbe probe_cgroup_v2(const CgroupfsSeams& seams) {
   }
   bool mem = has_word(*avail, "memory"), pids = has_word(*avail, "pids");
   if (!mem || !pids) {
-    p.why = fmt::format("our cgroup {} on the cgroup2 mount offers '{}': memory{} and pids{} are "
-                        "not delegated to us", b->path, avail->substr(0, avail->find('\n')),
-                        mem ? " (present)" : "", pids ? " (present)" : "");
+    p.why = fmt::format(
+        "our cgroup {} on the cgroup2 mount offers '{}': memory{} and pids{} are "
+        "not delegated to us",
+        b->path, avail->substr(0, avail->find('\n')), mem ? " (present)" : "",
+        pids ? " (present)" : "");
     return p;
   }
   // Nothing is enabled or moved by the probe: it only checks that a child can be made here.
@@ -415,8 +428,10 @@ BackendProbe probe_cgroup_v2(const CgroupfsSeams& seams) {
   // The root cgroup has no memory.swap.* files; a non-root one has them only with swap accounting.
   p.swap_max = cgroup_file_exists(b->dir.get(), "memory.swap.max") ||
                cgroup_file_exists(b->dir.get(), "memory.swap.current");
-  p.why = fmt::format("cgroup2 at {}{}, our cgroup {} has memory and pids delegated and takes a "
-                      "child", seams.cgroupfs_root, b->mount_rel.empty() ? "" : "/unified", b->path);
+  p.why = fmt::format(
+      "cgroup2 at {}{}, our cgroup {} has memory and pids delegated and takes a "
+      "child",
+      seams.cgroupfs_root, b->mount_rel.empty() ? "" : "/unified", b->path);
   return p;
 }
 

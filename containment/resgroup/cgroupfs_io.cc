@@ -3,6 +3,7 @@
 #include "containment/resgroup/cgroupfs_io.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <linux/magic.h>
 #include <linux/openat2.h>
 #include <signal.h>
@@ -14,8 +15,6 @@
 #include <algorithm>
 #include <charconv>
 
-#include <fmt/format.h>
-
 #include "core/process.h"
 #include "core/syscall.h"
 
@@ -26,7 +25,8 @@ namespace {
 constexpr size_t kMaxCgroupFile = 4 * 1024 * 1024;
 
 std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ' || s.back() == '\t'))
+    s.remove_suffix(1);
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\n'))
     s.remove_prefix(1);
   return s;
@@ -149,8 +149,9 @@ Result<UniqueFd> open_dir_beneath(int rootfd, const std::string& relpath) {
   struct open_how how {};
   how.flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW;
   how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
-  int fd = retry_eintr(
-      [&] { return static_cast<int>(::syscall(SYS_openat2, rootfd, relpath.c_str(), &how, sizeof how)); });
+  int fd = retry_eintr([&] {
+    return static_cast<int>(::syscall(SYS_openat2, rootfd, relpath.c_str(), &how, sizeof how));
+  });
   if (fd < 0) return Error::from_errno(fmt::format("open directory {}", relpath));
   return UniqueFd(fd);
 }
@@ -270,7 +271,8 @@ Result<std::vector<std::string>> split_clean_path(std::string_view rel, const st
   if (rel.empty()) return parts;
   for (auto p : split(rel, '/')) {
     if (p.empty() || p == "." || p == "..")
-      return Error::make(fmt::format("{}: refusing path with an empty, '.' or '..' component", what));
+      return Error::make(
+          fmt::format("{}: refusing path with an empty, '.' or '..' component", what));
     parts.emplace_back(p);
   }
   return parts;

@@ -96,7 +96,8 @@ bool process_alive(const std::string& proc_root, pid_t pid, std::string_view sta
 uint64_t signal_members(const std::string& proc_root, const std::vector<pid_t>& pids, int sig,
                         const std::function<bool(std::string_view)>& is_member);
 
-// Polls `done` every interval_ms until it returns true or timeout_ms passed; returns its last value.
+// Polls `done` every interval_ms until it returns true or timeout_ms passed; returns its last
+// value.
 bool poll_until(const std::function<bool()>& done, int64_t timeout_ms, int64_t interval_ms);
 
 // Splits "a/b/c" into components; refuses empty, "." and ".." components.

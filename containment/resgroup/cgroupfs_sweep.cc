@@ -4,11 +4,10 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <fmt/format.h>
 
 #include <filesystem>
 #include <memory>
-
-#include <fmt/format.h>
 
 #include "containment/resgroup/cgroup_v1.h"
 #include "containment/resgroup/cgroup_v2.h"
@@ -27,17 +26,18 @@ void stop_and_remove(ResourceGroup& g, const std::string& label, int64_t grace_m
                      std::vector<SweepStep>& steps) {
   auto locs = g.locators();
   if (locs.empty()) return;
-  std::string where = locs.size() == 1 ? locs[0] : fmt::format("{} (+{} more)", locs[0], locs.size() - 1);
+  std::string where =
+      locs.size() == 1 ? locs[0] : fmt::format("{} (+{} more)", locs[0], locs.size() - 1);
   auto s = g.stop(grace_ms);
   if (!s) {
     steps.push_back({label + " " + where, "stop failed: " + s.error().message(), true});
     return;
   }
   if (!s->confirmed) {
-    steps.push_back({label + " " + where,
-                     fmt::format("stop NOT confirmed after signalling {} processes",
-                                 s->processes_signalled),
-                     true});
+    steps.push_back(
+        {label + " " + where,
+         fmt::format("stop NOT confirmed after signalling {} processes", s->processes_signalled),
+         true});
     return;
   }
   auto r = g.remove();
@@ -45,9 +45,9 @@ void stop_and_remove(ResourceGroup& g, const std::string& label, int64_t grace_m
                             ? "empty"
                             : fmt::format("stopped {} processes", s->processes_signalled);
   for (const auto& l : locs)
-    steps.push_back({label + " " + l,
-                     r ? stopped + ", removed" : stopped + ", remove failed: " + r.error().message(),
-                     !r.ok()});
+    steps.push_back(
+        {label + " " + l,
+         r ? stopped + ", removed" : stopped + ", remove failed: " + r.error().message(), !r.ok()});
 }
 
 Result<std::unique_ptr<ResourceGroup>> attach(const std::string& backend,
@@ -84,7 +84,8 @@ std::vector<SweepStep> sweep_recorded_groups(const std::string& backend,
   std::vector<std::string> gone;
   auto g = attach(backend, locators, seams, &gone);
   if (!g) {
-    steps.push_back({backend + " groups of run " + run_id, "refused: " + g.error().message(), true});
+    steps.push_back(
+        {backend + " groups of run " + run_id, "refused: " + g.error().message(), true});
     return steps;
   }
   for (const auto& l : gone) steps.push_back({backend + " group " + l, "already gone", false});

@@ -14,10 +14,14 @@ namespace sealrun::resgroup {
 
 std::string_view backend_name(Backend b) {
   switch (b) {
-    case Backend::kSystemd: return "systemd";
-    case Backend::kCgroupV2: return "cgroup-v2";
-    case Backend::kCgroupV1: return "cgroup-v1";
-    case Backend::kNone: break;
+    case Backend::kSystemd:
+      return "systemd";
+    case Backend::kCgroupV2:
+      return "cgroup-v2";
+    case Backend::kCgroupV1:
+      return "cgroup-v1";
+    case Backend::kNone:
+      break;
   }
   return "none";
 }
@@ -27,10 +31,14 @@ namespace {
 BackendProbe guarded_probe(Backend b) {
   try {
     switch (b) {
-      case Backend::kSystemd: return probe_systemd();
-      case Backend::kCgroupV2: return probe_cgroup_v2();
-      case Backend::kCgroupV1: return probe_cgroup_v1();
-      case Backend::kNone: break;
+      case Backend::kSystemd:
+        return probe_systemd();
+      case Backend::kCgroupV2:
+        return probe_cgroup_v2();
+      case Backend::kCgroupV1:
+        return probe_cgroup_v1();
+      case Backend::kNone:
+        break;
     }
   } catch (const std::exception& e) {
     BackendProbe p;
@@ -44,12 +52,16 @@ BackendProbe guarded_probe(Backend b) {
 }
 
 Result<std::unique_ptr<ResourceGroup>> create_with(Backend b, const std::string& run_id,
-                                                  const GroupLimits& limits) {
+                                                   const GroupLimits& limits) {
   switch (b) {
-    case Backend::kSystemd: return create_systemd_group(run_id, limits);
-    case Backend::kCgroupV2: return create_cgroup_v2_group(run_id, limits);
-    case Backend::kCgroupV1: return create_cgroup_v1_group(run_id, limits);
-    case Backend::kNone: break;
+    case Backend::kSystemd:
+      return create_systemd_group(run_id, limits);
+    case Backend::kCgroupV2:
+      return create_cgroup_v2_group(run_id, limits);
+    case Backend::kCgroupV1:
+      return create_cgroup_v1_group(run_id, limits);
+    case Backend::kNone:
+      break;
   }
   return Error::make("back end 'none' cannot create a resource group");
 }

@@ -2,11 +2,10 @@
 // limits (memory.max 8 GiB, memory.high 7 GiB, no swap) a job that allocates and touches 9 GiB is
 // OOM-killed, the group's events say so, and no swap was used. Takes about a minute (labels
 // integration and slow).
+#include <gtest/gtest.h>
 #include <signal.h>
 
 #include <filesystem>
-
-#include <gtest/gtest.h>
 
 #include "containment/resgroup/resource_group.h"
 #include "core/process.h"
@@ -19,7 +18,8 @@ TEST(Acceptance10b, NineGibUnderTheDefaultEightGibLimitIsOomKilled) {
   ASSERT_EQ(defaults.memory_max_bytes, 8ULL << 30);
   ASSERT_EQ(defaults.memory_high_bytes, 7ULL << 30);
   ASSERT_EQ(defaults.swap_max_bytes, 0u);
-  auto g = create_group("acceptance-10b-" + std::to_string(::getpid()), defaults, Backend::kCgroupV1);
+  auto g =
+      create_group("acceptance-10b-" + std::to_string(::getpid()), defaults, Backend::kCgroupV1);
   ASSERT_TRUE(g.ok()) << g.error().message();
   auto rb = (*g)->read_back();
   ASSERT_TRUE(rb.ok()) << rb.error().message();

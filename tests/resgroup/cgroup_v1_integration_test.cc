@@ -3,15 +3,14 @@
 // join_fds() before exec, and the kernel enforces the limits: an allocation past memory.max is
 // OOM-killed without swapping, a fork bomb stops at pids.max, a setsid + double-fork orphan that
 // ignores SIGTERM is killed by the freezer stop, and remove() leaves no directory behind.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
 #include <poll.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
-
-#include <fmt/format.h>
-#include <gtest/gtest.h>
 
 #include "containment/resgroup/cgroup_v1.h"
 #include "containment/resgroup/cgroupfs_io.h"
@@ -177,8 +176,8 @@ TEST(CgroupV1Real, SetsidDoubleForkOrphanIsKilledAndCounted) {
   pid_t orphan = std::stoi(*out);
   UniqueFd orphan_fd(pidfd_open_raw(orphan, 0));
   ASSERT_TRUE(orphan_fd.valid()) << "orphan " << orphan << " not running";
-  EXPECT_NE(slurp(fmt::format("/proc/{}/cgroup", orphan)).find(
-                fs::path(locator_in(*g, "memory")).filename().string()),
+  EXPECT_NE(slurp(fmt::format("/proc/{}/cgroup", orphan))
+                .find(fs::path(locator_in(*g, "memory")).filename().string()),
             std::string::npos);
   EXPECT_NE(::getsid(orphan), ::getsid(0));  // it left our session
   auto s = g->stop(300);
@@ -188,7 +187,9 @@ TEST(CgroupV1Real, SetsidDoubleForkOrphanIsKilledAndCounted) {
   bool killed = false;
   for (const auto& a : s->actions) killed |= a.rfind("KILL 1", 0) == 0;
   EXPECT_TRUE(killed) << "SIGTERM is ignored by the orphan: the freezer KILL must have ended it";
-  struct pollfd pfd{orphan_fd.get(), POLLIN, 0};
+  struct pollfd pfd {
+    orphan_fd.get(), POLLIN, 0
+  };
   EXPECT_EQ(::poll(&pfd, 1, 5000), 1) << "the orphan is still alive";
   ASSERT_TRUE(g->remove().ok());
   for (const auto& l : g->locators()) EXPECT_FALSE(fs::exists(l));

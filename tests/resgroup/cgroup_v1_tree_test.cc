@@ -1,9 +1,9 @@
 // Unit tests of the cgroup v1 back end's file protocol against a temp tree shaped like a hybrid
 // cgroupfs: where groups are made (only under our own groups), what is written, how read-back
 // detects a mismatch, how events are parsed, when a stop is confirmed, and what is refused.
-#include <filesystem>
-
 #include <gtest/gtest.h>
+
+#include <filesystem>
 
 #include "containment/resgroup/cgroup_v1.h"
 #include "tests/resgroup/fake_cgroupfs.h"
@@ -17,7 +17,8 @@ namespace fs = std::filesystem;
 class V1Tree : public ::testing::Test {
  protected:
   void SetUp() override {
-    for (const char* h : {"memory", "pids", "freezer"}) make_files(tmp_ / (std::string(h) + "/own/x"), {{"cgroup.procs", "1\n"}});
+    for (const char* h : {"memory", "pids", "freezer"})
+      make_files(tmp_ / (std::string(h) + "/own/x"), {{"cgroup.procs", "1\n"}});
     write_text(tmp_ / "self_cgroup", "8:pids:/own/x\n6:freezer:/own/x\n4:memory:/own/x\n0::/\n");
     seams_.cgroupfs_root = tmp_.str();
     seams_.proc_self_cgroup = tmp_ / "self_cgroup";

@@ -2,11 +2,11 @@
 // cgroup2 mount. The test plays the kernel (it writes "populated 0" once cgroup.kill was written,
 // fills memory.events, ...). Enforcement itself is not exercised on the development hosts, whose
 // memory controller is bound to cgroup v1.
-#include <filesystem>
-#include <thread>
-
 #include <gtest/gtest.h>
 #include <unistd.h>
+
+#include <filesystem>
+#include <thread>
 
 #include "containment/resgroup/cgroup_v2.h"
 #include "core/syscall.h"
@@ -127,7 +127,8 @@ TEST_F(V2Tree, MovesItselfIntoALeafWhenItIsAloneInItsGroup) {
   EXPECT_EQ(read_text(leaf + "/cgroup.procs"), std::to_string(::getpid()));
   EXPECT_EQ(read_text(own_ + "/cgroup.subtree_control"), "+memory +pids");
   // The kernel now reports us in the leaf; the next group is still made beside it, not in it.
-  write_text(tmp_ / "self_cgroup", "0::/user.slice/own/" + fs::path(leaf).filename().string() + "\n");
+  write_text(tmp_ / "self_cgroup",
+             "0::/user.slice/own/" + fs::path(leaf).filename().string() + "\n");
   auto g2 = create("job2");
   ASSERT_TRUE(g2.ok()) << g2.error().message();
   EXPECT_EQ((*g2)->locators()[0].rfind(own_ + "/sealrun-job2.", 0), 0u) << (*g2)->locators()[0];
@@ -140,7 +141,8 @@ TEST_F(V2Tree, MemoryReportFromPeakAndEvents) {
   ASSERT_TRUE(g.ok());
   std::string dir = (*g)->locators()[0];
   write_text(dir + "/memory.peak", "67108864\n");
-  write_text(dir + "/memory.events", "low 0\nhigh 17\nmax 5\noom 1\noom_kill 1\noom_group_kill 0\n");
+  write_text(dir + "/memory.events",
+             "low 0\nhigh 17\nmax 5\noom 1\noom_kill 1\noom_group_kill 0\n");
   write_text(dir + "/memory.swap.current", "0\n");
   auto r = (*g)->memory_report();
   ASSERT_TRUE(r.ok()) << r.error().message();
@@ -199,8 +201,8 @@ TEST_F(V2Tree, HybridMountUnderUnified) {
 
 TEST_F(V2Tree, AttachRefusesForeignLocatorsAndFindsOurs) {
   std::string r = tmp_.str();
-  for (const std::string& bad : {std::string("/sys/fs/cgroup/x"), own_, own_ + "/../sealrun-a.1.2",
-                                 own_ + "/other.1.2"})
+  for (const std::string& bad :
+       {std::string("/sys/fs/cgroup/x"), own_, own_ + "/../sealrun-a.1.2", own_ + "/other.1.2"})
     EXPECT_FALSE(attach_cgroup_v2_group({bad}, seams_).ok()) << bad;
   EXPECT_FALSE(attach_cgroup_v2_group({}, seams_).ok());
   auto g = create();

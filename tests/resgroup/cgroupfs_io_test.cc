@@ -2,10 +2,9 @@
 // lists, the names sealrun gives its groups, path hygiene, and process liveness by starttime.
 #include "containment/resgroup/cgroupfs_io.h"
 
+#include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include "core/process.h"
 

@@ -3,12 +3,11 @@
 // and controller liveness is told by pid + starttime.
 #include "containment/grant_journal.h"
 
+#include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
-
-#include <gtest/gtest.h>
 
 #include "core/process.h"
 #include "tests/support/temp_dir.h"

@@ -3,17 +3,16 @@
 // group that survives it, and also leaves an unrecorded group with a process in it; then it is
 // SIGKILLed. `sealrun sweep` must stop and remove both groups, leave no job process, remove the
 // record, report each action and exit 0 — and never touch the run of a live controller.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
-#include <sstream>
-
-#include <gtest/gtest.h>
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "containment/grant_journal.h"
 #include "containment/resgroup/resource_group.h"
@@ -114,13 +113,20 @@ Spawned start_and_kill_controller(const std::string& state_dir, const std::strin
 
 Result<Captured> run_sweep(const std::string& state_dir) {
   SpawnOptions o;
-  o.argv = {std::string(SEALRUN_BINARY_DIR) + "/sealrun", "sweep", "--state-dir", state_dir,
-            "--json", "--grace-ms", "200"};
+  o.argv = {std::string(SEALRUN_BINARY_DIR) + "/sealrun",
+            "sweep",
+            "--state-dir",
+            state_dir,
+            "--json",
+            "--grace-ms",
+            "200"};
   return run_capture(o, 120000);
 }
 
 bool exits_within(UniqueFd& pidfd, int ms) {
-  struct pollfd p{pidfd.get(), POLLIN, 0};
+  struct pollfd p {
+    pidfd.get(), POLLIN, 0
+  };
   return ::poll(&p, 1, ms) == 1;
 }
 
