@@ -123,8 +123,8 @@ class StrictSax {
 
   bool open(json container) {
     if (stack_.size() >= max_depth_)
-      return fail(fmt::format("{}: nested deeper than {} levels",
-                              path().empty() ? "document" : path(), max_depth_));
+      return fail(fmt::format("document: nested deeper than {} levels (at {})", max_depth_,
+                              printable_text(path(), 60)));
     stack_.push_back(Frame{std::move(container), {}});
     return true;
   }

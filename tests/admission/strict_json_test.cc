@@ -47,7 +47,8 @@ const BadBytes kBad[] = {
     {"empty", "", "truncated document"},
     {"trailing_garbage", R"({"a":1} {"b":2})", "malformed JSON"},
     {"comment", "{\"a\":1 /* hi */}", "malformed JSON"},
-    {"deep_arrays", std::string(100000, '['), "[0][0][0]: nested deeper than 32 levels"},
+    {"deep_arrays", std::string(100000, '['),
+     "document: nested deeper than 32 levels (at [0][0][0]"},
     {"deep_objects",
      [] {
        std::string s;
