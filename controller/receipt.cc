@@ -185,7 +185,8 @@ std::string render_receipt(const Receipt& r, size_t max_bytes) {
     std::string bytes = finish(to_json(r, level, {}));
     if (bytes.size() <= max_bytes) return bytes;
   }
-  // Last resort: the verdict alone. Every field the contract names is present, emptied.
+  // Last resort: the verdict, the job command in brief and the cleanup summary. Every field the
+  // contract names is present; what was left out is counted.
   Receipt minimal;
   minimal.id = r.id.substr(0, 64);
   minimal.state = r.state;
@@ -195,6 +196,18 @@ std::string render_receipt(const Receipt& r, size_t max_bytes) {
   minimal.started = r.started;
   minimal.finished = r.finished;
   minimal.stop_confirmed = r.stop_confirmed;
+  uint64_t failed_commands = 0;
+  for (const auto& c : r.commands) {
+    bool failed = !c.exit || *c.exit != 0 || c.signal != 0 || c.timed_out;
+    failed_commands += failed ? 1 : 0;
+    if (minimal.commands.size() < 4 && (c.label == "job" || failed)) {
+      CommandRecord brief = c;
+      brief.argv.resize(std::min<size_t>(brief.argv.size(), 1));
+      brief.stdout_record.tail.clear();
+      brief.stderr_record.tail.clear();
+      minimal.commands.push_back(brief);
+    }
+  }
   bool cleanup_ok = std::all_of(r.cleanup.begin(), r.cleanup.end(),
                                 [](const CleanupAction& c) { return c.ok; });
   minimal.cleanup.push_back({"cleanup summary (" + std::to_string(r.cleanup.size()) + " actions)",
@@ -202,9 +215,14 @@ std::string render_receipt(const Receipt& r, size_t max_bytes) {
   minimal.samples_dropped = r.samples_dropped + r.samples.size();
   Detail last = kLevels[std::size(kLevels) - 1];
   last.cut = nullptr;
-  return finish(to_json(minimal, last,
-                        {"everything but the verdict: the full receipt exceeded " +
-                         std::to_string(max_bytes) + " bytes"}));
+  json doc = to_json(minimal, last,
+                     {"everything but the verdict, the job command and the cleanup summary: the "
+                      "full receipt exceeded " + std::to_string(max_bytes) + " bytes"});
+  doc["commands_total"] = r.commands.size();
+  doc["commands_failed"] = failed_commands;
+  doc["verifications_failed"] = std::count_if(r.verifications.begin(), r.verifications.end(),
+                                              [](const Verification& v) { return !v.pass; });
+  return finish(doc);
 }
 
 }  // namespace sealrun::receipt

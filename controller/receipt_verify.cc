@@ -81,6 +81,10 @@ void check_verdict(const json& doc, Findings& f) {
         if (!ok) problems.push_back(fmt::format("command {} did not exit 0", c.value("label", "?")));
       }
     }
+    // A receipt shortened to its verdict counts what it no longer lists.
+    for (const char* count : {"commands_failed", "verifications_failed"})
+      if (doc.contains(count) && doc[count] != 0)
+        problems.push_back(fmt::format("{} is {}", count, doc[count].dump()));
     if (has(doc, "verifications", json::value_t::array))
       for (const auto& v : doc["verifications"])
         if (v.value("result", "") != "pass")

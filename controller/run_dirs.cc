@@ -36,7 +36,9 @@ Status make_job_dir(const std::string& path) {
 
 Status claim_run_dirs(const RunLayout& layout, const std::string& id) {
   SEALRUN_TRY(ensure_dir(layout.state_dir, 0755));
-  SEALRUN_TRY(ensure_dir(layout.state_dir + "/owned", 0700));
+  // Search-only for others: rootless podman, running as the job user, reaches its storage under
+  // owned/<id>/ by path. Listing owned/ stays private.
+  SEALRUN_TRY(ensure_dir(layout.state_dir + "/owned", 0711));
   SEALRUN_TRY(ensure_dir(layout.state_dir + "/results", 0755));
   // results/<id> first: it is the record of a run, and its existence alone refuses the id.
   if (::mkdir(layout.results_root.c_str(), 0755) != 0) {
@@ -57,7 +59,16 @@ Status claim_run_dirs(const RunLayout& layout, const std::string& id) {
   auto marker = open_at(AT_FDCWD, layout.owned_root + "/" + kOwnedMarker,
                         O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0600);
   if (!marker) return std::move(marker).error();
-  return write_all(marker->get(), id + "\n", kOwnedMarker);
+  SEALRUN_TRY(write_all(marker->get(), id + "\n", kOwnedMarker));
+  // The owned root stays 0700, but belongs to the job user when we are root, so that a rootless
+  // mechanism that works by path (podman's storage) can reach what is kept for it inside. The
+  // marker and logs/ remain root's own.
+  if (::geteuid() == 0) {
+    auto user = SEALRUN_TRY(lookup_job_user(job_user_name()));
+    if (::chown(layout.owned_root.c_str(), user.uid, user.gid) != 0)
+      return Error::from_errno("chown " + layout.owned_root);
+  }
+  return ok_status();
 }
 
 Status prepare_job_dirs(const RunLayout& layout) {

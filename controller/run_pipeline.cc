@@ -97,7 +97,14 @@ bool Pipeline::admit_stage() {
   auto outcome = admission::admit(req_.admission_path, req_.sha256, options);
   for (const auto& c : outcome.report.checks) r_.verifications.push_back(to_verification(c));
   if (!outcome.admitted) {
-    fail(kExitAdmissionRefused, "admission refused: " + outcome.report.summary());
+    // Name each failed pin with what was found, so a person sees which file drifted.
+    std::string details;
+    for (const auto& c : outcome.report.checks) {
+      if (c.status != admission::CheckStatus::kFail || outcome.report.refusal) continue;
+      details += fmt::format("; {}: observed {}", c.target,
+                             c.observed.size() > 300 ? c.observed.substr(0, 300) + "…" : c.observed);
+    }
+    fail(kExitAdmissionRefused, "admission refused: " + outcome.report.summary() + details);
     return false;
   }
   admitted_.emplace(std::move(*outcome.admitted));
@@ -272,13 +279,15 @@ bool Pipeline::job_stage() {
 }
 
 void Pipeline::post_run_stage() {
+  // A stop that was asked for (guard, signal, deadline) explains the job's end better than the
+  // signal the job died of, so it is recorded first.
+  if (auto why = stop_.requested()) fail(why->exit_code, why->reason);
   if (job_exit_ && !job_exit_->status.success()) {
     fail(kExitJobFailed, job_exit_->timed_out
                              ? fmt::format("the job ran past its wall-clock limit of {} s and was stopped",
                                            doc().limits.wall_clock_s)
                              : "the job ended with " + job_exit_->status.describe());
   }
-  if (auto why = stop_.requested()) fail(why->exit_code, why->reason);
 
   // The toolchain must be exactly what was admitted, after the job as before it.
   auto after = tree_digest(doc().toolchain.root);
@@ -350,7 +359,9 @@ void Pipeline::cleanup_stage() {
   });
   if (job_) {
     auto actions = job_->cleanup();
-    if (actions) for (const auto& a : *actions) r_.cleanup.push_back({a, true, ""});
+    // The mechanism's own words (with pids and container ids) are details; the action label stays
+    // stable so that `receipt diff` of two runs of the same thing shows no difference.
+    if (actions) for (const auto& a : *actions) r_.cleanup.push_back({grant_->mechanism + " cleanup", true, a});
     else cleanup("remove what the mechanism created", Status(actions.error()));
   }
   if (r_.memory && r_.memory->events_oom_kill > 0 && exit_ == kExitJobFailed) {

@@ -117,11 +117,6 @@ int lift_fd(int fd, int floor) { return ::fcntl(fd, F_DUPFD_CLOEXEC, floor); }
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
   for (int sig : {SIGPIPE, SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGCHLD}) ::signal(sig, SIG_DFL);
 
-  if (o.die_with_parent) {
-    if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) child_fail(report_fd, Step::kDeathSig);
-    // The parent may have died between fork and prctl; then nobody would send the signal.
-    if (::getppid() != parent) ::_exit(126);
-  }
   if (o.new_session && ::setsid() < 0) child_fail(report_fd, Step::kSetsid);
   static const char kZero[] = "0";
   for (int fd : o.join_cgroup_fds)
@@ -137,6 +132,12 @@ int lift_fd(int fd, int floor) { return ::fcntl(fd, F_DUPFD_CLOEXEC, floor); }
   }
   if (o.gid && ::setgid(*o.gid) != 0) child_fail(report_fd, Step::kSetgid);
   if (o.uid && ::setuid(*o.uid) != 0) child_fail(report_fd, Step::kSetuid);
+  // After the identity change: changing credentials clears the parent-death signal (prctl(2)).
+  if (o.die_with_parent) {
+    if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) child_fail(report_fd, Step::kDeathSig);
+    // The parent may have died before prctl; then nobody would send the signal.
+    if (::getppid() != parent) ::_exit(126);
+  }
   if (cwd != nullptr && ::chdir(cwd) != 0) child_fail(report_fd, Step::kChdir);
 
   // Close everything that is not a target: stdio, passed fds and the report pipe survive until

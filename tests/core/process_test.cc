@@ -1,7 +1,9 @@
 #include "core/process.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
@@ -128,6 +130,52 @@ TEST(Spawn, ChildStartsWithDefaultSignalsEvenIfCallerBlocksOrIgnoresThem) {
   ASSERT_NE(ign, std::string::npos) << r->out;
   uint64_t ignored = std::stoull(r->out.substr(ign + 8, 16), nullptr, 16);
   EXPECT_EQ(ignored & (1ULL << (SIGPIPE - 1)), 0u) << r->out;
+}
+
+}  // namespace
+}  // namespace sealrun
+
+namespace sealrun {
+namespace {
+
+// prctl(2): a credential change clears the parent-death signal, so it must be armed after the
+// uid/gid drop. Checked by reading it back in the child after dropping to nobody.
+TEST(Spawn, ParentDeathSignalSurvivesTheIdentityDrop) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to change identity";
+  SpawnOptions o;
+  o.argv = {"/bin/sh", "-c", "grep -E '^(Uid|PPid)' /proc/self/status"};
+  o.uid = 65534;
+  o.gid = 65534;
+  o.die_with_parent = true;
+  // The death signal itself is not visible in /proc; observe it by killing an intermediate parent.
+  auto pipe = make_pipe();
+  ASSERT_TRUE(pipe.ok());
+  pid_t middle = ::fork();
+  if (middle == 0) {
+    SpawnOptions inner;
+    inner.argv = {"/bin/sleep", "30"};
+    inner.uid = 65534;
+    inner.gid = 65534;
+    inner.die_with_parent = true;
+    auto child = spawn(inner);
+    if (!child.ok()) ::_exit(1);
+    pid_t pid = child->pid();
+    (void)!::write(pipe->write_end.get(), &pid, sizeof pid);
+    ::pause();
+    ::_exit(0);
+  }
+  pid_t grandchild = 0;
+  ASSERT_EQ(::read(pipe->read_end.get(), &grandchild, sizeof grandchild), static_cast<ssize_t>(sizeof grandchild));
+  int fd = pidfd_open_raw(grandchild, 0);
+  ASSERT_GE(fd, 0);
+  ::kill(middle, SIGKILL);
+  ::waitpid(middle, nullptr, 0);
+  struct pollfd p {fd, POLLIN, 0};
+  EXPECT_EQ(::poll(&p, 1, 5000), 1) << "the child outlived its parent: PDEATHSIG was lost";
+  ::close(fd);
+  auto r = run_capture(o, 10000);
+  ASSERT_TRUE(r.ok());
+  EXPECT_NE(r->out.find("Uid:\t65534"), std::string::npos);
 }
 
 }  // namespace

@@ -1,0 +1,67 @@
+#include "controller/run_plan.h"
+
+#include <gtest/gtest.h>
+
+namespace sealrun::run {
+namespace {
+
+TEST(RunPlan, RunIdsAreFileNames) {
+  for (const char* good : {"a", "build-42", "x.y_z", "A1"}) EXPECT_TRUE(validate_run_id(good).ok()) << good;
+  for (const char* bad : {"", ".", "..", "a/b", "a b", "ü", "../x"})
+    EXPECT_FALSE(validate_run_id(bad).ok()) << bad;
+  EXPECT_FALSE(validate_run_id(std::string(65, 'a')).ok());
+}
+
+TEST(RunPlan, LayoutFollowsTheContract) {
+  auto l = layout_for("/s", "r1");
+  EXPECT_EQ(l.owned_root, "/s/owned/r1");
+  EXPECT_EQ(l.results_root, "/s/results/r1");
+  EXPECT_EQ(l.receipt_path, "/s/results/r1/receipt.json");
+  EXPECT_EQ(l.output_dir, "/s/results/r1/out");
+}
+
+TEST(RunPlan, MechanismOrderStrongestFirstAndRequestsMustAgree) {
+  admission::AdmissionDocument doc;
+  auto order = mechanism_order(doc, MechanismRequest::kAuto);
+  ASSERT_TRUE(order.ok());
+  EXPECT_EQ(*order, std::vector<std::string>{"bwrap"});
+  EXPECT_FALSE(mechanism_order(doc, MechanismRequest::kPodman).ok());  // no image pinned
+  doc.image = admission::ImagePin{"/i.tar", std::string(64, 'a'), "sha256:" + std::string(64, 'b'), {}};
+  order = mechanism_order(doc, MechanismRequest::kAuto);
+  EXPECT_EQ(*order, (std::vector<std::string>{"podman", "bwrap"}));
+  doc.containment.mechanism = admission::MechanismChoice::kBwrap;
+  EXPECT_FALSE(mechanism_order(doc, MechanismRequest::kPodman).ok());
+  EXPECT_EQ(*mechanism_order(doc, MechanismRequest::kAuto), std::vector<std::string>{"bwrap"});
+}
+
+TEST(RunPlan, JobEnvironmentIsExactlyTheAdmittedVariablesAndSourceDateEpoch) {
+  admission::AdmissionDocument doc;
+  doc.source_date_epoch = 1700000000;
+  doc.env = {{"LANG", "C"}};
+  auto env = job_environment(doc);
+  EXPECT_EQ(env.size(), 2u);
+  EXPECT_EQ(env["SOURCE_DATE_EPOCH"], "1700000000");
+  EXPECT_EQ(env["LANG"], "C");
+}
+
+TEST(RunPlan, CensusGetsEveryAdmittedGuard) {
+  admission::Limits l;
+  l.owned_max_bytes = 1;
+  l.result_max_bytes = 2;
+  l.free_min_bytes = 3;
+  l.ceiling_bytes = 4;
+  l.reserve_bytes = 5;
+  l.census_interval_ms = 6;
+  auto c = census_config(l, layout_for("/s", "r"));
+  EXPECT_EQ(c.limits.owned_max_bytes, 1u);
+  EXPECT_EQ(c.limits.result_max_bytes, 2u);
+  EXPECT_EQ(c.limits.free_min_bytes, 3u);
+  EXPECT_EQ(c.limits.ceiling_bytes, 4u);
+  EXPECT_EQ(c.limits.reserve_bytes, 5u);
+  EXPECT_EQ(c.interval_ms, 6);
+  EXPECT_EQ(c.owned_root, "/s/owned/r");
+  EXPECT_EQ(c.result_root, "/s/results/r");
+}
+
+}  // namespace
+}  // namespace sealrun::run

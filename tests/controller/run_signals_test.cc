@@ -1,0 +1,71 @@
+// Faults around the controller (ACCEPTANCE 13 and 14): a SIGTERM is turned into a stopped job and
+// a written receipt; a SIGKILL leaves no job process behind within a second, and `sealrun sweep`
+// removes what the killed run left.
+#include <signal.h>
+
+#include <filesystem>
+
+#include <gtest/gtest.h>
+
+#include "core/syscall.h"
+#include "tests/controller/run_test_support.h"
+
+namespace sealrun::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Waits until the job has written /out/started (it is running), at most 30 s.
+bool wait_started(const std::string& state, const std::string& id) {
+  for (int i = 0; i < 300; ++i) {
+    if (fs::exists(state + "/results/" + id + "/out/started")) return true;
+    ::usleep(100 * 1000);
+  }
+  return false;
+}
+
+TEST_F(RunTest, SigtermToTheControllerStopsTheJobAndWritesTheReceipt) {
+  auto a = freeze("touch /out/started; exec sleep 120 # marker-sigterm-run");
+  SpawnOptions o = sealrun_options({"run", a.path, "--sha256", a.sha256, "--id", "term",
+                                    "--state-dir", state_});
+  auto controller = spawn(o);
+  ASSERT_TRUE(controller.ok()) << controller.error().message();
+  ASSERT_TRUE(wait_started(state_, "term"));
+  ASSERT_TRUE(controller->signal(SIGTERM).ok());
+  auto st = controller->wait_for(60000);
+  ASSERT_TRUE(st.ok());
+  ASSERT_TRUE(st->has_value()) << "the controller did not end after SIGTERM";
+  int code = (*st)->code;
+  EXPECT_TRUE(code == 5 || code == 7) << (*st)->describe();
+  auto r = receipt("term");
+  EXPECT_EQ(r["state"], "failed");
+  EXPECT_NE(r["reason"].get<std::string>().find("SIGTERM"), std::string::npos) << r["reason"];
+  EXPECT_EQ(r["stop_confirmed"], true);
+  EXPECT_TRUE(no_process_with("marker-sigterm-run"));
+}
+
+TEST_F(RunTest, SigkillToTheControllerLeavesNoJobAndSweepCleansUp) {
+  auto a = freeze("touch /out/started; sleep 120 # marker-sigkill-run");
+  SpawnOptions o = sealrun_options({"run", a.path, "--sha256", a.sha256, "--id", "killed",
+                                    "--state-dir", state_});
+  auto controller = spawn(o);
+  ASSERT_TRUE(controller.ok());
+  ASSERT_TRUE(wait_started(state_, "killed"));
+  ASSERT_FALSE(no_process_with("marker-sigkill-run"));  // the job runs
+  ASSERT_TRUE(controller->signal(SIGKILL).ok());
+  ASSERT_TRUE(controller->wait().ok());
+  int64_t deadline = monotonic_ms() + 1000;
+  while (!no_process_with("marker-sigkill-run") && monotonic_ms() < deadline) ::usleep(20 * 1000);
+  EXPECT_TRUE(no_process_with("marker-sigkill-run")) << "a job process survived its controller by 1 s";
+
+  // What the killed run left: its grant record, owned root and resource group.
+  EXPECT_TRUE(fs::exists(state_ + "/owned/killed"));
+  auto sweep = sealrun({"sweep", "--state-dir", state_});
+  EXPECT_EQ(sweep.status.code, 0) << sweep.out << sweep.err;
+  EXPECT_NE(sweep.out.find("killed"), std::string::npos) << sweep.out;
+  auto again = sealrun({"sweep", "--state-dir", state_});
+  EXPECT_EQ(again.status.code, 0) << again.out << again.err;
+}
+
+}  // namespace
+}  // namespace sealrun::testing

@@ -1,0 +1,91 @@
+// RunTest: see run_test_support.h.
+#include "tests/controller/run_test_support.h"
+
+#include <dirent.h>
+
+#include <filesystem>
+
+#include "tests/support/temp_dir.h"
+
+namespace sealrun::testing {
+
+namespace fs = std::filesystem;
+
+void RunTest::SetUp() {
+  src_ = dir_ / "src";
+  toolchain_ = dir_ / "toolchain";
+  state_ = dir_ / "state";
+  fs::create_directories(src_);
+  fs::create_directories(toolchain_);
+  write_text(src_ + "/input.txt", "input\n");
+  write_text(toolchain_ + "/tool.txt", "a toolchain file\n");
+}
+
+std::string sealrun_binary() { return std::string(SEALRUN_BINARY_DIR) + "/sealrun"; }
+
+SpawnOptions RunTest::sealrun_options(const std::vector<std::string>& args) const {
+  SpawnOptions o;
+  o.argv = {sealrun_binary()};
+  o.argv.insert(o.argv.end(), args.begin(), args.end());
+  o.cwd = dir_.str();
+  return o;
+}
+
+Captured RunTest::sealrun(const std::vector<std::string>& args,
+                          std::optional<std::vector<std::string>> env, int64_t timeout_ms) {
+  SpawnOptions o = sealrun_options(args);
+  o.env = std::move(env);
+  auto r = run_capture(o, timeout_ms);
+  EXPECT_TRUE(r.ok()) << r.error().message();
+  return r.ok() ? *r : Captured{};
+}
+
+Frozen RunTest::freeze(const std::string& script, const std::vector<std::string>& sets,
+                       const std::string& name) {
+  std::vector<std::string> args = {"admit", "freeze", "--out", dir_ / name, "--source", src_,
+                                   "--toolchain", toolchain_, "--toolchain-mount", "/opt/toolchain",
+                                   "--env", "PATH=/usr/bin:/bin", "--set", "limits.census_interval_ms=200"};
+  for (const auto& s : sets) {
+    args.push_back("--set");
+    args.push_back(s);
+  }
+  args.insert(args.end(), {"--", "/bin/sh", "-c", script});
+  auto c = sealrun(args);
+  EXPECT_EQ(c.status.code, 0) << c.err;
+  return {dir_ / name, c.out.substr(0, 64)};
+}
+
+Captured RunTest::run(const Frozen& a, const std::string& id, const std::vector<std::string>& extra) {
+  std::vector<std::string> args = {"run", a.path, "--sha256", a.sha256, "--id", id, "--state-dir", state_};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return sealrun(args);
+}
+
+std::string RunTest::receipt_path(const std::string& id) const {
+  return state_ + "/results/" + id + "/receipt.json";
+}
+
+nlohmann::json RunTest::receipt(const std::string& id) {
+  std::string text = read_text(receipt_path(id));
+  auto doc = nlohmann::json::parse(text, nullptr, false);
+  EXPECT_FALSE(doc.is_discarded()) << "receipt of " << id << " is not JSON: " << text;
+  return doc;
+}
+
+bool no_process_with(const std::string& marker) {
+  for (const auto& entry : fs::directory_iterator("/proc")) {
+    std::string name = entry.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::string cmdline = read_text(entry.path() / "cmdline");
+    std::string stat = read_text(entry.path() / "stat");
+    bool zombie = stat.find(") Z ") != std::string::npos;
+    for (char& c : cmdline)
+      if (c == '\0') c = ' ';
+    if (!zombie && cmdline.find(marker) != std::string::npos &&
+        cmdline.find("gtest") == std::string::npos && name != std::to_string(::getpid()))
+      return false;
+  }
+  return true;
+}
+
+}  // namespace sealrun::testing

@@ -1,0 +1,46 @@
+// A fixture for end-to-end tests of `sealrun run`: a source tree, a toolchain tree and a state
+// directory in a fresh temp dir, admissions frozen with the real `sealrun admit freeze`, runs made
+// with the real binary (build/sealrun) against real bwrap and real cgroups.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "core/process.h"
+#include "tests/support/temp_dir.h"
+
+namespace sealrun::testing {
+
+struct Frozen {
+  std::string path;
+  std::string sha256;
+};
+
+class RunTest : public ::testing::Test {
+ public:  // helpers are called from free functions in the tests too
+  void SetUp() override;
+  // Freezes an admission whose command is `/bin/sh -c script`, with extra `--set` assignments.
+  Frozen freeze(const std::string& script, const std::vector<std::string>& sets = {},
+                const std::string& name = "admission.json");
+  // Runs build/sealrun with `args`; env nullopt keeps ours.
+  Captured sealrun(const std::vector<std::string>& args,
+                   std::optional<std::vector<std::string>> env = std::nullopt,
+                   int64_t timeout_ms = 120000);
+  Captured run(const Frozen& a, const std::string& id, const std::vector<std::string>& extra = {});
+  nlohmann::json receipt(const std::string& id);
+  std::string receipt_path(const std::string& id) const;
+  // SpawnOptions for build/sealrun with args (for tests that signal the controller).
+  SpawnOptions sealrun_options(const std::vector<std::string>& args) const;
+
+  TempDir dir_;
+  std::string src_, toolchain_, state_;
+};
+
+// True when no process whose command line contains `marker` is alive (zombies ignored).
+bool no_process_with(const std::string& marker);
+
+}  // namespace sealrun::testing
