@@ -78,6 +78,16 @@ void HashPool::record_error(Error error) {
   idle_.notify_all();
 }
 
+void HashPool::cancel() {
+  {
+    std::lock_guard lock(mu_);
+    failed_.store(true, std::memory_order_relaxed);
+    queue_.clear();
+  }
+  not_full_.notify_all();
+  idle_.notify_all();
+}
+
 void HashPool::stop_workers() {
   {
     std::lock_guard lock(mu_);

@@ -36,6 +36,8 @@ class HashPool {
   // Queues a job, waiting while the queue is full. Returns false once the pool has failed.
   bool submit(Job job);
   bool failed() const { return failed_.load(std::memory_order_relaxed); }
+  // Drops queued work and refuses more (the walk failed: its error is the one to report).
+  void cancel();
   uint64_t done_bytes() const { return done_bytes_.load(std::memory_order_relaxed); }
 
   // Waits for all queued work. `tick` is called on this thread about every tick_ms meanwhile

@@ -89,7 +89,9 @@ class Walker {
     auto root_st = SEALRUN_TRY(fstat_fd(root_fd, root_display_));
     tree_.entries.push_back(directory_entry(".", root_st));
     Status walked = walk_dir(root_fd, "");
-    // Always drain the pool (its jobs point into tree_), even when the walk failed.
+    // A failed walk needs no more hashing; but the pool is always drained before returning, since
+    // its jobs point into tree_.
+    if (!walked.ok()) pool_.cancel();
     Status hashed = pool_.finish([&] { report_progress(true); });
     if (!walked.ok()) return std::move(walked).error();
     if (!hashed.ok()) return std::move(hashed).error();
