@@ -12,7 +12,7 @@
 #include <filesystem>
 #include <set>
 
-#include "admission/strict_json.h"
+#include "core/strict_json.h"
 #include "admission/verify.h"
 #include "core/atomic_write.h"
 #include "core/bounded_file.h"

@@ -11,7 +11,7 @@
 
 #include "admission/document.h"
 #include "admission/path_rules.h"
-#include "admission/strict_json.h"
+#include "core/strict_json.h"
 #include "core/hex.h"
 
 namespace sealrun::admission {

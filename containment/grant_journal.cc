@@ -18,6 +18,7 @@
 #include "containment/resgroup/cgroupfs_io.h"
 #include "core/atomic_write.h"
 #include "core/bounded_file.h"
+#include "core/strict_json.h"
 #include "core/syscall.h"
 
 namespace sealrun {
@@ -97,13 +98,8 @@ std::string grant_record_to_json(const GrantRecord& r) {
 }
 
 Result<GrantRecord> grant_record_from_json(std::string_view text) {
-  nlohmann::json j;
-  try {
-    // Depth is bounded by the size cap of the read; records are flat.
-    j = nlohmann::json::parse(text.begin(), text.end());
-  } catch (const nlohmann::json::exception& e) {
-    return Error::make(fmt::format("not JSON: {}", e.what()));
-  }
+  // Records are flat: depth 4 is plenty, and a duplicated key is a forged or corrupt record.
+  nlohmann::json j = SEALRUN_TRY_CTX(parse_strict_json(text, 4), "not JSON");
   if (!j.is_object()) return Error::make("not a JSON object");
   std::string schema = SEALRUN_TRY(field<std::string>(j, "schema"));
   if (schema != kSchema)

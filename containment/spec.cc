@@ -4,6 +4,7 @@
 // and already normalised (so "/usr/../tmp" cannot smuggle a reserved path past a prefix check), and
 // a writable target may neither be a reserved system directory nor lie below one.
 #include "containment/spec.h"
+#include "core/run_id.h"
 
 #include <fmt/format.h>
 
@@ -29,17 +30,7 @@ bool is_env_name(std::string_view name) {
   return true;
 }
 
-bool is_run_id(std::string_view id) {
-  if (id.empty() || id.size() > 64) return false;
-  // "." and ".." would name directories that are not the run's own.
-  if (id == "." || id == "..") return false;
-  for (char c : id) {
-    bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-              c == '.' || c == '_' || c == '-';
-    if (!ok) return false;
-  }
-  return true;
-}
+bool is_run_id(std::string_view id) { return is_valid_run_id(id); }
 
 // Absolute, no empty component ("//"), no "." or ".." component, no trailing slash (except "/"),
 // no NUL. Such a path means exactly what it says, so prefix comparisons on it are sound.

@@ -6,7 +6,7 @@
 
 #include <map>
 
-#include "admission/strict_json.h"
+#include "core/strict_json.h"
 #include "controller/commands.h"
 #include "controller/exit_codes.h"
 #include "controller/output.h"
@@ -26,7 +26,7 @@ Result<std::string> load_bytes(const std::string& path) {
 
 Result<json> load(const std::string& path) {
   auto bytes = SEALRUN_TRY(load_bytes(path));
-  return admission::parse_strict_json(bytes).context(path + " is not a readable receipt");
+  return parse_strict_json(bytes).context(path + " is not a readable receipt");
 }
 
 void add_show(CLI::App& parent, int* exit_code) {
@@ -133,7 +133,7 @@ void add_export(CLI::App& parent, int* exit_code) {
         *exit_code = kExitFailure;
         return;
       }
-    auto doc = admission::parse_strict_json(*bytes);
+    auto doc = parse_strict_json(*bytes);
     print_json(receipt::to_in_toto(*doc));
     *exit_code = kExitOk;
   });

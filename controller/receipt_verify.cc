@@ -5,7 +5,7 @@
 
 #include <set>
 
-#include "admission/strict_json.h"
+#include "core/strict_json.h"
 #include "controller/receipt.h"
 #include "core/hex.h"
 #include "fingerprint/sha256.h"
@@ -128,7 +128,7 @@ void check_digests(const json& doc, Findings& f) {
 Result<std::vector<VerifyFinding>> verify_receipt_bytes(std::string_view bytes) {
   Findings f;
   f.add("size", bytes.size() <= 1024 * 1024, fmt::format("{} bytes (limit 1 MiB)", bytes.size()));
-  auto parsed = admission::parse_strict_json(bytes);
+  auto parsed = parse_strict_json(bytes);
   if (!parsed) return std::move(parsed).error().context("receipt is not valid JSON");
   const json& doc = *parsed;
   if (!doc.is_object()) return Error::make("receipt is not a JSON object");

@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include "core/run_id.h"
+
 namespace sealrun::run {
 
 RunLayout layout_for(const std::string& state_dir, const std::string& id) {
@@ -19,11 +21,7 @@ RunLayout layout_for(const std::string& state_dir, const std::string& id) {
 }
 
 Status validate_run_id(const std::string& id) {
-  bool ok = !id.empty() && id.size() <= 64 && id != "." && id != "..";
-  for (char c : id)
-    ok = ok && ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-                c == '.' || c == '_' || c == '-');
-  if (!ok)
+  if (!is_valid_run_id(id))
     return Error::make(fmt::format(
         "--id {:?}: use 1 to 64 characters from A-Z a-z 0-9 . _ - (it names directories)", id));
   return ok_status();

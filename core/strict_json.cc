@@ -1,13 +1,13 @@
 // parse_strict_json(): see strict_json.h. The SAX handler below builds the DOM itself so that it
 // sees every key before it is stored (duplicates) and every container as it opens (depth).
-#include "admission/strict_json.h"
+#include "core/strict_json.h"
 
 #include <fmt/format.h>
 
 #include <utility>
 #include <vector>
 
-namespace sealrun::admission {
+namespace sealrun {
 
 using nlohmann::json;
 
@@ -53,8 +53,8 @@ std::string clean_parser_message(std::string what) {
 
 class StrictSax {
  public:
-  StrictSax(size_t max_depth, size_t input_bytes)
-      : max_depth_(max_depth), input_bytes_(input_bytes) {}
+  StrictSax(size_t max_depth, size_t input_bytes, size_t max_string_bytes)
+      : max_depth_(max_depth), input_bytes_(input_bytes), max_string_bytes_(max_string_bytes) {}
 
   bool null() { return put(json(nullptr)); }
   bool boolean(bool v) { return put(json(v)); }
@@ -71,8 +71,8 @@ class StrictSax {
     if (!check_text(k, "key")) return false;
     Frame& top = stack_.back();
     if (top.value.contains(k))
-      return fail(fmt::format("{}: duplicate key (each key may appear once per object)",
-                              json_path_join(path_of_parent(), k)));
+      return fail(fmt::format("{}: duplicate key \"{}\" (each key may appear once per object)",
+                              json_path_join(path_of_parent(), k), printable_text(k, 80)));
     top.key = std::move(k);
     top.has_key = true;
     return true;
@@ -113,9 +113,9 @@ class StrictSax {
   }
 
   bool check_text(const std::string& s, const char* what) {
-    if (s.size() > kMaxStringBytes)
+    if (s.size() > max_string_bytes_)
       return fail(fmt::format("{}: {} is {} bytes, over the limit of {}", path(), what, s.size(),
-                              kMaxStringBytes));
+                              max_string_bytes_));
     if (s.find('\0') != std::string::npos)
       return fail(fmt::format("{}: {} contains a NUL character", path(), what));
     return true;
@@ -174,6 +174,7 @@ class StrictSax {
 
   size_t max_depth_;
   size_t input_bytes_;
+  size_t max_string_bytes_;
   std::vector<Frame> stack_;
   json result_;
   bool done_ = false;
@@ -182,8 +183,8 @@ class StrictSax {
 
 }  // namespace
 
-Result<json> parse_strict_json(std::string_view bytes, size_t max_depth) {
-  StrictSax sax(max_depth, bytes.size());
+Result<json> parse_strict_json(std::string_view bytes, size_t max_depth, size_t max_string_bytes) {
+  StrictSax sax(max_depth, bytes.size(), max_string_bytes);
   bool ok = false;
   try {
     ok = json::sax_parse(bytes, &sax, json::input_format_t::json, /*strict=*/true,
@@ -199,4 +200,4 @@ Result<json> parse_strict_json(std::string_view bytes, size_t max_depth) {
   return sax.take();
 }
 
-}  // namespace sealrun::admission
+}  // namespace sealrun

@@ -391,7 +391,7 @@ Result<std::unique_ptr<ResourceGroup>> create_cgroup_v1_group(const std::string&
   if (!valid_run_id(run_id))
     return Error::make(
         fmt::format("run id '{}' is not usable in a cgroup name "
-                    "(allowed: A-Z a-z 0-9 _ . -, at most 100)",
+                    "(allowed: A-Z a-z 0-9 _ . -, at most 64)",
                     run_id));
   auto own = SEALRUN_TRY(open_root_and_own(seams));
   std::string start = SEALRUN_TRY(process_starttime(seams.proc_root, ::getpid()));

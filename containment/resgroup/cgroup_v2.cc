@@ -329,7 +329,7 @@ Result<std::unique_ptr<ResourceGroup>> create_cgroup_v2_group(const std::string&
   if (!valid_run_id(run_id))
     return Error::make(
         fmt::format("run id '{}' is not usable in a cgroup name "
-                    "(allowed: A-Z a-z 0-9 _ . -, at most 100)",
+                    "(allowed: A-Z a-z 0-9 _ . -, at most 64)",
                     run_id));
   Base b = SEALRUN_TRY_CTX(open_base(seams), "cgroup v2");
   SEALRUN_TRY_CTX(enable_controllers(b, seams), "cgroup v2");

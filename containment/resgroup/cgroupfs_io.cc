@@ -1,6 +1,7 @@
 // Reading, writing and parsing cgroupfs and /proc for the cgroupfs back ends (cgroupfs_io.h).
 // Everything is relative to directory fds opened once, so a temp tree can stand in for the kernel.
 #include "containment/resgroup/cgroupfs_io.h"
+#include "core/run_id.h"
 
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -162,15 +163,7 @@ bool is_cgroupfs(int fd, bool want_v2) {
   return want_v2 ? sfs.f_type == CGROUP2_SUPER_MAGIC : sfs.f_type == CGROUP_SUPER_MAGIC;
 }
 
-bool valid_run_id(std::string_view run_id) {
-  if (run_id.empty() || run_id.size() > 100 || run_id == "." || run_id == "..") return false;
-  for (char c : run_id) {
-    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-              c == '_' || c == '.' || c == '-';
-    if (!ok) return false;
-  }
-  return true;
-}
+bool valid_run_id(std::string_view run_id) { return is_valid_run_id(run_id); }
 
 std::string group_dir_name(std::string_view run_id, pid_t creator_pid,
                            std::string_view creator_start) {

@@ -1,6 +1,7 @@
 // See systemd_readback.h. Pure code: the scope's name and properties as data, and the decisions
 // about what the manager applied, so they are table-tested without a manager.
 #include "containment/resgroup/systemd_readback.h"
+#include "core/run_id.h"
 
 #include <fmt/format.h>
 
@@ -60,15 +61,7 @@ LimitReadback byte_limit(std::string name, uint64_t requested, std::optional<uin
 
 }  // namespace
 
-bool valid_run_id(std::string_view run_id) {
-  if (run_id.empty() || run_id.size() > 100 || run_id == "." || run_id == "..") return false;
-  for (char c : run_id) {
-    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-              c == '_' || c == '.' || c == '-';
-    if (!ok) return false;
-  }
-  return true;
-}
+bool valid_run_id(std::string_view run_id) { return is_valid_run_id(run_id); }
 
 Result<std::string> scope_unit_name(std::string_view run_id) {
   if (!valid_run_id(run_id)) {

@@ -1,6 +1,6 @@
 // Unit tests of the strict JSON reader on hostile bytes: duplicates, depth bombs, NUL, invalid
 // UTF-8, truncation. Each refusal must name where it happened.
-#include "admission/strict_json.h"
+#include "core/strict_json.h"
 
 #include <gtest/gtest.h>
 

@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "admission/strict_json.h"
+#include "core/strict_json.h"
 #include "controller/receipt_review.h"
 
 namespace sealrun::receipt {
@@ -92,7 +92,7 @@ TEST(Receipt, HugeRunStaysWithinTheBoundAndSaysWhatWasCut) {
   for (size_t max : {size_t{16 * 1024}, size_t{64 * 1024}, size_t{1 << 20}}) {
     std::string bytes = render_receipt(r, max);
     EXPECT_LE(bytes.size(), max);
-    auto doc = admission::parse_strict_json(bytes);
+    auto doc = parse_strict_json(bytes);
     ASSERT_TRUE(doc.ok()) << doc.error().message();
     EXPECT_FALSE((*doc)["truncated"].empty());
     EXPECT_TRUE(failures(bytes).empty()) << "max " << max << ": " << failures(bytes)[0].detail;

@@ -318,7 +318,7 @@ TEST(Manifest, ParseRefusesHostileAndMalformedInput) {
       {line("a").substr(0, 20), "no final newline"},
       {line("a").substr(0, line("a").size() - 1), "no final newline"},
       {"[1]\n", "not a JSON object"},
-      {"\n", "not valid JSON"},
+      {"\n", "truncated document"},
   };
   for (const auto& c : cases) {
     auto m = parse_manifest(c.input);

@@ -21,8 +21,8 @@ TEST(SystemdUnitName, RefusesRunIdsThatCannotNameAUnit) {
     ASSERT_FALSE(r.ok()) << bad;
     EXPECT_NE(r.error().message().find("[A-Za-z0-9_.-]"), std::string::npos);
   }
-  EXPECT_FALSE(scope_unit_name(std::string(101, 'a')).ok());
-  EXPECT_TRUE(scope_unit_name(std::string(100, 'a')).ok());
+  EXPECT_FALSE(scope_unit_name(std::string(65, 'a')).ok());
+  EXPECT_TRUE(scope_unit_name(std::string(64, 'a')).ok());
 }
 
 TEST(SystemdProperties, CarryLimitsPidsAndDelegation) {
