@@ -15,12 +15,14 @@
 
 #include "containment/grant_journal.h"
 #include "containment/job_user.h"
+#include "containment/podman.h"
 #include "containment/podman_argv.h"
 #include "containment/resgroup/cgroupfs_sweep.h"
 #include "containment/resgroup/systemd_scope.h"
 #include "controller/commands.h"
 #include "controller/exit_codes.h"
 #include "controller/output.h"
+#include "controller/run_dirs.h"
 #include "core/process.h"
 
 namespace sealrun::cli {
@@ -105,41 +107,29 @@ SweepStep sweep_container(const GrantRecord& r) {
     s.left = true;
     return s;
   }
+  // The mechanism's own sweep: the container (podman rm -f), the rootless pause process, the
+  // storage and its runroot link, each reported.
+  auto actions = podman::sweep_podman_storage(r.owned_root, r.id);
+  if (!actions) {
+    s.outcome = "podman sweep failed: " + actions.error().message();
+    s.left = true;
+    return s;
+  }
+  for (const auto& a : *actions) s.outcome += (s.outcome.empty() ? "" : "; ") + a;
+  if (s.outcome.empty()) s.outcome = "nothing of podman's was left";
+  return s;
+}
+
+SweepStep sweep_owned_root(const GrantRecord& r, const std::string& state_dir) {
+  SweepStep s{"owned root " + r.owned_root, "", false};
   struct stat st {};
-  if (::stat(layout.graph_root.c_str(), &st) != 0) {
-    s.outcome = "storage already gone (the container went with it)";
+  if (r.owned_root.empty() || ::lstat(r.owned_root.c_str(), &st) != 0) {
+    s.outcome = "already gone";
     return s;
   }
-  auto exe = find_program("podman");
-  if (!exe) {
-    s.outcome = "podman is not installed here: nothing can run the container; not removed";
-    return s;
-  }
-  auto user = lookup_job_user(r.job_user.empty() ? job_user_name() : r.job_user);
-  if (!user) {
-    s.outcome = "cannot run podman as the job user: " + user.error().message();
-    s.left = true;
-    return s;
-  }
-  podman::HostFacts facts;
-  facts.podman_path = *exe;
-  SpawnOptions o;
-  o.argv = podman::rm_argv(layout, facts, r.id);
-  o.env = podman::podman_environment(layout);
-  o.uid = user->uid;
-  o.gid = user->gid;
-  o.cwd = "/";
-  auto c = run_capture(o, 120000, 64 * 1024);
-  if (!c) {
-    s.outcome = "podman rm failed to start: " + c.error().message();
-    s.left = true;
-  } else if (!c->status.success()) {
-    s.outcome =
-        fmt::format("podman rm {}: {}", c->status.describe(), c->err.substr(0, c->err.find('\n')));
-    s.left = true;
-  } else {
-    s.outcome = "removed (podman rm --force)";
-  }
+  auto removed = run::remove_recorded_owned_root(state_dir, r.owned_root, r.id);
+  s.outcome = removed ? "removed (marker checked)" : "not removed: " + removed.error().message();
+  s.left = !removed.ok();
   return s;
 }
 
@@ -200,6 +190,7 @@ int run_sweep(const SweepOptions& opt) {
         std::vector<SweepStep> steps = sweep_groups(r, opt.grace_ms);
         if (r.job_pid > 0) steps.push_back(sweep_job_pid(r));
         if (!r.container_name.empty()) steps.push_back(sweep_container(r));
+        steps.push_back(sweep_owned_root(r, opt.state_dir));
         bool left = false;
         for (const auto& s : steps) left |= s.left;
         if (!left) {

@@ -90,4 +90,14 @@ Status remove_owned_root(const RunLayout& layout, const std::string& id) {
   return ok_status();
 }
 
+Status remove_recorded_owned_root(const std::string& state_dir, const std::string& owned_root,
+                                  const std::string& id) {
+  RunLayout layout =
+      layout_for(std::filesystem::absolute(state_dir).lexically_normal().string(), id);
+  if (owned_root != layout.owned_root)
+    return Error::make(fmt::format("recorded owned root {} is not this state directory's {}; "
+                                   "not removed", owned_root, layout.owned_root));
+  return remove_owned_root(layout, id);
+}
+
 }  // namespace sealrun::run

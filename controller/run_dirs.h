@@ -19,5 +19,9 @@ Status claim_run_dirs(const RunLayout& layout, const std::string& id);
 Status prepare_job_dirs(const RunLayout& layout);
 // Removes owned/<id> after checking its marker names `id`. Never follows symlinks.
 Status remove_owned_root(const RunLayout& layout, const std::string& id);
+// The same for a path taken from a grant record (sweep): `owned_root` must be
+// <state_dir>/owned/<id> exactly, or nothing is removed.
+Status remove_recorded_owned_root(const std::string& state_dir, const std::string& owned_root,
+                                  const std::string& id);
 
 }  // namespace sealrun::run

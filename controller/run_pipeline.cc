@@ -17,6 +17,7 @@
 #include "containment/grant_journal.h"
 #include "containment/job_user.h"
 #include "containment/podman.h"
+#include "containment/podman_argv.h"
 #include "containment/resgroup/resource_group.h"
 #include "controller/exit_codes.h"
 #include "controller/run_dirs.h"
@@ -80,6 +81,7 @@ class Pipeline {
   std::unique_ptr<resgroup::ResourceGroup> group_;
   std::optional<GrantJournal> journal_;
   bool journal_recorded_ = false;
+  GrantRecord journal_record_;
   std::unique_ptr<ContainedJob> job_;
   std::optional<JobExit> job_exit_;
   std::unique_ptr<census::CensusThread> census_;
@@ -217,7 +219,12 @@ bool Pipeline::group_stage() {
     rec.group_backend = memory.backend;
     rec.group_locators = group_->locators();
     rec.owned_root = layout_.owned_root;
+    if (grant_->mechanism == "podman") {  // where sweep finds the container if we are killed
+      rec.container_name = podman::container_name(req_.id);
+      rec.podman_root = podman::storage_layout(layout_.owned_root).graph_root;
+    }
     rec.created_at = utc_timestamp_now();
+    journal_record_ = rec;
     if (auto st = journal_->record(rec); st) journal_recorded_ = true;
     else std::fprintf(stderr, "sealrun run: warning: grant journal: %s\n", st.error().message().c_str());
   } else {
@@ -252,6 +259,11 @@ bool Pipeline::job_stage() {
   job_ = std::move(*job);
   out->reset();
   err->reset();
+  if (journal_recorded_) {  // now sweep can also find the job's outermost process
+    journal_record_.job_pid = job_->pid();
+    if (auto st = journal_->record(journal_record_); !st)
+      std::fprintf(stderr, "sealrun run: warning: grant journal: %s\n", st.error().message().c_str());
+  }
 
   census_ = std::make_unique<census::CensusThread>(
       census_config(doc().limits, layout_), [this](const census::GuardTrip& trip) {

@@ -63,6 +63,9 @@ TEST_F(RunTest, SigkillToTheControllerLeavesNoJobAndSweepCleansUp) {
   auto sweep = sealrun({"sweep", "--state-dir", state_});
   EXPECT_EQ(sweep.status.code, 0) << sweep.out << sweep.err;
   EXPECT_NE(sweep.out.find("killed"), std::string::npos) << sweep.out;
+  EXPECT_FALSE(fs::exists(state_ + "/owned/killed")) << "sweep left the owned root";
+  EXPECT_TRUE(fs::is_empty(state_ + "/grants") ||
+              !fs::exists(state_ + "/grants/killed.json")) << "sweep left the grant record";
   auto again = sealrun({"sweep", "--state-dir", state_});
   EXPECT_EQ(again.status.code, 0) << again.out << again.err;
 }
