@@ -147,5 +147,35 @@ TEST_F(RunTest, ForkBombIsHeldByThePidsLimitAndTheGroupIsEmptiedAfterwards) {
   EXPECT_TRUE(fs::exists(state_ + "/results/bomb/out/done"));  // the job itself went on
 }
 
+TEST_F(RunTest, PodmanRunFromThePinnedImageIsBuiltAndLeavesNothing) {
+  std::string fixtures = std::string(SEALRUN_BINARY_DIR) + "/fixtures";
+  if (!fs::exists(fixtures + "/busybox.oci.tar")) {
+    SpawnOptions o;
+    o.argv = {"/bin/bash", std::string(SEALRUN_SOURCE_DIR) + "/tests/fixtures/busybox_image.sh", fixtures};
+    auto built = run_capture(o, 300000);
+    ASSERT_TRUE(built.ok() && built->status.success()) << (built.ok() ? built->err : built.error().message());
+  }
+  auto c0 = sealrun({"admit", "freeze", "--out", dir_ / "podman.json", "--source", src_,
+                     "--toolchain", toolchain_, "--toolchain-mount", "/opt/toolchain", "--image",
+                     fixtures + "/busybox.oci.tar", "--", "/bin/sh", "-c",
+                     "cat input.txt > /out/copy.txt; grep -E 'NoNewPrivs|CapEff' /proc/self/status"});
+  ASSERT_EQ(c0.status.code, 0) << c0.err;
+  Frozen a{dir_ / "podman.json", c0.out.substr(0, 64)};
+  // Rootless podman takes its storage by path, as the job user: the state directory's parents
+  // must be searchable (the run refuses with that advice otherwise; the README says so).
+  fs::permissions(dir_.path(), fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec);
+  auto c = run(a, "pm", {"--mechanism", "podman"});
+  ASSERT_EQ(c.status.code, 0) << c.out << c.err;
+  json r = receipt("pm");
+  EXPECT_EQ(r["grant"]["mechanism"], "podman");
+  EXPECT_EQ(r["state"], "built");
+  std::string tail = r["commands"][0]["stdout"]["tail"];
+  EXPECT_NE(tail.find("NoNewPrivs:\t1"), std::string::npos) << tail;
+  EXPECT_NE(tail.find("CapEff:\t0000000000000000"), std::string::npos) << tail;
+  EXPECT_EQ(read_text(state_ + "/results/pm/out/copy.txt"), "input\n");
+  EXPECT_FALSE(fs::exists(state_ + "/owned/pm"));
+  expect_verifies(*this, "pm");
+}
+
 }  // namespace
 }  // namespace sealrun::testing
