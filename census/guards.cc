@@ -6,7 +6,8 @@
 namespace sealrun::census {
 
 std::string GuardTrip::describe() const {
-  return fmt::format("{}: observed {} bytes, limit {} bytes (at {} ms)", name, observed, limit, t_ms);
+  return fmt::format("{}: observed {} bytes, limit {} bytes (at {} ms)", name, observed, limit,
+                     t_ms);
 }
 
 std::optional<GuardTrip> evaluate_guards(const GuardLimits& l, const Sample& s) {

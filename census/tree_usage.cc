@@ -3,16 +3,15 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <linux/openat2.h>
-#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <unordered_set>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "core/syscall.h"
 
@@ -36,7 +35,8 @@ class Walker {
 
   void count(const struct stat& st) {
     ++usage_.paths;
-    if (S_ISREG(st.st_mode) || S_ISLNK(st.st_mode)) usage_.logical_bytes += static_cast<uint64_t>(st.st_size);
+    if (S_ISREG(st.st_mode) || S_ISLNK(st.st_mode))
+      usage_.logical_bytes += static_cast<uint64_t>(st.st_size);
     // Hard links share blocks: count each inode once. Directories cannot be hard-linked.
     if (S_ISDIR(st.st_mode) || st.st_nlink <= 1 || seen_.insert({st.st_dev, st.st_ino}).second)
       usage_.allocated_bytes += static_cast<uint64_t>(st.st_blocks) * 512;
@@ -81,8 +81,8 @@ class Walker {
     struct open_how how {};
     how.flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
     how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_XDEV | RESOLVE_NO_MAGICLINKS;
-    return static_cast<int>(
-        retry_eintr([&] { return ::syscall(SYS_openat2, root_fd, rel.c_str(), &how, sizeof how); }));
+    return static_cast<int>(retry_eintr(
+        [&] { return ::syscall(SYS_openat2, root_fd, rel.c_str(), &how, sizeof how); }));
   }
 
   TreeUsage usage_;

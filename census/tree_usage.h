@@ -17,8 +17,8 @@ struct TreeUsage {
   uint64_t allocated_bytes = 0;  // sum of st_blocks * 512 over every inode, once each
   uint64_t paths = 0;            // entries seen, the root included
   int64_t walk_ms = 0;
-  bool complete = true;          // false: a budget ran out, the figures are lower bounds
-  uint64_t unreadable = 0;       // directories that could not be opened (counted, not fatal)
+  bool complete = true;     // false: a budget ran out, the figures are lower bounds
+  uint64_t unreadable = 0;  // directories that could not be opened (counted, not fatal)
 };
 
 struct WalkBudget {

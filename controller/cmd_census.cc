@@ -11,8 +11,9 @@ namespace sealrun::cli {
 
 void register_census(CLI::App& app, int* exit_code) {
   auto* cmd = app.add_subcommand(
-      "census", "One growth-census observation of DIR: logical and allocated bytes, paths, free "
-                "bytes, walk time (symlinks never followed, other filesystems not crossed)");
+      "census",
+      "One growth-census observation of DIR: logical and allocated bytes, paths, free "
+      "bytes, walk time (symlinks never followed, other filesystems not crossed)");
   auto dir = std::make_shared<std::string>();
   auto json = std::make_shared<bool>(false);
   cmd->add_option("DIR", *dir, "the directory to measure")->required();
@@ -40,10 +41,11 @@ void register_census(CLI::App& app, int* exit_code) {
                   {"complete", usage->complete},
                   {"unreadable_dirs", usage->unreadable}});
     } else {
-      fmt::print("{}\n  logical bytes    {}\n  allocated bytes  {}\n  paths            {}\n"
-                 "  free bytes       {}\n  walk time        {} ms{}\n",
-                 *dir, usage->logical_bytes, usage->allocated_bytes, usage->paths, *free,
-                 usage->walk_ms, usage->complete ? "" : "\n  (walk cut short: figures are lower bounds)");
+      fmt::print(
+          "{}\n  logical bytes    {}\n  allocated bytes  {}\n  paths            {}\n"
+          "  free bytes       {}\n  walk time        {} ms{}\n",
+          *dir, usage->logical_bytes, usage->allocated_bytes, usage->paths, *free, usage->walk_ms,
+          usage->complete ? "" : "\n  (walk cut short: figures are lower bounds)");
     }
     *exit_code = kExitOk;
   });

@@ -1,11 +1,10 @@
 // `sealrun demo [--out DIR]`: the embedded default. Freezes an admission for the bundled example
 // (examples/hello, built with this host's C compiler), runs it contained through the same pipeline
 // as `sealrun run`, and summarises the receipt. Exit 0 when the receipt says `built`.
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <filesystem>
-
-#include <fmt/format.h>
 
 #include "admission/freeze.h"
 #include "containment/bwrap.h"
@@ -43,8 +42,9 @@ Result<std::string> find_toolchain() {
   auto r = SEALRUN_TRY(run_capture(o, 10000, 4096));
   std::string cc1 = r.out.substr(0, r.out.find('\n'));
   if (!r.status.success() || cc1.empty() || cc1[0] != '/')
-    return Error::make("cannot find the host compiler's cc1 (`cc -print-prog-name=cc1`); install "
-                       "build-essential");
+    return Error::make(
+        "cannot find the host compiler's cc1 (`cc -print-prog-name=cc1`); install "
+        "build-essential");
   return fs::path(cc1).parent_path().string();
 }
 
@@ -52,11 +52,13 @@ Result<std::string> find_toolchain() {
 
 void register_demo(CLI::App& app, int* exit_code) {
   auto* cmd = app.add_subcommand(
-      "demo", "Freeze an admission for the bundled example (examples/hello), run it contained, "
-              "and summarise the receipt (exit 0: the receipt says built)");
+      "demo",
+      "Freeze an admission for the bundled example (examples/hello), run it contained, "
+      "and summarise the receipt (exit 0: the receipt says built)");
   auto out = std::make_shared<std::string>("demo-out");
   auto example = std::make_shared<std::string>();
-  cmd->add_option("--out", *out, "where the admission, state and receipt go")->capture_default_str();
+  cmd->add_option("--out", *out, "where the admission, state and receipt go")
+      ->capture_default_str();
   cmd->add_option("--example", *example, "the example tree (default: the bundled examples/hello)");
   cmd->callback([=] {
     auto fail = [&](const std::string& what, int code) {
@@ -78,7 +80,8 @@ void register_demo(CLI::App& app, int* exit_code) {
     freeze.toolchain = *toolchain;
     if (auto bwrap = find_program("bwrap"); bwrap) freeze.host_tools.push_back(*bwrap);
     freeze.env = {"PATH=/usr/local/bin:/usr/bin:/bin"};
-    freeze.sets = {"limits.wall_clock_s=300", "limits.outer_s=600", "limits.census_interval_ms=1000"};
+    freeze.sets = {"limits.wall_clock_s=300", "limits.outer_s=600",
+                   "limits.census_interval_ms=1000"};
     freeze.argv = {"/bin/sh", "build.sh"};
     fmt::print("1/3 freeze: pinning {} and the toolchain {}\n", source, *toolchain);
     std::fflush(stdout);
@@ -101,7 +104,8 @@ void register_demo(CLI::App& app, int* exit_code) {
     nlohmann::json doc = nlohmann::json::parse(receipt::render_receipt(o.receipt, 1 << 20));
     fmt::print("{}", receipt::summary_text(doc));
     if (!o.receipt_path.empty()) fmt::print("{}\n", o.receipt_path);
-    *exit_code = o.receipt.state == "built" ? kExitOk : (o.exit_code != 0 ? o.exit_code : kExitFailure);
+    *exit_code =
+        o.receipt.state == "built" ? kExitOk : (o.exit_code != 0 ? o.exit_code : kExitFailure);
   });
 }
 

@@ -1,18 +1,17 @@
 // `sealrun receipt show|verify|diff|export`: reviewing receipts without trusting them — each is
 // read bounded (≤ 1 MiB, no symlink) and parsed strictly before anything is shown.
 #include <fcntl.h>
-
 #include <fmt/format.h>
 
 #include <map>
 
-#include "core/strict_json.h"
 #include "controller/commands.h"
 #include "controller/exit_codes.h"
 #include "controller/output.h"
 #include "controller/receipt.h"
 #include "controller/receipt_review.h"
 #include "core/bounded_file.h"
+#include "core/strict_json.h"
 
 namespace sealrun::cli {
 
@@ -42,8 +41,10 @@ void add_show(CLI::App& parent, int* exit_code) {
       *exit_code = kExitFailure;
       return;
     }
-    if (*as_json) print_json(*doc);
-    else fmt::print("{}", receipt::summary_text(*doc));
+    if (*as_json)
+      print_json(*doc);
+    else
+      fmt::print("{}", receipt::summary_text(*doc));
     *exit_code = kExitOk;
   });
 }
@@ -68,7 +69,8 @@ void add_verify(CLI::App& parent, int* exit_code) {
     json items = json::array();
     for (const auto& f : *findings) {
       all = all && f.pass;
-      items.push_back({{"check", f.check}, {"result", f.pass ? "pass" : "fail"}, {"detail", f.detail}});
+      items.push_back(
+          {{"check", f.check}, {"result", f.pass ? "pass" : "fail"}, {"detail", f.detail}});
       if (!*as_json) fmt::print("{:<4}  {:<28} {}\n", f.pass ? "pass" : "FAIL", f.check, f.detail);
     }
     if (*as_json) print_json(items);
@@ -78,8 +80,9 @@ void add_verify(CLI::App& parent, int* exit_code) {
 
 void add_diff(CLI::App& parent, int* exit_code) {
   auto* cmd = parent.add_subcommand(
-      "diff", "Stable diff of two receipts (timings and samples left out unless --timings); exit 0 "
-              "when they agree, 1 when they differ");
+      "diff",
+      "Stable diff of two receipts (timings and samples left out unless --timings); exit 0 "
+      "when they agree, 1 when they differ");
   auto a = std::make_shared<std::string>();
   auto b = std::make_shared<std::string>();
   auto timings = std::make_shared<bool>(false);
@@ -129,7 +132,8 @@ void add_export(CLI::App& parent, int* exit_code) {
     for (const auto& f : *findings)
       if (!f.pass) {
         print_error("receipt export", fmt::format("the receipt does not verify ({}: {}); run "
-                                                  "`sealrun receipt verify` for details", f.check, f.detail));
+                                                  "`sealrun receipt verify` for details",
+                                                  f.check, f.detail));
         *exit_code = kExitFailure;
         return;
       }

@@ -11,19 +11,23 @@ namespace sealrun::cli {
 
 void register_run(CLI::App& app, int* exit_code) {
   auto* cmd = app.add_subcommand(
-      "run", "Verify an admission, run its command contained, and write a receipt.\n"
-             "Exit: 0 built, 2 usage, 3 admission refused, 4 containment unavailable, 5 job "
-             "failed, 6 growth guard tripped, 7 stop or cleanup unconfirmed");
+      "run",
+      "Verify an admission, run its command contained, and write a receipt.\n"
+      "Exit: 0 built, 2 usage, 3 admission refused, 4 containment unavailable, 5 job "
+      "failed, 6 growth guard tripped, 7 stop or cleanup unconfirmed");
   auto req = std::make_shared<run::RunRequest>();
   auto mode = std::make_shared<std::string>("enforcing");
   auto json = std::make_shared<bool>(false);
   cmd->add_option("ADMISSION", req->admission_path, "the admission document")->required();
-  cmd->add_option("--sha256", req->sha256, "the SHA-256 the admission's exact bytes must have")->required();
+  cmd->add_option("--sha256", req->sha256, "the SHA-256 the admission's exact bytes must have")
+      ->required();
   cmd->add_option("--id", req->id, "a new run id ([A-Za-z0-9._-], at most 64)")->required();
   cmd->add_option("--mechanism", req->mechanism, "auto | bwrap | podman")
-      ->check(CLI::IsMember({"auto", "bwrap", "podman"}))->capture_default_str();
+      ->check(CLI::IsMember({"auto", "bwrap", "podman"}))
+      ->capture_default_str();
   cmd->add_option("--mode", *mode, "enforcing (refuse a shortfall) | report-only (record it)")
-      ->check(CLI::IsMember({"enforcing", "report-only"}))->capture_default_str();
+      ->check(CLI::IsMember({"enforcing", "report-only"}))
+      ->capture_default_str();
   cmd->add_option("--state-dir", req->state_dir, "holds owned/<id>/ and results/<id>/")
       ->capture_default_str();
   cmd->add_flag("--json", *json, "print the summary as JSON (the receipt path still last)");
@@ -34,8 +38,12 @@ void register_run(CLI::App& app, int* exit_code) {
     if (!o.receipt_path.empty()) {
       const auto& r = o.receipt;
       if (*json) {
-        print_json({{"id", r.id}, {"state", r.state}, {"exit", o.exit_code}, {"reason", r.reason},
-                    {"outputs", r.outputs.size()}, {"stop_confirmed", r.stop_confirmed}});
+        print_json({{"id", r.id},
+                    {"state", r.state},
+                    {"exit", o.exit_code},
+                    {"reason", r.reason},
+                    {"outputs", r.outputs.size()},
+                    {"stop_confirmed", r.stop_confirmed}});
       } else {
         fmt::print("run {}: {} (exit {})\n  {}\n  outputs: {}, stop confirmed: {}\n", r.id, r.state,
                    o.exit_code, r.reason, r.outputs.size(), r.stop_confirmed ? "yes" : "no");

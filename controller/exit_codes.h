@@ -5,13 +5,13 @@ namespace sealrun {
 
 enum ExitCode : int {
   kExitOk = 0,
-  kExitFailure = 1,             // a command other than `run` failed (message on stderr)
-  kExitUsage = 2,               // bad command line
-  kExitAdmissionRefused = 3,    // admission refused, nothing executed
+  kExitFailure = 1,                 // a command other than `run` failed (message on stderr)
+  kExitUsage = 2,                   // bad command line
+  kExitAdmissionRefused = 3,        // admission refused, nothing executed
   kExitContainmentUnavailable = 4,  // a required dimension cannot be enforced, nothing executed
-  kExitJobFailed = 5,           // non-zero exit, signal, timeout, OOM
-  kExitGuardTripped = 6,        // a growth guard tripped and the job was stopped
-  kExitStopUnconfirmed = 7,     // stop or cleanup could not be confirmed
+  kExitJobFailed = 5,               // non-zero exit, signal, timeout, OOM
+  kExitGuardTripped = 6,            // a growth guard tripped and the job was stopped
+  kExitStopUnconfirmed = 7,         // stop or cleanup could not be confirmed
 };
 
 }  // namespace sealrun

@@ -11,7 +11,8 @@ int main(int argc, char** argv) {
   // A closed pipe on stdout (`sealrun ... | head`) should give a write error, not kill us.
   ::signal(SIGPIPE, SIG_IGN);
 
-  CLI::App app{"sealrun: hermetic, sandboxed build/run controller with provable receipts", "sealrun"};
+  CLI::App app{"sealrun: hermetic, sandboxed build/run controller with provable receipts",
+               "sealrun"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "sealrun 0.1.0");
   int exit_code = sealrun::kExitOk;

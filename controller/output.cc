@@ -1,11 +1,10 @@
 // Printing helpers: see output.h.
 #include "controller/output.h"
 
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <cstdio>
-
-#include <fmt/format.h>
 
 namespace sealrun::cli {
 

@@ -2,10 +2,9 @@
 // errors and JSON the same way.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
-
-#include <nlohmann/json.hpp>
 
 #include "core/result.h"
 

@@ -24,17 +24,21 @@ json opt_u64(const std::optional<uint64_t>& v) { return v ? json(*v) : json(null
 struct Detail {
   size_t tail_bytes;
   size_t samples;
-  size_t outputs;        // per-output records kept (the rest summarised)
-  size_t string_bytes;   // cap on free-text fields (reason, observed, argv elements)
-  const char* cut;       // what this level gave up, for `truncated`
+  size_t outputs;       // per-output records kept (the rest summarised)
+  size_t string_bytes;  // cap on free-text fields (reason, observed, argv elements)
+  const char* cut;      // what this level gave up, for `truncated`
 };
 
 constexpr Detail kLevels[] = {
     {kTailBytes, kMaxSamples, 100000, 4096, nullptr},
     {1024, 64, 100000, 4096, "stdout/stderr tails shortened to 1024 bytes; samples thinned to 64"},
-    {128, 16, 1000, 1024, "tails shortened to 128 bytes; samples thinned to 16; outputs listed up to 1000"},
-    {0, 4, 100, 256, "tails dropped; samples thinned to 4; outputs listed up to 100; long strings cut to 256 bytes"},
-    {0, 2, 10, 64, "tails dropped; samples thinned to 2; outputs listed up to 10; long strings cut to 64 bytes"},
+    {128, 16, 1000, 1024,
+     "tails shortened to 128 bytes; samples thinned to 16; outputs listed up to 1000"},
+    {0, 4, 100, 256,
+     "tails dropped; samples thinned to 4; outputs listed up to 100; long strings cut to 256 "
+     "bytes"},
+    {0, 2, 10, 64,
+     "tails dropped; samples thinned to 2; outputs listed up to 10; long strings cut to 64 bytes"},
 };
 
 std::string cut(const std::string& s, size_t max) {
@@ -62,11 +66,11 @@ json to_json(const Receipt& r, const Detail& d, std::vector<std::string> truncat
   doc["verifications"] = verifications;
 
   if (r.grant) {
-    doc["grant"] = {{"mechanism", r.grant->mechanism},     {"mode", r.grant->mode},
-                    {"enforced", r.grant->enforced},       {"degraded", r.grant->degraded},
-                    {"required", r.grant->required},
-                    {"unenforced_required", r.grant->unenforced_required},
-                    {"tried", r.grant->tried}};
+    doc["grant"] = {
+        {"mechanism", r.grant->mechanism}, {"mode", r.grant->mode},
+        {"enforced", r.grant->enforced},   {"degraded", r.grant->degraded},
+        {"required", r.grant->required},   {"unenforced_required", r.grant->unenforced_required},
+        {"tried", r.grant->tried}};
   } else {
     doc["grant"] = nullptr;
   }
@@ -172,7 +176,8 @@ std::string bounded_tail(std::string_view bytes, size_t max) {
   if (bytes.size() > max) bytes = bytes.substr(bytes.size() - max);
   // Skip UTF-8 continuation bytes at the cut so the tail starts on a character boundary.
   size_t start = 0;
-  while (start < bytes.size() && start < 3 && (static_cast<unsigned char>(bytes[start]) & 0xC0) == 0x80)
+  while (start < bytes.size() && start < 3 &&
+         (static_cast<unsigned char>(bytes[start]) & 0xC0) == 0x80)
     ++start;
   std::string out(bytes.substr(start));
   // Invalid sequences are replaced when dumped (error_handler_t::replace).
@@ -208,16 +213,17 @@ std::string render_receipt(const Receipt& r, size_t max_bytes) {
       minimal.commands.push_back(brief);
     }
   }
-  bool cleanup_ok = std::all_of(r.cleanup.begin(), r.cleanup.end(),
-                                [](const CleanupAction& c) { return c.ok; });
-  minimal.cleanup.push_back({"cleanup summary (" + std::to_string(r.cleanup.size()) + " actions)",
-                             cleanup_ok, ""});
+  bool cleanup_ok =
+      std::all_of(r.cleanup.begin(), r.cleanup.end(), [](const CleanupAction& c) { return c.ok; });
+  minimal.cleanup.push_back(
+      {"cleanup summary (" + std::to_string(r.cleanup.size()) + " actions)", cleanup_ok, ""});
   minimal.samples_dropped = r.samples_dropped + r.samples.size();
   Detail last = kLevels[std::size(kLevels) - 1];
   last.cut = nullptr;
   json doc = to_json(minimal, last,
                      {"everything but the verdict, the job command and the cleanup summary: the "
-                      "full receipt exceeded " + std::to_string(max_bytes) + " bytes"});
+                      "full receipt exceeded " +
+                      std::to_string(max_bytes) + " bytes"});
   doc["commands_total"] = r.commands.size();
   doc["commands_failed"] = failed_commands;
   doc["verifications_failed"] = std::count_if(r.verifications.begin(), r.verifications.end(),

@@ -7,11 +7,10 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "census/sample.h"
 #include "core/result.h"
@@ -19,8 +18,8 @@
 namespace sealrun::receipt {
 
 inline constexpr std::string_view kSchema = "sealrun-receipt-v1";
-inline constexpr size_t kTailBytes = 4096;        // per stream, before any shrinking
-inline constexpr size_t kMaxSamples = 256;        // census samples kept, before any shrinking
+inline constexpr size_t kTailBytes = 4096;             // per stream, before any shrinking
+inline constexpr size_t kMaxSamples = 256;             // census samples kept, before any shrinking
 inline constexpr size_t kMinReceiptBytes = 16 * 1024;  // a smaller cap is raised to this
 
 struct Verification {
@@ -31,7 +30,7 @@ struct Verification {
 struct StreamRecord {
   std::string sha256;  // of the whole stream
   uint64_t size = 0;
-  std::string tail;    // the last bytes, for a person (invalid UTF-8 replaced)
+  std::string tail;  // the last bytes, for a person (invalid UTF-8 replaced)
 };
 
 struct CommandRecord {

@@ -1,10 +1,10 @@
 // Receipt review: see receipt_review.h.
 #include "controller/receipt_review.h"
 
+#include <fmt/format.h>
+
 #include <map>
 #include <set>
-
-#include <fmt/format.h>
 
 namespace sealrun::receipt {
 
@@ -19,9 +19,9 @@ std::string str(const json& doc, const char* key) {
 
 // Keys that differ between two runs of the same thing without meaning anything.
 bool is_timing(const std::string& key) {
-  static const std::set<std::string> kTiming = {"started", "finished", "t_ms", "samples",
-                                                "samples_dropped", "digest", "peak_bytes", "id",
-                                                "detail"};
+  static const std::set<std::string> kTiming = {
+      "started", "finished",   "t_ms", "samples", "samples_dropped",
+      "digest",  "peak_bytes", "id",   "detail"};
   return kTiming.count(key) == 1;
 }
 
@@ -59,8 +59,8 @@ std::string summary_text(const json& r) {
   }
   if (r.contains("grant") && r["grant"].is_object()) {
     const auto& g = r["grant"];
-    out += fmt::format("  containment: {} ({}), enforced: {}\n", str(g, "mechanism"), str(g, "mode"),
-                       g.value("enforced", json::array()).dump());
+    out += fmt::format("  containment: {} ({}), enforced: {}\n", str(g, "mechanism"),
+                       str(g, "mode"), g.value("enforced", json::array()).dump());
     if (!g.value("unenforced_required", json::array()).empty())
       out += fmt::format("    NOT enforced though required: {}\n", g["unenforced_required"].dump());
   }
@@ -69,9 +69,10 @@ std::string summary_text(const json& r) {
     out += fmt::format("  memory ({}): peak {} bytes, events {}\n", str(m, "backend"),
                        str(m, "peak_bytes"), m.value("events", json::object()).dump());
     for (const auto& l : m.value("limits", json::array()))
-      out += fmt::format("    {} requested {} observed {} {}{}\n", str(l, "name"), str(l, "requested"),
-                         str(l, "observed"), l.value("applied", false) ? "applied" : "NOT applied",
-                         str(l, "note").empty() ? "" : " (" + str(l, "note") + ")");
+      out +=
+          fmt::format("    {} requested {} observed {} {}{}\n", str(l, "name"), str(l, "requested"),
+                      str(l, "observed"), l.value("applied", false) ? "applied" : "NOT applied",
+                      str(l, "note").empty() ? "" : " (" + str(l, "note") + ")");
   }
   for (const auto& c : r.value("commands", json::array()))
     out += fmt::format("  command {}: exit {} signal {}{}\n", str(c, "label"), str(c, "exit"),
@@ -80,7 +81,8 @@ std::string summary_text(const json& r) {
     out += fmt::format("  guard tripped: {} observed {} limit {}\n", str(r["guard"], "name"),
                        str(r["guard"], "observed"), str(r["guard"], "limit"));
   for (const auto& o : r.value("outputs", json::array()))
-    out += fmt::format("  output {} {} bytes sha256:{}\n", str(o, "path"), str(o, "size"), str(o, "sha256"));
+    out += fmt::format("  output {} {} bytes sha256:{}\n", str(o, "path"), str(o, "size"),
+                       str(o, "sha256"));
   out += fmt::format("  stop confirmed: {}\n", str(r, "stop_confirmed"));
   for (const auto& c : r.value("cleanup", json::array()))
     out += fmt::format("  cleanup {}: {}{}\n", str(c, "action"), str(c, "result"),
@@ -119,8 +121,9 @@ json to_in_toto(const json& r) {
     subjects.push_back({{"name", str(o, "path")}, {"digest", {{"sha256", str(o, "sha256")}}}});
   json deps = json::array();
   for (const auto& v : r.value("verifications", json::array()))
-    deps.push_back({{"name", str(v, "target")},
-                    {"annotations", {{"expected", str(v, "expected")}, {"result", str(v, "result")}}}});
+    deps.push_back(
+        {{"name", str(v, "target")},
+         {"annotations", {{"expected", str(v, "expected")}, {"result", str(v, "result")}}}});
   json byproducts = json::array();
   for (const auto& c : r.value("commands", json::array()))
     for (const char* stream : {"stdout", "stderr"})

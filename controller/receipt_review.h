@@ -2,10 +2,9 @@
 // two receipts, and the in-toto / SLSA provenance export.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace sealrun::receipt {
 

@@ -5,9 +5,9 @@
 
 #include <set>
 
-#include "core/strict_json.h"
 #include "controller/receipt.h"
 #include "core/hex.h"
+#include "core/strict_json.h"
 #include "fingerprint/sha256.h"
 
 namespace sealrun::receipt {
@@ -38,21 +38,28 @@ void check_shape(const json& doc, Findings& f) {
   };
   using V = json::value_t;
   const Field fields[] = {
-      {"schema", {V::string}},           {"id", {V::string}},
-      {"state", {V::string}},            {"exit", {V::number_unsigned, V::number_integer}},
-      {"reason", {V::string}},           {"admission_sha256", {V::string}},
-      {"verifications", {V::array}},     {"grant", {V::object, V::null}},
-      {"commands", {V::array}},          {"samples", {V::array}},
-      {"samples_dropped", {V::number_unsigned}}, {"guard", {V::object, V::null}},
-      {"memory", {V::object, V::null}},  {"outputs", {V::array}},
-      {"stop_confirmed", {V::boolean}},  {"cleanup", {V::array}},
+      {"schema", {V::string}},
+      {"id", {V::string}},
+      {"state", {V::string}},
+      {"exit", {V::number_unsigned, V::number_integer}},
+      {"reason", {V::string}},
+      {"admission_sha256", {V::string}},
+      {"verifications", {V::array}},
+      {"grant", {V::object, V::null}},
+      {"commands", {V::array}},
+      {"samples", {V::array}},
+      {"samples_dropped", {V::number_unsigned}},
+      {"guard", {V::object, V::null}},
+      {"memory", {V::object, V::null}},
+      {"outputs", {V::array}},
+      {"stop_confirmed", {V::boolean}},
+      {"cleanup", {V::array}},
       {"truncated", {V::array}},
   };
   std::vector<std::string> missing;
   for (const auto& field : fields) {
-    bool ok = doc.contains(field.key) &&
-              std::find(field.types.begin(), field.types.end(), doc[field.key].type()) !=
-                  field.types.end();
+    bool ok = doc.contains(field.key) && std::find(field.types.begin(), field.types.end(),
+                                                   doc[field.key].type()) != field.types.end();
     if (!ok) missing.emplace_back(field.key);
   }
   f.add("fields", missing.empty(),
@@ -62,7 +69,8 @@ void check_shape(const json& doc, Findings& f) {
 
 void check_verdict(const json& doc, Findings& f) {
   std::string state = doc.value("state", "");
-  int64_t exit = doc.contains("exit") && doc["exit"].is_number_integer() ? doc["exit"].get<int64_t>() : -1;
+  int64_t exit =
+      doc.contains("exit") && doc["exit"].is_number_integer() ? doc["exit"].get<int64_t>() : -1;
   static const std::set<std::string> kStates = {"built", "failed", "not_run"};
   f.add("state", kStates.count(state) == 1, fmt::format("state {}", state));
   static const std::set<int64_t> kExits = {0, 2, 3, 4, 5, 6, 7};
@@ -78,7 +86,8 @@ void check_verdict(const json& doc, Findings& f) {
       for (const auto& c : doc["commands"]) {
         bool ok = c.contains("exit") && c["exit"].is_number_integer() && c["exit"] == 0 &&
                   c.value("signal", 0) == 0 && !c.value("timed_out", false);
-        if (!ok) problems.push_back(fmt::format("command {} did not exit 0", c.value("label", "?")));
+        if (!ok)
+          problems.push_back(fmt::format("command {} did not exit 0", c.value("label", "?")));
       }
     }
     // A receipt shortened to its verdict counts what it no longer lists.

@@ -2,12 +2,11 @@
 #include "controller/run_dirs.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
-
-#include <fmt/format.h>
 
 #include "containment/job_user.h"
 #include "core/bounded_file.h"
@@ -20,7 +19,8 @@ namespace {
 Status ensure_dir(const std::string& path, mode_t mode) {
   if (::mkdir(path.c_str(), mode) == 0 || errno == EEXIST) {
     auto st = SEALRUN_TRY(lstat_at(AT_FDCWD, path));
-    if (!S_ISDIR(st.st_mode)) return Error::make(fmt::format("{}: exists and is not a directory", path));
+    if (!S_ISDIR(st.st_mode))
+      return Error::make(fmt::format("{}: exists and is not a directory", path));
     return ok_status();
   }
   return Error::from_errno(fmt::format("mkdir {}", path));
@@ -45,13 +45,15 @@ Status claim_run_dirs(const RunLayout& layout, const std::string& id) {
     if (errno == EEXIST)
       return Error::make(fmt::format(
           "run id {} was used before ({} exists); choose a new --id — earlier runs are never "
-          "overwritten", id, layout.results_root));
+          "overwritten",
+          id, layout.results_root));
     return Error::from_errno(fmt::format("mkdir {}", layout.results_root));
   }
   if (::mkdir(layout.owned_root.c_str(), 0700) != 0) {
     Error e = errno == EEXIST
                   ? Error::make(fmt::format("run id {}: {} exists (left by a killed run? run "
-                                            "`sealrun sweep`)", id, layout.owned_root))
+                                            "`sealrun sweep`)",
+                                            id, layout.owned_root))
                   : Error::from_errno(fmt::format("mkdir {}", layout.owned_root));
     ::rmdir(layout.results_root.c_str());  // ours, just made, empty
     return e;
@@ -79,7 +81,8 @@ Status prepare_job_dirs(const RunLayout& layout) {
 
 Status remove_owned_root(const RunLayout& layout, const std::string& id) {
   auto marker = read_bounded_file(AT_FDCWD, layout.owned_root + "/" + kOwnedMarker, 256);
-  if (!marker) return std::move(marker).error().context("refusing to remove an unmarked owned root");
+  if (!marker)
+    return std::move(marker).error().context("refusing to remove an unmarked owned root");
   if (*marker != id + "\n")
     return Error::make(fmt::format("{}: marker names another run; not removed", layout.owned_root));
   std::error_code ec;
@@ -95,8 +98,10 @@ Status remove_recorded_owned_root(const std::string& state_dir, const std::strin
   RunLayout layout =
       layout_for(std::filesystem::absolute(state_dir).lexically_normal().string(), id);
   if (owned_root != layout.owned_root)
-    return Error::make(fmt::format("recorded owned root {} is not this state directory's {}; "
-                                   "not removed", owned_root, layout.owned_root));
+    return Error::make(
+        fmt::format("recorded owned root {} is not this state directory's {}; "
+                    "not removed",
+                    owned_root, layout.owned_root));
   return remove_owned_root(layout, id);
 }
 

@@ -2,13 +2,12 @@
 #include "controller/run_outputs.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
-
-#include <fmt/format.h>
 
 #include "core/syscall.h"
 #include "fingerprint/file_hash.h"
@@ -26,7 +25,8 @@ Result<CollectedOutputs> collect_outputs(const std::string& output_dir, size_t m
   for (; it != fs::recursive_directory_iterator(); it.increment(ec)) {
     if (ec) return Error::with_errno(ec.value(), fmt::format("walk outputs in {}", output_dir));
     if (++seen > max_entries)
-      return Error::make(fmt::format("{}: more than {} entries in the outputs", output_dir, max_entries));
+      return Error::make(
+          fmt::format("{}: more than {} entries in the outputs", output_dir, max_entries));
     std::string rel = fs::relative(it->path(), output_dir, ec).string();
     auto st = lstat_at(AT_FDCWD, it->path().string());
     if (!st) continue;  // vanished: the job has stopped, so only cleanup races here
@@ -54,7 +54,8 @@ Result<receipt::StreamRecord> summarise_stream(const std::string& path) {
   r.sha256 = digest.sha256;
   r.size = digest.bytes;
   auto fd = SEALRUN_TRY(open_at(AT_FDCWD, path, O_RDONLY | O_NOFOLLOW));
-  off_t start = static_cast<off_t>(digest.bytes > receipt::kTailBytes ? digest.bytes - receipt::kTailBytes : 0);
+  off_t start = static_cast<off_t>(
+      digest.bytes > receipt::kTailBytes ? digest.bytes - receipt::kTailBytes : 0);
   if (::lseek(fd.get(), start, SEEK_SET) < 0) return Error::from_errno("seek " + path);
   r.tail = SEALRUN_TRY(read_up_to(fd.get(), receipt::kTailBytes, path));
   return r;
@@ -70,7 +71,8 @@ Result<uint64_t> keep_log_tail(const std::string& from, const std::string& to, u
   auto out = SEALRUN_TRY(open_at(AT_FDCWD, to, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0644));
   uint64_t copied = 0;
   while (copied < keep) {
-    auto chunk = SEALRUN_TRY(read_up_to(in.get(), std::min<uint64_t>(keep - copied, 1 << 20), from));
+    auto chunk =
+        SEALRUN_TRY(read_up_to(in.get(), std::min<uint64_t>(keep - copied, 1 << 20), from));
     if (chunk.empty()) break;
     SEALRUN_TRY(write_all(out.get(), chunk, to));
     copied += chunk.size();

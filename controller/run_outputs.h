@@ -17,7 +17,8 @@ struct CollectedOutputs {
 };
 
 // Walks `output_dir` without following symlinks; hashes every regular file (race-checked).
-Result<CollectedOutputs> collect_outputs(const std::string& output_dir, size_t max_entries = 100000);
+Result<CollectedOutputs> collect_outputs(const std::string& output_dir,
+                                         size_t max_entries = 100000);
 
 // Digest, size and tail of a log file the job wrote.
 Result<receipt::StreamRecord> summarise_stream(const std::string& path);

@@ -3,12 +3,11 @@
 #include "controller/run_pipeline.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
-
-#include <fmt/format.h>
 
 #include "admission/admitted.h"
 #include "census/census_thread.h"
@@ -61,7 +60,8 @@ class Pipeline {
     }
   }
   void cleanup(std::string action, const Status& st, std::string detail = {}) {
-    r_.cleanup.push_back({std::move(action), st.ok(), st.ok() ? std::move(detail) : st.error().message()});
+    r_.cleanup.push_back(
+        {std::move(action), st.ok(), st.ok() ? std::move(detail) : st.error().message()});
   }
   const admission::AdmissionDocument& doc() const { return admitted_->document(); }
   void stop_job_now();
@@ -103,8 +103,9 @@ bool Pipeline::admit_stage() {
     std::string details;
     for (const auto& c : outcome.report.checks) {
       if (c.status != admission::CheckStatus::kFail || outcome.report.refusal) continue;
-      details += fmt::format("; {}: observed {}", c.target,
-                             c.observed.size() > 300 ? c.observed.substr(0, 300) + "…" : c.observed);
+      details +=
+          fmt::format("; {}: observed {}", c.target,
+                      c.observed.size() > 300 ? c.observed.substr(0, 300) + "…" : c.observed);
     }
     fail(kExitAdmissionRefused, "admission refused: " + outcome.report.summary() + details);
     return false;
@@ -136,7 +137,8 @@ bool Pipeline::grant_stage() {
     ranked.push_back(mechanisms_.back().get());
   }
   if (auto st = prepare_job_dirs(layout_); !st) {
-    fail(kExitContainmentUnavailable, "cannot prepare the job's directories: " + st.error().message());
+    fail(kExitContainmentUnavailable,
+         "cannot prepare the job's directories: " + st.error().message());
     return false;
   }
   GroupCapabilities groups;
@@ -155,14 +157,18 @@ bool Pipeline::grant_stage() {
   grant_.emplace(std::move(*grant));
   for (const auto& m : mechanisms_)
     if (m->name() == grant_->mechanism) chosen_ = m.get();
-  for (const auto& w : grant_->warnings) std::fprintf(stderr, "sealrun run: warning: %s\n", w.c_str());
-  r_.grant = receipt::GrantRecord{
-      grant_->mechanism,
-      req_.mode == GrantMode::kEnforcing ? "enforcing" : "report-only",
-      grant_->enforced.names(), grant_->degraded.names(), grant_->unenforced_required.names(),
-      grant_->required.names(), grant_->tried};
+  for (const auto& w : grant_->warnings)
+    std::fprintf(stderr, "sealrun run: warning: %s\n", w.c_str());
+  r_.grant = receipt::GrantRecord{grant_->mechanism,
+                                  req_.mode == GrantMode::kEnforcing ? "enforcing" : "report-only",
+                                  grant_->enforced.names(),
+                                  grant_->degraded.names(),
+                                  grant_->unenforced_required.names(),
+                                  grant_->required.names(),
+                                  grant_->tried};
   if (chosen_ == nullptr) {
-    fail(kExitContainmentUnavailable, "the grant names mechanism " + grant_->mechanism + ", which was not asked");
+    fail(kExitContainmentUnavailable,
+         "the grant names mechanism " + grant_->mechanism + ", which was not asked");
     return false;
   }
   return true;
@@ -176,8 +182,8 @@ bool Pipeline::group_stage() {
   auto group = resgroup::create_group(req_.id, group_limits(limits));
   if (!group) {
     if (memory_required && enforcing) {
-      fail(kExitContainmentUnavailable, "no resource group for the required memory limits: " +
-                                            group.error().message());
+      fail(kExitContainmentUnavailable,
+           "no resource group for the required memory limits: " + group.error().message());
       return false;
     }
     std::fprintf(stderr, "sealrun run: warning: running without a resource group: %s\n",
@@ -189,7 +195,8 @@ bool Pipeline::group_stage() {
   memory.backend = std::string(resgroup::backend_name(group_->backend()));
   auto readback = group_->read_back();
   if (!readback) {
-    fail(kExitContainmentUnavailable, "could not read the group's limits back: " + readback.error().message());
+    fail(kExitContainmentUnavailable,
+         "could not read the group's limits back: " + readback.error().message());
     return false;
   }
   bool max_applied = false;
@@ -225,23 +232,31 @@ bool Pipeline::group_stage() {
     }
     rec.created_at = utc_timestamp_now();
     journal_record_ = rec;
-    if (auto st = journal_->record(rec); st) journal_recorded_ = true;
-    else std::fprintf(stderr, "sealrun run: warning: grant journal: %s\n", st.error().message().c_str());
+    if (auto st = journal_->record(rec); st)
+      journal_recorded_ = true;
+    else
+      std::fprintf(stderr, "sealrun run: warning: grant journal: %s\n",
+                   st.error().message().c_str());
   } else {
-    std::fprintf(stderr, "sealrun run: warning: grant journal: %s\n", journal.error().message().c_str());
+    std::fprintf(stderr, "sealrun run: warning: grant journal: %s\n",
+                 journal.error().message().c_str());
   }
   return true;
 }
 
 void Pipeline::stop_job_now() {
   int64_t grace = grant_ ? grant_->spec.stop_grace_ms : 5000;
-  if (group_) (void)group_->stop(grace);
-  else if (job_) (void)job_->stop(grace);
+  if (group_)
+    (void)group_->stop(grace);
+  else if (job_)
+    (void)job_->stop(grace);
 }
 
 bool Pipeline::job_stage() {
-  auto out = open_at(AT_FDCWD, layout_.logs_dir + "/job.stdout", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0600);
-  auto err = open_at(AT_FDCWD, layout_.logs_dir + "/job.stderr", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0600);
+  auto out = open_at(AT_FDCWD, layout_.logs_dir + "/job.stdout",
+                     O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0600);
+  auto err = open_at(AT_FDCWD, layout_.logs_dir + "/job.stderr",
+                     O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0600);
   if (!out || !err) {
     fail(kExitContainmentUnavailable, "cannot create the job's log files in " + layout_.logs_dir);
     return false;
@@ -253,7 +268,8 @@ bool Pipeline::job_stage() {
   JobIo io{-1, out->get(), err->get()};
   auto job = chosen_->spawn(*grant_, group_.get(), io);
   if (!job) {
-    fail(kExitContainmentUnavailable, "the contained job could not be started: " + job.error().message());
+    fail(kExitContainmentUnavailable,
+         "the contained job could not be started: " + job.error().message());
     return false;
   }
   job_ = std::move(*job);
@@ -262,7 +278,8 @@ bool Pipeline::job_stage() {
   if (journal_recorded_) {  // now sweep can also find the job's outermost process
     journal_record_.job_pid = job_->pid();
     if (auto st = journal_->record(journal_record_); !st)
-      std::fprintf(stderr, "sealrun run: warning: grant journal: %s\n", st.error().message().c_str());
+      std::fprintf(stderr, "sealrun run: warning: grant journal: %s\n",
+                   st.error().message().c_str());
   }
 
   census_ = std::make_unique<census::CensusThread>(
@@ -270,8 +287,9 @@ bool Pipeline::job_stage() {
         stop_.request({"growth guard tripped: " + trip.describe(), kExitGuardTripped});
       });
   if (auto st = census_->start(); !st)
-    stop_.request({"the growth census could not start, so guards were unenforced: " + st.error().message(),
-                   kExitJobFailed});
+    stop_.request(
+        {"the growth census could not start, so guards were unenforced: " + st.error().message(),
+         kExitJobFailed});
   stop_.arm([this] { stop_job_now(); });
 
   auto exit = job_->wait();
@@ -295,33 +313,38 @@ void Pipeline::post_run_stage() {
   // signal the job died of, so it is recorded first.
   if (auto why = stop_.requested()) fail(why->exit_code, why->reason);
   if (job_exit_ && !job_exit_->status.success()) {
-    fail(kExitJobFailed, job_exit_->timed_out
-                             ? fmt::format("the job ran past its wall-clock limit of {} s and was stopped",
-                                           doc().limits.wall_clock_s)
-                             : "the job ended with " + job_exit_->status.describe());
+    fail(kExitJobFailed,
+         job_exit_->timed_out
+             ? fmt::format("the job ran past its wall-clock limit of {} s and was stopped",
+                           doc().limits.wall_clock_s)
+             : "the job ended with " + job_exit_->status.describe());
   }
 
   // The toolchain must be exactly what was admitted, after the job as before it.
   auto after = tree_digest(doc().toolchain.root);
   std::string observed = after ? after->sha256 : after.error().message();
   bool same = after && after->sha256 == doc().toolchain.tree_sha256;
-  r_.verifications.push_back({"toolchain.tree_sha256 (after the run)", doc().toolchain.tree_sha256, observed, same});
+  r_.verifications.push_back(
+      {"toolchain.tree_sha256 (after the run)", doc().toolchain.tree_sha256, observed, same});
   if (!same) fail(kExitJobFailed, "the toolchain changed during the run");
 
   auto outputs = collect_outputs(layout_.output_dir);
   if (outputs) {
     r_.outputs = outputs->outputs;
-    for (const auto& ignored : outputs->ignored) r_.cleanup.push_back({"ignore output " + ignored, true, ""});
+    for (const auto& ignored : outputs->ignored)
+      r_.cleanup.push_back({"ignore output " + ignored, true, ""});
   } else {
     fail(kExitJobFailed, "the outputs could not be collected: " + outputs.error().message());
   }
   // Logs are kept beside the receipt, within what is left of the result allowance.
   uint64_t used = outputs ? outputs->total_bytes : 0;
-  uint64_t allowance = doc().limits.result_max_bytes > used ? doc().limits.result_max_bytes - used : 0;
+  uint64_t allowance =
+      doc().limits.result_max_bytes > used ? doc().limits.result_max_bytes - used : 0;
   uint64_t per_log = std::min<uint64_t>(allowance / 2, 16ULL << 20);
   if (make_dir_at(AT_FDCWD, layout_.results_root + "/logs", 0755)) {
     for (const char* name : {"job.stdout", "job.stderr"}) {
-      auto kept = keep_log_tail(layout_.logs_dir + "/" + name, layout_.results_root + "/logs/" + name, per_log);
+      auto kept = keep_log_tail(layout_.logs_dir + "/" + name,
+                                layout_.results_root + "/logs/" + name, per_log);
       cleanup(fmt::format("keep log {}", name), kept.ok() ? ok_status() : Status(kept.error()),
               kept ? fmt::format("{} bytes kept", *kept) : "");
     }
@@ -350,7 +373,10 @@ void Pipeline::cleanup_stage() {
         r_.stop_confirmed = stop->confirmed;
         std::string actions;
         for (const auto& a : stop->actions) actions += (actions.empty() ? "" : "; ") + a;
-        cleanup("stop the resource group", stop->confirmed ? ok_status() : Status(Error::make("not confirmed empty: " + actions)), actions);
+        cleanup(
+            "stop the resource group",
+            stop->confirmed ? ok_status() : Status(Error::make("not confirmed empty: " + actions)),
+            actions);
       } else {
         cleanup("stop the resource group", Status(stop.error()));
       }
@@ -373,18 +399,25 @@ void Pipeline::cleanup_stage() {
     auto actions = job_->cleanup();
     // The mechanism's own words (with pids and container ids) are details; the action label stays
     // stable so that `receipt diff` of two runs of the same thing shows no difference.
-    if (actions) for (const auto& a : *actions) r_.cleanup.push_back({grant_->mechanism + " cleanup", true, a});
-    else cleanup("remove what the mechanism created", Status(actions.error()));
+    if (actions)
+      for (const auto& a : *actions)
+        r_.cleanup.push_back({grant_->mechanism + " cleanup", true, a});
+    else
+      cleanup("remove what the mechanism created", Status(actions.error()));
   }
   if (r_.memory && r_.memory->events_oom_kill > 0 && exit_ == kExitJobFailed) {
     uint64_t max = 0;
-    for (const auto& l : r_.memory->limits) if (l.name == "memory_max_bytes") max = l.requested;
-    r_.reason = fmt::format("out of memory: the job was OOM-killed at its memory limit "
-                            "(memory_max_bytes {}; {} OOM kill(s))", max, r_.memory->events_oom_kill);
+    for (const auto& l : r_.memory->limits)
+      if (l.name == "memory_max_bytes") max = l.requested;
+    r_.reason = fmt::format(
+        "out of memory: the job was OOM-killed at its memory limit "
+        "(memory_max_bytes {}; {} OOM kill(s))",
+        max, r_.memory->events_oom_kill);
   }
   if (journal_recorded_) cleanup("forget the grant record", journal_->forget(req_.id));
   cleanup("remove the owned root", remove_owned_root(layout_, req_.id), layout_.owned_root);
-  if (spawned && !r_.stop_confirmed) fail(kExitStopUnconfirmed, "the job's stop could not be confirmed");
+  if (spawned && !r_.stop_confirmed)
+    fail(kExitStopUnconfirmed, "the job's stop could not be confirmed");
   for (const auto& c : r_.cleanup)
     if (!c.ok) fail(kExitStopUnconfirmed, "cleanup failed: " + c.action + ": " + c.detail);
 }
@@ -412,7 +445,8 @@ RunOutcome Pipeline::run() {
   r_.admission_sha256 = req_.sha256;
   r_.started = utc_timestamp_now();
   if (auto st = validate_run_id(req_.id); !st) return {kExitUsage, "", {}, st.error().message()};
-  if (auto st = claim_run_dirs(layout_, req_.id); !st) return {kExitUsage, "", {}, st.error().message()};
+  if (auto st = claim_run_dirs(layout_, req_.id); !st)
+    return {kExitUsage, "", {}, st.error().message()};
   // Before any thread exists: block the stop signals and watch them on a thread of our own.
   watch_.emplace(stop_, started_ms_ + 1800 * 1000);
   if (admit_stage() && grant_stage() && group_stage() && job_stage()) post_run_stage();

@@ -21,10 +21,10 @@ struct RunRequest {
 };
 
 struct RunOutcome {
-  int exit_code = 0;           // CONTRACT.md exit codes
-  std::string receipt_path;    // empty when no receipt could be written (e.g. the id was taken)
+  int exit_code = 0;         // CONTRACT.md exit codes
+  std::string receipt_path;  // empty when no receipt could be written (e.g. the id was taken)
   receipt::Receipt receipt;
-  std::string message;         // for stderr when something went wrong outside the receipt
+  std::string message;  // for stderr when something went wrong outside the receipt
 };
 
 RunOutcome run_pipeline(const RunRequest& request);

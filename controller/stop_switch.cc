@@ -1,11 +1,10 @@
 // StopSwitch and SignalWatch: see stop_switch.h.
 #include "controller/stop_switch.h"
 
+#include <fmt/format.h>
 #include <signal.h>
 
 #include <cstring>
-
-#include <fmt/format.h>
 
 #include "core/syscall.h"
 
@@ -73,15 +72,18 @@ void SignalWatch::loop() {
   sigset_t set = watched_signals();
   bool deadline_reported = false;
   while (!quit_) {
-    struct timespec tick {0, 100 * 1000 * 1000};
+    struct timespec tick {
+      0, 100 * 1000 * 1000
+    };
     int sig = ::sigtimedwait(&set, nullptr, &tick);
     if (sig > 0) {
-      stop_.request({fmt::format("controller received SIG{}; the job was stopped", sigabbrev_np(sig)),
-                     5});
+      stop_.request(
+          {fmt::format("controller received SIG{}; the job was stopped", sigabbrev_np(sig)), 5});
     }
     if (!deadline_reported && monotonic_ms() > deadline_ms_) {
       deadline_reported = true;
-      stop_.request({"the run exceeded its outer time limit (limits.outer_s); the job was stopped", 5});
+      stop_.request(
+          {"the run exceeded its outer time limit (limits.outer_s); the job was stopped", 5});
     }
   }
 }

@@ -2,12 +2,11 @@
 #include "core/atomic_write.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <random>
-
-#include <fmt/format.h>
 
 #include "core/syscall.h"
 

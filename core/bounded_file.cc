@@ -2,9 +2,8 @@
 #include "core/bounded_file.h"
 
 #include <fcntl.h>
-#include <sys/stat.h>
-
 #include <fmt/format.h>
+#include <sys/stat.h>
 
 #include "core/syscall.h"
 
@@ -31,15 +30,16 @@ Result<std::string> read_bounded_file(int dirfd, const std::string& path, size_t
   }
   auto st = SEALRUN_TRY(fstat_fd(fd->get(), path));
   if (!S_ISREG(st.st_mode))
-    return Error::make(fmt::format("{}: is {}; expected a regular file", path, kind_name(st.st_mode)));
+    return Error::make(
+        fmt::format("{}: is {}; expected a regular file", path, kind_name(st.st_mode)));
   if (static_cast<uint64_t>(st.st_size) > max_bytes)
-    return Error::make(fmt::format("{}: is {} bytes, over the limit of {} bytes", path, st.st_size,
-                                   max_bytes));
+    return Error::make(
+        fmt::format("{}: is {} bytes, over the limit of {} bytes", path, st.st_size, max_bytes));
   // Regular files ignore O_NONBLOCK for reads, so the read below is ordinary.
   auto bytes = SEALRUN_TRY(read_up_to(fd->get(), max_bytes + 1, path));
   if (bytes.size() > max_bytes)
-    return Error::make(fmt::format("{}: grew past the limit of {} bytes while being read", path,
-                                   max_bytes));
+    return Error::make(
+        fmt::format("{}: grew past the limit of {} bytes while being read", path, max_bytes));
   return bytes;
 }
 

@@ -7,18 +7,17 @@
 #include "core/process.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <grp.h>
 #include <poll.h>
 #include <signal.h>
-#include <sys/syscall.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstring>
 #include <filesystem>
-
-#include <fmt/format.h>
 
 #include "core/syscall.h"
 
@@ -41,26 +40,52 @@ std::string ExitStatus::describe() const {
 namespace {
 
 enum class Step : int {
-  kNone = 0, kDevNull, kDupStdio, kDupPassed, kCloseRange, kDeathSig, kSetsid, kCgroup, kHold,
-  kSetgroups, kSetgid, kSetuid, kChdir, kExec,
+  kNone = 0,
+  kDevNull,
+  kDupStdio,
+  kDupPassed,
+  kCloseRange,
+  kDeathSig,
+  kSetsid,
+  kCgroup,
+  kHold,
+  kSetgroups,
+  kSetgid,
+  kSetuid,
+  kChdir,
+  kExec,
 };
 
 const char* step_name(Step step) {
   switch (step) {
-    case Step::kDevNull: return "open /dev/null";
-    case Step::kDupStdio: return "dup2 standard streams";
-    case Step::kDupPassed: return "dup2 passed descriptor";
-    case Step::kCloseRange: return "close_range";
-    case Step::kDeathSig: return "prctl(PR_SET_PDEATHSIG)";
-    case Step::kSetsid: return "setsid";
-    case Step::kCgroup: return "join cgroup";
-    case Step::kHold: return "wait for release";
-    case Step::kSetgroups: return "setgroups";
-    case Step::kSetgid: return "setgid";
-    case Step::kSetuid: return "setuid";
-    case Step::kChdir: return "chdir";
-    case Step::kExec: return "execve";
-    case Step::kNone: break;
+    case Step::kDevNull:
+      return "open /dev/null";
+    case Step::kDupStdio:
+      return "dup2 standard streams";
+    case Step::kDupPassed:
+      return "dup2 passed descriptor";
+    case Step::kCloseRange:
+      return "close_range";
+    case Step::kDeathSig:
+      return "prctl(PR_SET_PDEATHSIG)";
+    case Step::kSetsid:
+      return "setsid";
+    case Step::kCgroup:
+      return "join cgroup";
+    case Step::kHold:
+      return "wait for release";
+    case Step::kSetgroups:
+      return "setgroups";
+    case Step::kSetgid:
+      return "setgid";
+    case Step::kSetuid:
+      return "setuid";
+    case Step::kChdir:
+      return "chdir";
+    case Step::kExec:
+      return "execve";
+    case Step::kNone:
+      break;
   }
   return "unknown step";
 }
@@ -124,8 +149,12 @@ int lift_fd(int fd, int floor) { return ::fcntl(fd, F_DUPFD_CLOEXEC, floor); }
   if (release_fd >= 0) {
     char byte;
     ssize_t n;
-    do n = ::read(release_fd, &byte, 1); while (n < 0 && errno == EINTR);
-    if (n != 1) { errno = ECANCELED; child_fail(report_fd, Step::kHold); }
+    do n = ::read(release_fd, &byte, 1);
+    while (n < 0 && errno == EINTR);
+    if (n != 1) {
+      errno = ECANCELED;
+      child_fail(report_fd, Step::kHold);
+    }
   }
   if (o.gid || o.uid) {
     if (::setgroups(0, nullptr) != 0) child_fail(report_fd, Step::kSetgroups);
@@ -141,7 +170,8 @@ int lift_fd(int fd, int floor) { return ::fcntl(fd, F_DUPFD_CLOEXEC, floor); }
   if (cwd != nullptr && ::chdir(cwd) != 0) child_fail(report_fd, Step::kChdir);
 
   // Close everything that is not a target: stdio, passed fds and the report pipe survive until
-  // exec (the report pipe is CLOEXEC). Unpassed inherited fds must not reach the job (ACCEPTANCE 2).
+  // exec (the report pipe is CLOEXEC). Unpassed inherited fds must not reach the job (ACCEPTANCE
+  // 2).
   int max_target = 2;
   for (size_t i = 0; i < npass; ++i) max_target = std::max(max_target, o.pass_fds[i].second);
   // Close the gaps between targets too.
@@ -150,15 +180,17 @@ int lift_fd(int fd, int floor) { return ::fcntl(fd, F_DUPFD_CLOEXEC, floor); }
     for (size_t i = 0; i < npass; ++i) keep = keep || o.pass_fds[i].second == fd;
     if (!keep && fd != report_fd) ::close(fd);
   }
-  if (report_fd > max_target + 1 &&
-      ::close_range(static_cast<unsigned>(max_target + 1), static_cast<unsigned>(report_fd - 1), 0) != 0)
+  if (report_fd > max_target + 1 && ::close_range(static_cast<unsigned>(max_target + 1),
+                                                  static_cast<unsigned>(report_fd - 1), 0) != 0)
     child_fail(report_fd, Step::kCloseRange);
   if (::close_range(static_cast<unsigned>(report_fd + 1), ~0U, 0) != 0)
     child_fail(report_fd, Step::kCloseRange);
   // Passed fds arrive without CLOEXEC (dup2 clears it), as the receiver expects.
 
-  if (envp != nullptr) ::execve(argv[0], argv, envp);
-  else ::execv(argv[0], argv);
+  if (envp != nullptr)
+    ::execve(argv[0], argv, envp);
+  else
+    ::execv(argv[0], argv);
   child_fail(report_fd, Step::kExec);
 }
 
@@ -177,8 +209,8 @@ Status read_report(int fd, const std::string& program) {
   if (n == 0) return ok_status();
   if (n != static_cast<ssize_t>(sizeof r))
     return Error::make(fmt::format("spawn {}: lost the child's start-up report", program));
-  return Error::with_errno(r.err, fmt::format("spawn {}: {}", program,
-                                              step_name(static_cast<Step>(r.step))));
+  return Error::with_errno(
+      r.err, fmt::format("spawn {}: {}", program, step_name(static_cast<Step>(r.step))));
 }
 
 ExitStatus decode(const siginfo_t& info) {
@@ -238,7 +270,8 @@ Status Child::signal(int sig) const {
 Result<ExitStatus> Child::wait() {
   if (reaped_ || !pidfd_) return Error::make("wait: no child to wait for");
   siginfo_t info{};
-  int rc = retry_eintr([&] { return ::waitid(P_PIDFD, static_cast<id_t>(pidfd_.get()), &info, WEXITED); });
+  int rc = retry_eintr(
+      [&] { return ::waitid(P_PIDFD, static_cast<id_t>(pidfd_.get()), &info, WEXITED); });
   if (rc != 0) return Error::from_errno(fmt::format("waitid pid {}", pid_));
   reaped_ = true;
   return decode(info);
@@ -248,7 +281,9 @@ Result<std::optional<ExitStatus>> Child::wait_for(int64_t timeout_ms) {
   if (reaped_ || !pidfd_) return Error::make("wait: no child to wait for");
   int64_t deadline = monotonic_ms() + timeout_ms;
   for (;;) {
-    struct pollfd p {pidfd_.get(), POLLIN, 0};
+    struct pollfd p {
+      pidfd_.get(), POLLIN, 0
+    };
     int64_t left = std::max<int64_t>(0, deadline - monotonic_ms());
     int rc = ::poll(&p, 1, static_cast<int>(std::min<int64_t>(left, 1 << 30)));
     if (rc < 0 && errno == EINTR) continue;
@@ -370,7 +405,8 @@ Result<std::string> find_program(const std::string& name) {
     return Error::from_errno(fmt::format("program {}", name));
   }
   const char* path = ::getenv("PATH");
-  std::string dirs = path != nullptr && *path != '\0' ? path : "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin";
+  std::string dirs =
+      path != nullptr && *path != '\0' ? path : "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin";
   size_t start = 0;
   while (start <= dirs.size()) {
     size_t end = dirs.find(':', start);

@@ -18,8 +18,8 @@
 namespace sealrun {
 
 struct ExitStatus {
-  int code = -1;    // exit code when the child exited normally, else -1
-  int signal = 0;   // terminating signal, else 0
+  int code = -1;   // exit code when the child exited normally, else -1
+  int signal = 0;  // terminating signal, else 0
   bool core_dumped = false;
   bool success() const { return code == 0 && signal == 0; }
   std::string describe() const;  // "exit 3" / "signal 9 (Killed)"
@@ -41,8 +41,8 @@ struct SpawnOptions {
   // Drop to this identity before exec (setgroups(0), setgid, setuid), when the caller is root.
   std::optional<uid_t> uid;
   std::optional<gid_t> gid;
-  bool new_session = false;       // setsid(): no controlling terminal, so no TIOCSTI into ours
-  bool die_with_parent = false;   // PR_SET_PDEATHSIG(SIGKILL)
+  bool new_session = false;      // setsid(): no controlling terminal, so no TIOCSTI into ours
+  bool die_with_parent = false;  // PR_SET_PDEATHSIG(SIGKILL)
   // Descriptors of cgroup.procs files (opened by the caller, O_WRONLY); the child writes "0" into
   // each before exec, which moves itself into that group before any job code runs.
   std::vector<int> join_cgroup_fds;

@@ -47,8 +47,10 @@ class Error {
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::in_place_index<0>, std::move(value)) {}  // NOLINT(google-explicit-constructor)
-  Result(Error error) : v_(std::in_place_index<1>, std::move(error)) {}  // NOLINT(google-explicit-constructor)
+  Result(T value)
+      : v_(std::in_place_index<0>, std::move(value)) {}  // NOLINT(google-explicit-constructor)
+  Result(Error error)
+      : v_(std::in_place_index<1>, std::move(error)) {}  // NOLINT(google-explicit-constructor)
 
   bool ok() const { return v_.index() == 0; }
   explicit operator bool() const { return ok(); }
@@ -78,7 +80,8 @@ template <>
 class [[nodiscard]] Result<void> {
  public:
   Result() = default;
-  Result(Error error) : error_(std::move(error)), failed_(true) {}  // NOLINT(google-explicit-constructor)
+  Result(Error error)
+      : error_(std::move(error)), failed_(true) {}  // NOLINT(google-explicit-constructor)
 
   bool ok() const { return !failed_; }
   explicit operator bool() const { return ok(); }
@@ -102,19 +105,17 @@ inline Status ok_status() { return {}; }
 
 // SEALRUN_TRY(expr): evaluates a Result; on failure returns its Error from the enclosing function,
 // otherwise yields the value. (A GNU statement expression: GCC and Clang both support it.)
-#define SEALRUN_TRY(expr)                                  \
-  ({                                                       \
-    auto sealrun_try_result_ = (expr);                     \
-    if (!sealrun_try_result_.ok())                         \
-      return std::move(sealrun_try_result_).error();       \
-    std::move(sealrun_try_result_).value();                \
+#define SEALRUN_TRY(expr)                                                         \
+  ({                                                                              \
+    auto sealrun_try_result_ = (expr);                                            \
+    if (!sealrun_try_result_.ok()) return std::move(sealrun_try_result_).error(); \
+    std::move(sealrun_try_result_).value();                                       \
   })
 
 // SEALRUN_TRY_CTX(expr, ctx): like SEALRUN_TRY, adding an outer context string on failure.
-#define SEALRUN_TRY_CTX(expr, ctx)                                   \
-  ({                                                                 \
-    auto sealrun_try_result_ = (expr);                               \
-    if (!sealrun_try_result_.ok())                                   \
-      return std::move(sealrun_try_result_).error().context(ctx);    \
-    std::move(sealrun_try_result_).value();                          \
+#define SEALRUN_TRY_CTX(expr, ctx)                                                             \
+  ({                                                                                           \
+    auto sealrun_try_result_ = (expr);                                                         \
+    if (!sealrun_try_result_.ok()) return std::move(sealrun_try_result_).error().context(ctx); \
+    std::move(sealrun_try_result_).value();                                                    \
   })

@@ -2,11 +2,10 @@
 #include "core/syscall.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <ctime>
-
-#include <fmt/format.h>
 
 namespace sealrun {
 

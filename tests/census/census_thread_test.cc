@@ -1,9 +1,9 @@
 #include "census/census_thread.h"
 
+#include <gtest/gtest.h>
+
 #include <atomic>
 #include <filesystem>
-
-#include <gtest/gtest.h>
 
 #include "core/syscall.h"
 #include "tests/support/temp_dir.h"

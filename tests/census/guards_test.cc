@@ -6,8 +6,11 @@ namespace sealrun::census {
 namespace {
 
 TEST(Guards, EachGuardTripsAtItsBoundaryAndNotBefore) {
-  GuardLimits l{.owned_max_bytes = 1000, .result_max_bytes = 100, .free_min_bytes = 50,
-                .ceiling_bytes = 2000, .reserve_bytes = 500};
+  GuardLimits l{.owned_max_bytes = 1000,
+                .result_max_bytes = 100,
+                .free_min_bytes = 50,
+                .ceiling_bytes = 2000,
+                .reserve_bytes = 500};
   struct Case {
     Sample s;
     const char* tripped;  // nullptr: none
@@ -16,7 +19,7 @@ TEST(Guards, EachGuardTripsAtItsBoundaryAndNotBefore) {
       {{0, 1000, 0, 1000}, "owned_max_bytes"},
       {{0, 0, 100, 1000}, "result_max_bytes"},
       {{0, 0, 0, 49}, "free_min_bytes"},
-      {{0, 999, 99, 1000}, nullptr},      // 999 + 99 + 500 = 1598 <= 2000
+      {{0, 999, 99, 1000}, nullptr},  // 999 + 99 + 500 = 1598 <= 2000
   };
   for (const auto& c : cases) {
     auto trip = evaluate_guards(l, c.s);
@@ -40,7 +43,8 @@ TEST(Guards, EachGuardTripsAtItsBoundaryAndNotBefore) {
 TEST(Decimate, KeepsFirstLastAndPeaks) {
   std::vector<Sample> s;
   for (int i = 0; i < 1000; ++i)
-    s.push_back({i, static_cast<uint64_t>(i == 500 ? 1'000'000 : i), static_cast<uint64_t>(i == 700 ? 99999 : 1),
+    s.push_back({i, static_cast<uint64_t>(i == 500 ? 1'000'000 : i),
+                 static_cast<uint64_t>(i == 700 ? 99999 : 1),
                  static_cast<uint64_t>(i == 300 ? 1 : 1'000'000)});
   uint64_t dropped = decimate_samples(s, 10);
   EXPECT_EQ(s.size(), 10u);
@@ -52,9 +56,9 @@ TEST(Decimate, KeepsFirstLastAndPeaks) {
   };
   EXPECT_TRUE(has_t(0));
   EXPECT_TRUE(has_t(999));
-  EXPECT_TRUE(has_t(500));  // owned peak
-  EXPECT_TRUE(has_t(700));  // result peak
-  EXPECT_TRUE(has_t(300));  // lowest free space
+  EXPECT_TRUE(has_t(500));                                                    // owned peak
+  EXPECT_TRUE(has_t(700));                                                    // result peak
+  EXPECT_TRUE(has_t(300));                                                    // lowest free space
   for (size_t i = 1; i < s.size(); ++i) EXPECT_LT(s[i - 1].t_ms, s[i].t_ms);  // order kept
 }
 

@@ -1,11 +1,10 @@
 #include "census/tree_usage.h"
 
+#include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
-
-#include <gtest/gtest.h>
 
 #include "tests/support/temp_dir.h"
 
@@ -23,7 +22,7 @@ TEST(TreeUsage, CountsLogicalAndAllocatedBytesHardLinksOnce) {
   auto u = measure_tree(dir.str());
   ASSERT_TRUE(u.ok()) << u.error().message();
   EXPECT_TRUE(u->complete);
-  EXPECT_EQ(u->paths, 5u);  // root, a, a/b, a/b/f, a/g
+  EXPECT_EQ(u->paths, 5u);               // root, a, a/b, a/b/f, a/g
   EXPECT_EQ(u->logical_bytes, 200000u);  // both names count logically
   // Allocated: the file's blocks once (>= 100000, < 200000) plus directories.
   EXPECT_GE(u->allocated_bytes, 100000u);

@@ -2,8 +2,8 @@
 
 #include <gtest/gtest.h>
 
-#include "core/strict_json.h"
 #include "controller/receipt_review.h"
+#include "core/strict_json.h"
 
 namespace sealrun::receipt {
 namespace {
@@ -60,13 +60,32 @@ TEST(Receipt, InconsistentVerdictsAreCaught) {
     const char* failing_check;
   } cases[] = {
       {"built with exit 5", [](Receipt& r) { r.exit = 5; }, "built is consistent"},
-      {"built without confirmed stop", [](Receipt& r) { r.stop_confirmed = false; }, "built is consistent"},
-      {"built with a failed command", [](Receipt& r) { r.commands[0].exit = 1; }, "built is consistent"},
-      {"built with a failed check", [](Receipt& r) { r.verifications[0].pass = false; }, "built is consistent"},
-      {"failed without reason", [](Receipt& r) { r.state = "failed"; r.exit = 5; r.reason = ""; }, "failure has a reason"},
-      {"failed with exit 0", [](Receipt& r) { r.state = "failed"; r.exit = 0; }, "failure has a failing exit"},
+      {"built without confirmed stop", [](Receipt& r) { r.stop_confirmed = false; },
+       "built is consistent"},
+      {"built with a failed command", [](Receipt& r) { r.commands[0].exit = 1; },
+       "built is consistent"},
+      {"built with a failed check", [](Receipt& r) { r.verifications[0].pass = false; },
+       "built is consistent"},
+      {"failed without reason",
+       [](Receipt& r) {
+         r.state = "failed";
+         r.exit = 5;
+         r.reason = "";
+       },
+       "failure has a reason"},
+      {"failed with exit 0",
+       [](Receipt& r) {
+         r.state = "failed";
+         r.exit = 0;
+       },
+       "failure has a failing exit"},
       {"unknown state", [](Receipt& r) { r.state = "maybe"; }, "state"},
-      {"not_run that ran a job", [](Receipt& r) { r.state = "not_run"; r.exit = 3; }, "not_run ran no job"},
+      {"not_run that ran a job",
+       [](Receipt& r) {
+         r.state = "not_run";
+         r.exit = 3;
+       },
+       "not_run ran no job"},
   };
   for (const auto& c : cases) {
     Receipt r = built_receipt();
@@ -88,7 +107,8 @@ TEST(Receipt, HugeRunStaysWithinTheBoundAndSaysWhatWasCut) {
     r.commands.push_back(c);
   }
   for (int i = 0; i < 100000; ++i) r.samples.push_back({i, static_cast<uint64_t>(i), 0, 1});
-  for (int i = 0; i < 50000; ++i) r.outputs.push_back({"out/" + std::to_string(i), 1, std::string(64, 'c')});
+  for (int i = 0; i < 50000; ++i)
+    r.outputs.push_back({"out/" + std::to_string(i), 1, std::string(64, 'c')});
   for (size_t max : {size_t{16 * 1024}, size_t{64 * 1024}, size_t{1 << 20}}) {
     std::string bytes = render_receipt(r, max);
     EXPECT_LE(bytes.size(), max);
@@ -100,9 +120,13 @@ TEST(Receipt, HugeRunStaysWithinTheBoundAndSaysWhatWasCut) {
 }
 
 TEST(Receipt, TailsAreValidUtf8AfterCutting) {
-  std::string s = "ab\xc3\xa9" "cd";  // é is two bytes
-  EXPECT_EQ(bounded_tail(s, 3), "cd");    // would start inside é: skipped
-  EXPECT_EQ(bounded_tail(s, 4), "\xc3\xa9" "cd");
+  std::string s =
+      "ab\xc3\xa9"
+      "cd";                             // é is two bytes
+  EXPECT_EQ(bounded_tail(s, 3), "cd");  // would start inside é: skipped
+  EXPECT_EQ(bounded_tail(s, 4),
+            "\xc3\xa9"
+            "cd");
 }
 
 TEST(ReceiptReview, DiffIgnoresTimingsAndFindsRealChanges) {

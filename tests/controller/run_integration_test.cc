@@ -1,8 +1,8 @@
 // `sealrun run` end to end with real bwrap and real cgroup v1 limits: the verdicts of
 // CONTRACT.md and the ACCEPTANCE.md cases that concern the pipeline as a whole.
-#include <filesystem>
-
 #include <gtest/gtest.h>
+
+#include <filesystem>
 
 #include "core/syscall.h"
 #include "tests/controller/run_test_support.h"
@@ -25,8 +25,9 @@ void expect_verifies(RunTest& t, const std::string& id) {
 }
 
 TEST_F(RunTest, BuiltRunRecordsOutputsAndAVerifiableReceipt) {
-  auto a = freeze("cat input.txt > /out/copy.txt; echo $SOURCE_DATE_EPOCH > /out/epoch; "
-                  "echo to-stdout; ls /opt/toolchain > /out/toolchain-listing");
+  auto a = freeze(
+      "cat input.txt > /out/copy.txt; echo $SOURCE_DATE_EPOCH > /out/epoch; "
+      "echo to-stdout; ls /opt/toolchain > /out/toolchain-listing");
   auto c = run(a, "ok1");
   ASSERT_EQ(c.status.code, 0) << c.out << c.err;
   EXPECT_EQ(last_line(c.out), receipt_path("ok1"));
@@ -129,7 +130,9 @@ TEST_F(RunTest, AllocationPastMemoryMaxIsAnOomKillNamedInTheReceipt) {
   EXPECT_EQ(r["state"], "failed");
   EXPECT_NE(r["reason"].get<std::string>().find("memory"), std::string::npos) << r["reason"];
   EXPECT_GE(r["memory"]["events"]["oom_kill"].get<uint64_t>(), 1u);
-  EXPECT_EQ(r["memory"]["swap_used_bytes"].is_null() ? 0 : r["memory"]["swap_used_bytes"].get<uint64_t>(), 0u);
+  EXPECT_EQ(
+      r["memory"]["swap_used_bytes"].is_null() ? 0 : r["memory"]["swap_used_bytes"].get<uint64_t>(),
+      0u);
   EXPECT_FALSE(fs::exists(state_ + "/results/oom/out/survived"));
   expect_verifies(*this, "oom");
 }
@@ -151,19 +154,23 @@ TEST_F(RunTest, PodmanRunFromThePinnedImageIsBuiltAndLeavesNothing) {
   std::string fixtures = std::string(SEALRUN_BINARY_DIR) + "/fixtures";
   if (!fs::exists(fixtures + "/busybox.oci.tar")) {
     SpawnOptions o;
-    o.argv = {"/bin/bash", std::string(SEALRUN_SOURCE_DIR) + "/tests/fixtures/busybox_image.sh", fixtures};
+    o.argv = {"/bin/bash", std::string(SEALRUN_SOURCE_DIR) + "/tests/fixtures/busybox_image.sh",
+              fixtures};
     auto built = run_capture(o, 300000);
-    ASSERT_TRUE(built.ok() && built->status.success()) << (built.ok() ? built->err : built.error().message());
+    ASSERT_TRUE(built.ok() && built->status.success())
+        << (built.ok() ? built->err : built.error().message());
   }
-  auto c0 = sealrun({"admit", "freeze", "--out", dir_ / "podman.json", "--source", src_,
-                     "--toolchain", toolchain_, "--toolchain-mount", "/opt/toolchain", "--image",
-                     fixtures + "/busybox.oci.tar", "--", "/bin/sh", "-c",
-                     "cat input.txt > /out/copy.txt; grep -E 'NoNewPrivs|CapEff' /proc/self/status"});
+  auto c0 =
+      sealrun({"admit", "freeze", "--out", dir_ / "podman.json", "--source", src_, "--toolchain",
+               toolchain_, "--toolchain-mount", "/opt/toolchain", "--image",
+               fixtures + "/busybox.oci.tar", "--", "/bin/sh", "-c",
+               "cat input.txt > /out/copy.txt; grep -E 'NoNewPrivs|CapEff' /proc/self/status"});
   ASSERT_EQ(c0.status.code, 0) << c0.err;
   Frozen a{dir_ / "podman.json", c0.out.substr(0, 64)};
   // Rootless podman takes its storage by path, as the job user: the state directory's parents
   // must be searchable (the run refuses with that advice otherwise; the README says so).
-  fs::permissions(dir_.path(), fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec);
+  fs::permissions(dir_.path(),
+                  fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec);
   auto c = run(a, "pm", {"--mechanism", "podman"});
   ASSERT_EQ(c.status.code, 0) << c.out << c.err;
   json r = receipt("pm");

@@ -6,7 +6,8 @@ namespace sealrun::run {
 namespace {
 
 TEST(RunPlan, RunIdsAreFileNames) {
-  for (const char* good : {"a", "build-42", "x.y_z", "A1"}) EXPECT_TRUE(validate_run_id(good).ok()) << good;
+  for (const char* good : {"a", "build-42", "x.y_z", "A1"})
+    EXPECT_TRUE(validate_run_id(good).ok()) << good;
   for (const char* bad : {"", ".", "..", "a/b", "a b", "ü", "../x"})
     EXPECT_FALSE(validate_run_id(bad).ok()) << bad;
   EXPECT_FALSE(validate_run_id(std::string(65, 'a')).ok());
@@ -26,7 +27,8 @@ TEST(RunPlan, MechanismOrderStrongestFirstAndRequestsMustAgree) {
   ASSERT_TRUE(order.ok());
   EXPECT_EQ(*order, std::vector<std::string>{"bwrap"});
   EXPECT_FALSE(mechanism_order(doc, MechanismRequest::kPodman).ok());  // no image pinned
-  doc.image = admission::ImagePin{"/i.tar", std::string(64, 'a'), "sha256:" + std::string(64, 'b'), {}};
+  doc.image =
+      admission::ImagePin{"/i.tar", std::string(64, 'a'), "sha256:" + std::string(64, 'b'), {}};
   order = mechanism_order(doc, MechanismRequest::kAuto);
   EXPECT_EQ(*order, (std::vector<std::string>{"podman", "bwrap"}));
   doc.containment.mechanism = admission::MechanismChoice::kBwrap;

@@ -1,11 +1,10 @@
 // Faults around the controller (ACCEPTANCE 13 and 14): a SIGTERM is turned into a stopped job and
 // a written receipt; a SIGKILL leaves no job process behind within a second, and `sealrun sweep`
 // removes what the killed run left.
+#include <gtest/gtest.h>
 #include <signal.h>
 
 #include <filesystem>
-
-#include <gtest/gtest.h>
 
 #include "core/syscall.h"
 #include "tests/controller/run_test_support.h"
@@ -26,8 +25,8 @@ bool wait_started(const std::string& state, const std::string& id) {
 
 TEST_F(RunTest, SigtermToTheControllerStopsTheJobAndWritesTheReceipt) {
   auto a = freeze("touch /out/started; exec sleep 120 # marker-sigterm-run");
-  SpawnOptions o = sealrun_options({"run", a.path, "--sha256", a.sha256, "--id", "term",
-                                    "--state-dir", state_});
+  SpawnOptions o =
+      sealrun_options({"run", a.path, "--sha256", a.sha256, "--id", "term", "--state-dir", state_});
   auto controller = spawn(o);
   ASSERT_TRUE(controller.ok()) << controller.error().message();
   ASSERT_TRUE(wait_started(state_, "term"));
@@ -46,8 +45,8 @@ TEST_F(RunTest, SigtermToTheControllerStopsTheJobAndWritesTheReceipt) {
 
 TEST_F(RunTest, SigkillToTheControllerLeavesNoJobAndSweepCleansUp) {
   auto a = freeze("touch /out/started; sleep 120 # marker-sigkill-run");
-  SpawnOptions o = sealrun_options({"run", a.path, "--sha256", a.sha256, "--id", "killed",
-                                    "--state-dir", state_});
+  SpawnOptions o = sealrun_options(
+      {"run", a.path, "--sha256", a.sha256, "--id", "killed", "--state-dir", state_});
   auto controller = spawn(o);
   ASSERT_TRUE(controller.ok());
   ASSERT_TRUE(wait_started(state_, "killed"));
@@ -56,7 +55,8 @@ TEST_F(RunTest, SigkillToTheControllerLeavesNoJobAndSweepCleansUp) {
   ASSERT_TRUE(controller->wait().ok());
   int64_t deadline = monotonic_ms() + 1000;
   while (!no_process_with("marker-sigkill-run") && monotonic_ms() < deadline) ::usleep(20 * 1000);
-  EXPECT_TRUE(no_process_with("marker-sigkill-run")) << "a job process survived its controller by 1 s";
+  EXPECT_TRUE(no_process_with("marker-sigkill-run"))
+      << "a job process survived its controller by 1 s";
 
   // What the killed run left: its grant record, owned root and resource group.
   EXPECT_TRUE(fs::exists(state_ + "/owned/killed"));
@@ -64,8 +64,8 @@ TEST_F(RunTest, SigkillToTheControllerLeavesNoJobAndSweepCleansUp) {
   EXPECT_EQ(sweep.status.code, 0) << sweep.out << sweep.err;
   EXPECT_NE(sweep.out.find("killed"), std::string::npos) << sweep.out;
   EXPECT_FALSE(fs::exists(state_ + "/owned/killed")) << "sweep left the owned root";
-  EXPECT_TRUE(fs::is_empty(state_ + "/grants") ||
-              !fs::exists(state_ + "/grants/killed.json")) << "sweep left the grant record";
+  EXPECT_TRUE(fs::is_empty(state_ + "/grants") || !fs::exists(state_ + "/grants/killed.json"))
+      << "sweep left the grant record";
   auto again = sealrun({"sweep", "--state-dir", state_});
   EXPECT_EQ(again.status.code, 0) << again.out << again.err;
 }

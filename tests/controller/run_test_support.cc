@@ -42,9 +42,20 @@ Captured RunTest::sealrun(const std::vector<std::string>& args,
 
 Frozen RunTest::freeze(const std::string& script, const std::vector<std::string>& sets,
                        const std::string& name) {
-  std::vector<std::string> args = {"admit", "freeze", "--out", dir_ / name, "--source", src_,
-                                   "--toolchain", toolchain_, "--toolchain-mount", "/opt/toolchain",
-                                   "--env", "PATH=/usr/bin:/bin", "--set", "limits.census_interval_ms=200"};
+  std::vector<std::string> args = {"admit",
+                                   "freeze",
+                                   "--out",
+                                   dir_ / name,
+                                   "--source",
+                                   src_,
+                                   "--toolchain",
+                                   toolchain_,
+                                   "--toolchain-mount",
+                                   "/opt/toolchain",
+                                   "--env",
+                                   "PATH=/usr/bin:/bin",
+                                   "--set",
+                                   "limits.census_interval_ms=200"};
   for (const auto& s : sets) {
     args.push_back("--set");
     args.push_back(s);
@@ -55,8 +66,10 @@ Frozen RunTest::freeze(const std::string& script, const std::vector<std::string>
   return {dir_ / name, c.out.substr(0, 64)};
 }
 
-Captured RunTest::run(const Frozen& a, const std::string& id, const std::vector<std::string>& extra) {
-  std::vector<std::string> args = {"run", a.path, "--sha256", a.sha256, "--id", id, "--state-dir", state_};
+Captured RunTest::run(const Frozen& a, const std::string& id,
+                      const std::vector<std::string>& extra) {
+  std::vector<std::string> args = {"run",  a.path, "--sha256",    a.sha256,
+                                   "--id", id,     "--state-dir", state_};
   args.insert(args.end(), extra.begin(), extra.end());
   return sealrun(args);
 }

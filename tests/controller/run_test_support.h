@@ -3,12 +3,12 @@
 // with the real binary (build/sealrun) against real bwrap and real cgroups.
 #pragma once
 
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include "core/process.h"
 #include "tests/support/temp_dir.h"

@@ -1,12 +1,11 @@
 #include "core/atomic_write.h"
 
+#include <gtest/gtest.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
-
-#include <gtest/gtest.h>
 
 #include "tests/support/temp_dir.h"
 

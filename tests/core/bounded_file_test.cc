@@ -1,12 +1,11 @@
 #include "core/bounded_file.h"
 
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include "core/syscall.h"
 #include "tests/support/temp_dir.h"

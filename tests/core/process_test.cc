@@ -1,12 +1,11 @@
 #include "core/process.h"
 
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include "core/syscall.h"
 
@@ -165,12 +164,15 @@ TEST(Spawn, ParentDeathSignalSurvivesTheIdentityDrop) {
     ::_exit(0);
   }
   pid_t grandchild = 0;
-  ASSERT_EQ(::read(pipe->read_end.get(), &grandchild, sizeof grandchild), static_cast<ssize_t>(sizeof grandchild));
+  ASSERT_EQ(::read(pipe->read_end.get(), &grandchild, sizeof grandchild),
+            static_cast<ssize_t>(sizeof grandchild));
   int fd = pidfd_open_raw(grandchild, 0);
   ASSERT_GE(fd, 0);
   ::kill(middle, SIGKILL);
   ::waitpid(middle, nullptr, 0);
-  struct pollfd p {fd, POLLIN, 0};
+  struct pollfd p {
+    fd, POLLIN, 0
+  };
   EXPECT_EQ(::poll(&p, 1, 5000), 1) << "the child outlived its parent: PDEATHSIG was lost";
   ::close(fd);
   auto r = run_capture(o, 10000);
