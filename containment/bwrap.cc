@@ -42,30 +42,6 @@ bool pidfd_exited(int pidfd, int64_t timeout_ms) {
   }
 }
 
-// The descendants of `root` (children files; Linux >= 3.5 with CONFIG_PROC_CHILDREN), bounded.
-std::vector<pid_t> descendants(pid_t root) {
-  std::vector<pid_t> out;
-  std::vector<pid_t> todo = {root};
-  while (!todo.empty() && out.size() < 65536) {
-    pid_t p = todo.back();
-    todo.pop_back();
-    std::string task_dir = fmt::format("/proc/{}/task", p);
-    DIR* d = ::opendir(task_dir.c_str());
-    if (d == nullptr) continue;
-    while (auto* e = ::readdir(d)) {
-      if (e->d_name[0] == '.') continue;
-      std::ifstream children(fmt::format("{}/{}/children", task_dir, e->d_name));
-      pid_t c;
-      while (children >> c) {
-        out.push_back(c);
-        todo.push_back(c);
-      }
-    }
-    ::closedir(d);
-  }
-  return out;
-}
-
 class BwrapJob : public ContainedJob {
  public:
   BwrapJob(Launched launched, int64_t wall_clock_ms, int64_t grace_ms)
@@ -121,7 +97,7 @@ class BwrapJob : public ContainedJob {
     // TERM to the job's processes (not the namespace's PID 1, which would ignore it), each
     // through a pidfd checked to still be inside the sandbox's tree.
     if (l_.sandbox_pid > 0) {
-      for (pid_t p : descendants(l_.sandbox_pid)) {
+      for (pid_t p : process_descendants(l_.sandbox_pid)) {
         int fd = pidfd_open_raw(p, 0);
         if (fd < 0) continue;
         UniqueFd owned(fd);

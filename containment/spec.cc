@@ -4,12 +4,13 @@
 // and already normalised (so "/usr/../tmp" cannot smuggle a reserved path past a prefix check), and
 // a writable target may neither be a reserved system directory nor lie below one.
 #include "containment/spec.h"
-#include "core/run_id.h"
 
 #include <fmt/format.h>
 
 #include <array>
 #include <string_view>
+
+#include "core/run_id.h"
 
 namespace sealrun {
 

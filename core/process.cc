@@ -6,6 +6,7 @@
 // pipe means exec succeeded.
 #include "core/process.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <grp.h>
@@ -18,6 +19,7 @@
 
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 
 #include "core/syscall.h"
 
@@ -397,6 +399,29 @@ Result<Captured> run_capture(SpawnOptions options, int64_t timeout_ms, size_t ma
   }
   c.status = *st;
   return c;
+}
+
+std::vector<pid_t> process_descendants(pid_t root, size_t max) {
+  std::vector<pid_t> out;
+  std::vector<pid_t> todo = {root};
+  while (!todo.empty() && out.size() < max) {
+    pid_t p = todo.back();
+    todo.pop_back();
+    std::string task_dir = fmt::format("/proc/{}/task", p);
+    DIR* d = ::opendir(task_dir.c_str());
+    if (d == nullptr) continue;
+    while (auto* e = ::readdir(d)) {
+      if (e->d_name[0] == '.') continue;
+      std::ifstream children(fmt::format("{}/{}/children", task_dir, e->d_name));
+      pid_t c;
+      while (children >> c) {
+        out.push_back(c);
+        todo.push_back(c);
+      }
+    }
+    ::closedir(d);
+  }
+  return out;
 }
 
 Result<std::string> find_program(const std::string& name) {

@@ -104,6 +104,10 @@ struct Captured {
 Result<Captured> run_capture(SpawnOptions options, int64_t timeout_ms,
                              size_t max_output = 1024 * 1024);
 
+// The descendants of `root` (from /proc/<pid>/task/*/children; Linux >= 3.5 with
+// CONFIG_PROC_CHILDREN), at most `max` of them. A snapshot: processes come and go meanwhile.
+std::vector<pid_t> process_descendants(pid_t root, size_t max = 65536);
+
 // Looks a program up on $PATH (or the standard system directories when PATH is unset);
 // returns an absolute path.
 Result<std::string> find_program(const std::string& name);

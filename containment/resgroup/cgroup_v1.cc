@@ -388,11 +388,7 @@ Result<Hierarchy> make_group_dir(const OwnGroups& o, const CgroupfsSeams& seams,
 Result<std::unique_ptr<ResourceGroup>> create_cgroup_v1_group(const std::string& run_id,
                                                               const GroupLimits& limits,
                                                               const CgroupfsSeams& seams) {
-  if (!valid_run_id(run_id))
-    return Error::make(
-        fmt::format("run id '{}' is not usable in a cgroup name "
-                    "(allowed: A-Z a-z 0-9 _ . -, at most 64)",
-                    run_id));
+  SEALRUN_TRY(require_group_run_id(run_id));
   auto own = SEALRUN_TRY(open_root_and_own(seams));
   std::string start = SEALRUN_TRY(process_starttime(seams.proc_root, ::getpid()));
   std::string name = group_dir_name(run_id, ::getpid(), start);

@@ -326,11 +326,7 @@ Result<std::string> find_v2_mount(int rootfd, const CgroupfsSeams& seams) {
 Result<std::unique_ptr<ResourceGroup>> create_cgroup_v2_group(const std::string& run_id,
                                                               const GroupLimits& limits,
                                                               const CgroupfsSeams& seams) {
-  if (!valid_run_id(run_id))
-    return Error::make(
-        fmt::format("run id '{}' is not usable in a cgroup name "
-                    "(allowed: A-Z a-z 0-9 _ . -, at most 64)",
-                    run_id));
+  SEALRUN_TRY(require_group_run_id(run_id));
   Base b = SEALRUN_TRY_CTX(open_base(seams), "cgroup v2");
   SEALRUN_TRY_CTX(enable_controllers(b, seams), "cgroup v2");
   std::string start = SEALRUN_TRY(process_starttime(seams.proc_root, ::getpid()));

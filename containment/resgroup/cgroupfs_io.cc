@@ -1,7 +1,6 @@
 // Reading, writing and parsing cgroupfs and /proc for the cgroupfs back ends (cgroupfs_io.h).
 // Everything is relative to directory fds opened once, so a temp tree can stand in for the kernel.
 #include "containment/resgroup/cgroupfs_io.h"
-#include "core/run_id.h"
 
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -17,6 +16,7 @@
 #include <charconv>
 
 #include "core/process.h"
+#include "core/run_id.h"
 #include "core/syscall.h"
 
 namespace sealrun::resgroup {
@@ -164,6 +164,13 @@ bool is_cgroupfs(int fd, bool want_v2) {
 }
 
 bool valid_run_id(std::string_view run_id) { return is_valid_run_id(run_id); }
+
+Status require_group_run_id(std::string_view run_id) {
+  if (valid_run_id(run_id)) return ok_status();
+  return Error::make(fmt::format(
+      "run id '{}' is not usable in a cgroup name (allowed: A-Z a-z 0-9 _ . -, at most 64)",
+      run_id));
+}
 
 std::string group_dir_name(std::string_view run_id, pid_t creator_pid,
                            std::string_view creator_start) {

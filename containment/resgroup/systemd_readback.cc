@@ -1,11 +1,12 @@
 // See systemd_readback.h. Pure code: the scope's name and properties as data, and the decisions
 // about what the manager applied, so they are table-tested without a manager.
 #include "containment/resgroup/systemd_readback.h"
-#include "core/run_id.h"
 
 #include <fmt/format.h>
 
 #include <charconv>
+
+#include "core/run_id.h"
 
 namespace sealrun::resgroup::systemd {
 namespace {

@@ -238,7 +238,7 @@ TEST(BwrapAcceptance, Item22_MissingBwrapRefusesAndSpawnsNothing) {
   BwrapFixture fx;
   auto spec = fx.spec({"status"});
   std::vector<Mechanism*> mechs{&missing};
-  auto before = testing::descendants_of(::getpid());
+  auto before = process_descendants(::getpid());
   auto grant = acquire_grant(spec, mechs, {});
   ASSERT_FALSE(grant.ok());
   std::string msg = grant.error().message();
@@ -254,7 +254,7 @@ TEST(BwrapAcceptance, Item22_MissingBwrapRefusesAndSpawnsNothing) {
   forged.enforced = spec.required;
   forged.degraded = forged.requested - forged.enforced;
   EXPECT_FALSE(missing.spawn(forged, nullptr, {}).ok());
-  EXPECT_EQ(testing::descendants_of(::getpid()), before) << "a process was spawned";
+  EXPECT_EQ(process_descendants(::getpid()), before) << "a process was spawned";
 }
 
 // Wall clock: TERM first; a job that ignores TERM is KILLed after the grace; nothing survives,
@@ -272,9 +272,8 @@ TEST(BwrapWallClock, TermThenKillAndNothingSurvives) {
     int64_t start = monotonic_ms();
     auto r = fx.run(spec, nullptr, {}, [&](ContainedJob& job) {
       // Wait until the job and its children exist, then keep a pidfd of every process.
-      for (int i = 0; i < 100 && testing::descendants_of(job.pid()).size() < 5; ++i)
-        ::usleep(20000);
-      for (pid_t p : testing::descendants_of(job.pid())) {
+      for (int i = 0; i < 100 && process_descendants(job.pid()).size() < 5; ++i) ::usleep(20000);
+      for (pid_t p : process_descendants(job.pid())) {
         int fd = pidfd_open_raw(p, 0);
         if (fd >= 0) watched.emplace_back(fd);
       }
@@ -313,9 +312,9 @@ TEST(BwrapControllerDeath, NothingOutlivesAKilledController) {
   ASSERT_EQ(::read(report[0], &bwrap, sizeof bwrap), static_cast<ssize_t>(sizeof bwrap));
   ::close(report[0]);
   std::vector<UniqueFd> watched;
-  for (int i = 0; i < 100 && testing::descendants_of(bwrap).size() < 4; ++i) ::usleep(20000);
+  for (int i = 0; i < 100 && process_descendants(bwrap).size() < 4; ++i) ::usleep(20000);
   watched.emplace_back(pidfd_open_raw(bwrap, 0));
-  for (pid_t p : testing::descendants_of(bwrap)) watched.emplace_back(pidfd_open_raw(p, 0));
+  for (pid_t p : process_descendants(bwrap)) watched.emplace_back(pidfd_open_raw(p, 0));
   EXPECT_GE(watched.size(), 5u) << "bwrap, its init, the job and 2 children";
   ::kill(controller, SIGKILL);
   int status = 0;

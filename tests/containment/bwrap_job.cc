@@ -116,28 +116,6 @@ JobRun BwrapFixture::run(const ContainmentSpec& spec, resgroup::ResourceGroup* g
   return r;
 }
 
-std::vector<pid_t> descendants_of(pid_t root) {
-  std::vector<pid_t> out, todo{root};
-  while (!todo.empty()) {
-    pid_t p = todo.back();
-    todo.pop_back();
-    std::string task = "/proc/" + std::to_string(p) + "/task";
-    DIR* d = ::opendir(task.c_str());
-    if (!d) continue;
-    while (auto* e = ::readdir(d)) {
-      if (e->d_name[0] == '.') continue;
-      std::ifstream children(task + "/" + e->d_name + "/children");
-      pid_t c;
-      while (children >> c) {
-        out.push_back(c);
-        todo.push_back(c);
-      }
-    }
-    ::closedir(d);
-  }
-  return out;
-}
-
 bool pidfd_has_exited(int pidfd, int timeout_ms) {
   struct pollfd p {
     pidfd, POLLIN, 0

@@ -47,8 +47,6 @@ class BwrapFixture {
 };
 
 std::map<std::string, std::string> parse_kv(const std::string& text);
-// Descendants of `pid` (via /proc/<pid>/task/*/children).
-std::vector<pid_t> descendants_of(pid_t pid);
 bool pidfd_has_exited(int pidfd, int timeout_ms);
 
 }  // namespace sealrun::testing
