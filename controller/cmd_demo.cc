@@ -1,6 +1,7 @@
 // `sealrun demo [--out DIR]`: the embedded default. Freezes an admission for the bundled example
 // (examples/hello, built with this host's C compiler), runs it contained through the same pipeline
 // as `sealrun run`, and summarises the receipt. Exit 0 when the receipt says `built`.
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -13,6 +14,7 @@
 #include "controller/output.h"
 #include "controller/receipt_review.h"
 #include "controller/run_pipeline.h"
+#include "core/bounded_file.h"
 #include "core/process.h"
 #include "core/syscall.h"
 
@@ -101,8 +103,12 @@ void register_demo(CLI::App& app, int* exit_code) {
     run::RunOutcome o = run::run_pipeline(req);
     if (!o.message.empty()) print_error("demo", o.message);
     fmt::print("3/3 receipt\n");
-    nlohmann::json doc = nlohmann::json::parse(receipt::render_receipt(o.receipt, 1 << 20));
-    fmt::print("{}", receipt::summary_text(doc));
+    // Summarise the receipt as written, which is what an auditor will read; only when it could
+    // not be written, the pipeline's values rendered the same way.
+    auto written = o.receipt_path.empty() ? Result<std::string>(Error::make("not written"))
+                                          : read_bounded_file(AT_FDCWD, o.receipt_path, kMiB);
+    std::string bytes = written ? *written : receipt::render_receipt(o.receipt, kMiB);
+    fmt::print("{}", receipt::summary_text(nlohmann::json::parse(bytes)));
     if (!o.receipt_path.empty()) fmt::print("{}\n", o.receipt_path);
     *exit_code =
         o.receipt.state == "built" ? kExitOk : (o.exit_code != 0 ? o.exit_code : kExitFailure);

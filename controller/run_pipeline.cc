@@ -87,6 +87,11 @@ class Pipeline {
   std::unique_ptr<census::CensusThread> census_;
 };
 
+// Said once, where it is handled: a degradation the run survives, for the person at stderr.
+void warn(const std::string& what) {
+  std::fprintf(stderr, "sealrun run: warning: %s\n", what.c_str());
+}
+
 receipt::Verification to_verification(const admission::PinCheck& c) {
   std::string observed = c.observed;
   if (c.status == admission::CheckStatus::kSkipped) observed = "skipped: " + observed;
@@ -157,8 +162,7 @@ bool Pipeline::grant_stage() {
   grant_.emplace(std::move(*grant));
   for (const auto& m : mechanisms_)
     if (m->name() == grant_->mechanism) chosen_ = m.get();
-  for (const auto& w : grant_->warnings)
-    std::fprintf(stderr, "sealrun run: warning: %s\n", w.c_str());
+  for (const auto& w : grant_->warnings) warn(w);
   r_.grant = receipt::GrantRecord{grant_->mechanism,
                                   req_.mode == GrantMode::kEnforcing ? "enforcing" : "report-only",
                                   grant_->enforced.names(),
@@ -186,8 +190,7 @@ bool Pipeline::group_stage() {
            "no resource group for the required memory limits: " + group.error().message());
       return false;
     }
-    std::fprintf(stderr, "sealrun run: warning: running without a resource group: %s\n",
-                 group.error().message().c_str());
+    warn("running without a resource group: " + group.error().message());
     return true;
   }
   group_ = std::move(*group);
@@ -220,7 +223,8 @@ bool Pipeline::group_stage() {
     rec.id = req_.id;
     rec.owner_uid = ::geteuid();
     rec.controller_pid = ::getpid();
-    rec.controller_start = own_process_start().ok() ? *own_process_start() : "";
+    auto start = own_process_start();  // lets sweep tell our pid from a recycled one
+    rec.controller_start = start ? *start : "";
     rec.mechanism = grant_->mechanism;
     rec.job_user = ::geteuid() == 0 ? job_user_name() : "";
     rec.group_backend = memory.backend;
@@ -235,11 +239,9 @@ bool Pipeline::group_stage() {
     if (auto st = journal_->record(rec); st)
       journal_recorded_ = true;
     else
-      std::fprintf(stderr, "sealrun run: warning: grant journal: %s\n",
-                   st.error().message().c_str());
+      warn("grant journal: " + st.error().message());
   } else {
-    std::fprintf(stderr, "sealrun run: warning: grant journal: %s\n",
-                 journal.error().message().c_str());
+    warn("grant journal: " + journal.error().message());
   }
   return true;
 }
@@ -278,8 +280,7 @@ bool Pipeline::job_stage() {
   if (journal_recorded_) {  // now sweep can also find the job's outermost process
     journal_record_.job_pid = job_->pid();
     if (auto st = journal_->record(journal_record_); !st)
-      std::fprintf(stderr, "sealrun run: warning: grant journal: %s\n",
-                   st.error().message().c_str());
+      warn("grant journal: " + st.error().message());
   }
 
   census_ = std::make_unique<census::CensusThread>(
