@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "core/syscall.h"
+#include "fingerprint/mapped_hash.h"
 
 namespace sealrun {
 namespace {
@@ -79,23 +80,16 @@ Result<OpenedRegularFile> open_regular_at(int dirfd, const std::string& name,
 
 FileHasher::FileHasher() : buffer_(std::make_unique<char[]>(kChunkBytes)) {}
 
-Result<FileDigest> FileHasher::hash_opened(const OpenedRegularFile& file,
-                                           const std::string& display,
-                                           const AfterFirstChunkHook& hook) {
-  const int fd = file.fd.get();
-  // Larger readahead for big files; for small ones the hint would cost more than it saves.
-  if (file.st.st_size > static_cast<off_t>(4 * kChunkBytes))
-    (void)::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
-
+Result<uint64_t> FileHasher::read_into_digest(int fd, uint64_t size, const std::string& display,
+                                              const AfterFirstChunkHook& hook) {
   uint64_t total = 0;
   bool first_chunk = true;
-  for (;;) {
+  // Stop once the size fstat reported is read: the identity check afterwards catches a file that
+  // grew meanwhile, so the read(2) that would only confirm EOF is not needed. An empty file still
+  // gets one read, since a pseudo-file (procfs) reports 0 and yet has bytes.
+  while (total < size || total == 0) {
     ssize_t n = retry_eintr([&] { return ::read(fd, buffer_.get(), kChunkBytes); });
-    if (n < 0) {
-      int err = errno;
-      (void)sha_.finish();  // leave the context clean for the next file
-      return Error::with_errno(err, fmt::format("read {}", display));
-    }
+    if (n < 0) return Error::from_errno(fmt::format("read {}", display));
     if (n == 0) break;
     sha_.update(buffer_.get(), static_cast<size_t>(n));
     total += static_cast<uint64_t>(n);
@@ -104,6 +98,26 @@ Result<FileDigest> FileHasher::hash_opened(const OpenedRegularFile& file,
       if (hook) hook();
     }
   }
+  return total;
+}
+
+Result<FileDigest> FileHasher::hash_opened(const OpenedRegularFile& file,
+                                           const std::string& display,
+                                           const AfterFirstChunkHook& hook) {
+  const int fd = file.fd.get();
+  const uint64_t size = static_cast<uint64_t>(file.st.st_size);
+  Result<uint64_t> hashed = size;
+  if (size >= kMapThresholdBytes) {
+    Status mapped = hash_mapped(fd, size, sha_, display, kChunkBytes, hook);
+    if (!mapped.ok()) hashed = std::move(mapped).error();
+  } else {
+    hashed = read_into_digest(fd, size, display, hook);
+  }
+  if (!hashed.ok()) {
+    (void)sha_.finish();  // leave the context clean for the next file
+    return std::move(hashed).error();
+  }
+  const uint64_t total = *hashed;
   FileDigest digest{sha_.finish_hex(), total};
 
   struct stat after {};

@@ -1,17 +1,15 @@
 // The hashing thread pool of the tree walk: see tree_hash_pool.h. Each worker owns one FileHasher
-// (digest context + read buffer) for its whole life, so hashing a small file costs one read until
-// EOF, one fstat and the digest, and no allocation.
+// (digest context + read buffer) for its whole life, so hashing a small file costs no allocation.
 #include "fingerprint/tree_hash_pool.h"
+
+#include <algorithm>
 
 namespace sealrun {
 
-HashPool::HashPool(unsigned threads, size_t capacity) : capacity_(capacity) {
-  if (threads <= 1) {
-    inline_hasher_.emplace();
-    return;
-  }
-  workers_.reserve(threads);
-  for (unsigned i = 0; i < threads; ++i) workers_.emplace_back([this] { work(); });
+HashPool::HashPool(unsigned threads, size_t capacity) : capacity_(std::max<size_t>(capacity, 1)) {
+  if (threads <= 1) return;
+  workers_.reserve(threads - 1);
+  for (unsigned i = 1; i < threads; ++i) workers_.emplace_back([this] { work(); });
 }
 
 HashPool::~HashPool() {
@@ -24,17 +22,32 @@ HashPool::~HashPool() {
 
 bool HashPool::submit(Job job) {
   if (failed()) return false;
-  if (inline_hasher_) {
-    run(job, *inline_hasher_);
+  if (workers_.empty()) {
+    run(job, caller_hasher_);
     return !failed();
   }
-  std::unique_lock lock(mu_);
-  not_full_.wait(lock, [&] { return queue_.size() < capacity_ || failed(); });
-  if (failed()) return false;
-  queue_.push_back(std::move(job));
-  lock.unlock();
+  std::optional<Job> own;
+  {
+    std::lock_guard lock(mu_);
+    if (failed()) return false;
+    queue_.push_back(std::move(job));
+    if (queue_.size() > capacity_) own = take_smallest_locked();
+  }
   not_empty_.notify_one();
-  return true;
+  // Full: the walker hashes the smallest job rather than sleeping. The smallest, so that the
+  // workers still have plenty queued when it comes back to walking.
+  if (own) run(*own, caller_hasher_);
+  return !failed();
+}
+
+std::optional<HashPool::Job> HashPool::take_smallest_locked() {
+  if (queue_.empty()) return std::nullopt;
+  auto smallest = std::min_element(queue_.begin(), queue_.end(), [](const Job& a, const Job& b) {
+    return a.file.st.st_size < b.file.st.st_size;
+  });
+  Job job = std::move(*smallest);
+  queue_.erase(smallest);
+  return job;
 }
 
 void HashPool::work() {
@@ -47,7 +60,6 @@ void HashPool::work() {
     queue_.pop_front();
     ++busy_;
     lock.unlock();
-    not_full_.notify_one();
     if (!failed()) run(job, hasher);
     job.file.fd.reset();
     lock.lock();
@@ -74,7 +86,6 @@ void HashPool::record_error(Error error) {
     failed_.store(true, std::memory_order_relaxed);
     queue_.clear();
   }
-  not_full_.notify_all();
   idle_.notify_all();
 }
 
@@ -84,7 +95,6 @@ void HashPool::cancel() {
     failed_.store(true, std::memory_order_relaxed);
     queue_.clear();
   }
-  not_full_.notify_all();
   idle_.notify_all();
 }
 

@@ -1,18 +1,22 @@
-// hash_file_at: correct digests through the descriptor, a file rewritten mid-hash is an error
-// (made deterministic with the AfterFirstChunkHook seam), and symlinks, FIFOs and directories are
-// refused without being followed or blocking.
+// hash_file_at: correct digests through the descriptor (read and mapped), a file rewritten or
+// truncated mid-hash is an error (made deterministic with the AfterFirstChunkHook seam), and
+// symlinks, FIFOs and directories are refused without being followed or blocking.
 #include "fingerprint/file_hash.h"
 
 #include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <csignal>
+#include <cstdlib>
 #include <future>
 #include <thread>
 
+#include "fingerprint/mapped_hash.h"
 #include "fingerprint/sha256.h"
 #include "tests/support/temp_dir.h"
 
@@ -35,8 +39,10 @@ std::string pattern_bytes(size_t n, uint32_t seed) {
 
 TEST(FileHash, SmallAndMultiChunkFilesMatchTheirBytes) {
   TempDir dir;
-  for (size_t size : {size_t{0}, size_t{1}, size_t{4096}, FileHasher::kChunkBytes,
-                      3 * FileHasher::kChunkBytes + 17}) {
+  for (size_t size :
+       {size_t{0}, size_t{1}, size_t{4096}, FileHasher::kChunkBytes,
+        3 * FileHasher::kChunkBytes + 17, FileHasher::kMapThresholdBytes - 1,
+        FileHasher::kMapThresholdBytes, kMapWindowBytes, 2 * kMapWindowBytes + 4097}) {
     std::string bytes = pattern_bytes(size, static_cast<uint32_t>(size));
     write_text(dir / "f", bytes);
     auto digest = hash_file(dir / "f");
@@ -57,10 +63,22 @@ TEST(FileHash, RelativeToDirectoryDescriptor) {
   EXPECT_EQ(digest->sha256, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
 }
 
-TEST(FileHash, FileGrownDuringHashingIsAnErrorNamingIt) {
+// The race checks hold on both ways a file is read: read(2) below FileHasher::kMapThresholdBytes,
+// mappings (mapped_hash.h) from there on.
+class FileHashRace : public ::testing::TestWithParam<size_t> {};
+
+INSTANTIATE_TEST_SUITE_P(ReadAndMapped, FileHashRace,
+                         ::testing::Values(2 * FileHasher::kChunkBytes,
+                                           FileHasher::kMapThresholdBytes +
+                                               3 * FileHasher::kChunkBytes),
+                         [](const auto& info) {
+                           return info.param < FileHasher::kMapThresholdBytes ? "Read" : "Mapped";
+                         });
+
+TEST_P(FileHashRace, FileGrownDuringHashingIsAnErrorNamingIt) {
   TempDir dir;
   const std::string path = dir / "growing.bin";
-  write_text(path, pattern_bytes(2 * FileHasher::kChunkBytes, 1));
+  write_text(path, pattern_bytes(GetParam(), 1));
   bool called = false;
   auto digest = hash_file_at(AT_FDCWD, path, [&] {
     called = true;
@@ -75,12 +93,12 @@ TEST(FileHash, FileGrownDuringHashingIsAnErrorNamingIt) {
   EXPECT_THAT(digest.error().message(), HasSubstr("changed while it was being hashed"));
 }
 
-TEST(FileHash, SameSizeRewriteDuringHashingIsAnError) {
+TEST_P(FileHashRace, SameSizeRewriteDuringHashingIsAnError) {
   // Only the timestamps can tell: the size stays the same. The write happens after our first
   // fstat, which (multigrain timestamps) guarantees it a distinct ctime.
   TempDir dir;
   const std::string path = dir / "rewritten.bin";
-  const std::string original = pattern_bytes(2 * FileHasher::kChunkBytes, 2);
+  const std::string original = pattern_bytes(GetParam(), 2);
   write_text(path, original);
   auto digest = hash_file_at(AT_FDCWD, path, [&] {
     int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
@@ -93,15 +111,68 @@ TEST(FileHash, SameSizeRewriteDuringHashingIsAnError) {
   EXPECT_THAT(digest.error().message(), HasSubstr("time changed"));
 }
 
-TEST(FileHash, UnchangedFileWithHookStillHashes) {
+TEST_P(FileHashRace, FileTruncatedDuringHashingIsAnErrorNotACrash) {
+  // On the mapped path the pages past the new end vanish from the mapping and the next access
+  // raises SIGBUS: the guard must turn that into an error for this file, and the process lives.
   TempDir dir;
-  const std::string bytes = pattern_bytes(2 * FileHasher::kChunkBytes, 3);
+  const std::string path = dir / "shrinking.bin";
+  write_text(path, pattern_bytes(GetParam(), 4));
+  auto digest = hash_file_at(AT_FDCWD, path, [&] {
+    ASSERT_EQ(::truncate(path.c_str(), static_cast<off_t>(FileHasher::kChunkBytes)), 0);
+  });
+  ASSERT_FALSE(digest.ok()) << "a truncated file was hashed silently";
+  EXPECT_THAT(digest.error().message(), HasSubstr(path));
+  EXPECT_THAT(digest.error().message(),
+              ::testing::AnyOf(HasSubstr("became shorter"), HasSubstr("changed while")));
+  // The hasher is fine afterwards.
+  write_text(dir / "after", "abc");
+  auto after = hash_file(dir / "after");
+  ASSERT_TRUE(after.ok()) << after.error().message();
+  EXPECT_EQ(after->sha256, sha256_hex("abc"));
+}
+
+TEST_P(FileHashRace, UnchangedFileWithHookStillHashes) {
+  TempDir dir;
+  const std::string bytes = pattern_bytes(GetParam(), 3);
   write_text(dir / "f", bytes);
   int calls = 0;
   auto digest = hash_file_at(AT_FDCWD, dir / "f", [&] { ++calls; });
   ASSERT_TRUE(digest.ok()) << digest.error().message();
   EXPECT_EQ(calls, 1);
   EXPECT_EQ(digest->sha256, sha256_hex(bytes));
+}
+
+TEST(FileHash, MappedTruncationIsReportedAsShrinkage) {
+  // Pins down that the mapped path really is taken and really meets the SIGBUS: only it says
+  // "became shorter" (the read path sees the new size in its identity check instead).
+  TempDir dir;
+  const std::string path = dir / "shrinking.bin";
+  write_text(path, pattern_bytes(FileHasher::kMapThresholdBytes + 3 * FileHasher::kChunkBytes, 5));
+  auto digest = hash_file_at(AT_FDCWD, path, [&] {
+    ASSERT_EQ(::truncate(path.c_str(), static_cast<off_t>(FileHasher::kChunkBytes)), 0);
+  });
+  ASSERT_FALSE(digest.ok());
+  EXPECT_THAT(digest.error().message(), HasSubstr("became shorter while it was being hashed"));
+}
+
+TEST(FileHashDeathTest, SigbusOutsideAHashIsStillFatal) {
+  // The guard's handler must not swallow a SIGBUS that is not its own: after a mapped hash has
+  // installed it, touching a truncated mapping elsewhere still kills the process with SIGBUS.
+  TempDir dir;
+  const std::string path = dir / "victim.bin";
+  write_text(path, pattern_bytes(FileHasher::kMapThresholdBytes + 1, 6));
+  EXPECT_EXIT(
+      {
+        if (!hash_file(path).ok()) std::_Exit(3);  // installs the handler
+        int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+        if (fd < 0) std::_Exit(4);
+        auto* p =
+            static_cast<volatile char*>(::mmap(nullptr, 1 << 16, PROT_READ, MAP_SHARED, fd, 0));
+        if (::ftruncate(fd, 0) != 0) std::_Exit(5);
+        (void)p[100];
+        std::_Exit(0);
+      },
+      ::testing::KilledBySignal(SIGBUS), "");
 }
 
 TEST(FileHash, SymlinkIsRefusedNotFollowed) {

@@ -251,7 +251,9 @@ TEST(Tree, ParallelHashingGivesTheSameBytesAsOneThread) {
     make_dir(sub);
     for (int f = 0; f < 35; ++f) {
       x = x * 1664525u + 1013904223u;
-      const size_t size = (x >> 8) % (f % 7 == 0 ? 600000 : 5000);
+      // Mostly small files, some up to 600 kB (read) and a few up to 2.5 MB (mapped), so that
+      // the walker has to help once the queue is full and both read paths run side by side.
+      const size_t size = (x >> 8) % (f % 17 == 0 ? 2500000 : f % 7 == 0 ? 600000 : 5000);
       std::string bytes(size, static_cast<char>('a' + f % 26));
       if (size > 0) bytes[size / 2] = static_cast<char>(x);
       make_file(sub + "/f" + std::to_string(f), bytes);

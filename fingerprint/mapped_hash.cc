@@ -1,0 +1,120 @@
+// Mapped hashing with a SIGBUS guard: see mapped_hash.h.
+//
+// The guard: a thread-local record of the range being read and a sigjmp_buf. The SIGBUS handler
+// (installed once, SA_SIGINFO|SA_NODEFER) jumps back only when the faulting address lies in the
+// range of a guard active on the faulting thread; SIGBUS is synchronous, so it is delivered to the
+// thread that touched the page. Jumping out of the digest routine is safe because OpenSSL's
+// SHA-256 update takes no lock and allocates nothing; the caller resets the context afterwards.
+// SA_NODEFER keeps SIGBUS unblocked inside the handler, so sigsetjmp need not save the signal
+// mask (no sigprocmask call per window).
+#include "fingerprint/mapped_hash.h"
+
+#include <fmt/format.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <atomic>
+#include <mutex>
+
+namespace sealrun {
+namespace {
+
+struct BusGuard {
+  const char* begin;
+  const char* end;
+  sigjmp_buf env;
+};
+
+// initial-exec: reading it from a signal handler must not call into the dynamic TLS resolver.
+thread_local BusGuard* t_active_guard __attribute__((tls_model("initial-exec"))) = nullptr;
+struct sigaction g_previous_action {};
+
+void on_sigbus(int sig, siginfo_t* info, void* context) {
+  BusGuard* guard = t_active_guard;
+  const char* addr = static_cast<const char*>(info->si_addr);
+  if (guard != nullptr && addr >= guard->begin && addr < guard->end) siglongjmp(guard->env, 1);
+  // Not a fault of ours: hand it to whoever had SIGBUS before.
+  if (g_previous_action.sa_flags & SA_SIGINFO) {
+    g_previous_action.sa_sigaction(sig, info, context);
+    return;
+  }
+  if (g_previous_action.sa_handler != SIG_DFL && g_previous_action.sa_handler != SIG_IGN) {
+    g_previous_action.sa_handler(sig);
+    return;
+  }
+  // Default action: restore it; returning re-runs the faulting access, which then kills us with
+  // SIGBUS exactly as it would have without this handler.
+  ::signal(SIGBUS, SIG_DFL);
+}
+
+void install_sigbus_handler_once() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    struct sigaction action {};
+    action.sa_sigaction = on_sigbus;
+    action.sa_flags = SA_SIGINFO | SA_NODEFER;
+    sigemptyset(&action.sa_mask);
+    ::sigaction(SIGBUS, &action, &g_previous_action);
+  });
+}
+
+// Hashes [data, data + len); false if a page of it vanished (SIGBUS) while it was read.
+bool hash_guarded(Sha256& sha, const char* data, size_t len) {
+  BusGuard guard{data, data + len, {}};
+  if (sigsetjmp(guard.env, 0) != 0) {
+    t_active_guard = nullptr;
+    return false;
+  }
+  t_active_guard = &guard;
+  std::atomic_signal_fence(std::memory_order_seq_cst);  // guard visible before the first access
+  sha.update(data, len);
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  t_active_guard = nullptr;
+  return true;
+}
+
+struct Mapping {
+  void* addr = MAP_FAILED;
+  size_t len = 0;
+  ~Mapping() {
+    if (addr != MAP_FAILED) ::munmap(addr, len);
+  }
+};
+
+}  // namespace
+
+Status hash_mapped(int fd, uint64_t size, Sha256& sha, const std::string& display,
+                   size_t first_chunk_bytes, const std::function<void()>& after_first_chunk) {
+  install_sigbus_handler_once();
+  auto shrunk = [&] {
+    return Error::make(fmt::format(
+        "{} became shorter while it was being hashed; hash it again once it is no longer "
+        "written to",
+        display));
+  };
+  bool hook_pending = static_cast<bool>(after_first_chunk);
+  for (uint64_t offset = 0; offset < size; offset += kMapWindowBytes) {
+    Mapping window;
+    window.len = static_cast<size_t>(std::min<uint64_t>(kMapWindowBytes, size - offset));
+    // No MAP_POPULATE: on a warm cache it measured no faster (each fault maps a batch of cached
+    // pages), and on a cold one faulting lets the kernel's readahead overlap the disk with the
+    // digest instead of reading a whole window before hashing starts.
+    window.addr =
+        ::mmap(nullptr, window.len, PROT_READ, MAP_SHARED, fd, static_cast<off_t>(offset));
+    if (window.addr == MAP_FAILED) return Error::from_errno(fmt::format("map {}", display));
+    const char* data = static_cast<const char*>(window.addr);
+    size_t done = 0;
+    if (hook_pending) {
+      done = std::min(first_chunk_bytes, window.len);
+      if (!hash_guarded(sha, data, done)) return shrunk();
+      hook_pending = false;
+      after_first_chunk();
+    }
+    if (!hash_guarded(sha, data + done, window.len - done)) return shrunk();
+  }
+  return ok_status();
+}
+
+}  // namespace sealrun
