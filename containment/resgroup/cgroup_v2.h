@@ -7,8 +7,9 @@
 // read back; stop by cgroup.kill and confirmation by "populated 0" in cgroup.events; the report
 // from memory.peak and memory.events (high, max, oom, oom_kill).
 //
-// Not exercised for enforcement by CI on the development hosts (their memory controller is bound
-// to cgroup v1); the file protocol is unit-tested against a directory tree shaped like cgroupfs.
+// The development hosts cannot enforce with it (their memory controller is bound to cgroup v1):
+// the file protocol is unit-tested against a directory tree shaped like cgroupfs, and enforcement
+// is tested for real inside a pure-v2 VM (tests/resgroup/cgroup_v2_vm_test.cc).
 #pragma once
 
 #include <memory>

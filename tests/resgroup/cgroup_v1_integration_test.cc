@@ -16,16 +16,17 @@
 #include "containment/resgroup/cgroupfs_io.h"
 #include "core/process.h"
 #include "core/syscall.h"
+#include "tests/resgroup/real_group_support.h"
 
 namespace sealrun::resgroup {
 namespace {
 
 namespace fs = std::filesystem;
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
+using testing::slurp;
+using testing::spawn_in;
+using testing::stop_and_remove;
+using testing::unique_id;
 
 std::string locator_in(const ResourceGroup& g, const std::string& hierarchy) {
   for (const auto& l : g.locators())
@@ -33,36 +34,9 @@ std::string locator_in(const ResourceGroup& g, const std::string& hierarchy) {
   return "";
 }
 
-std::string unique_id(const char* what) { return fmt::format("it-{}-{}", what, ::getpid()); }
-
+// On v1 memory.high has no equivalent: read back as not applied (the receipt says so).
 std::unique_ptr<ResourceGroup> make_group(const std::string& id, const GroupLimits& limits) {
-  auto g = create_group(id, limits, Backend::kCgroupV1);
-  EXPECT_TRUE(g.ok()) << g.error().message();
-  if (!g.ok()) return nullptr;
-  auto rb = (*g)->read_back();
-  EXPECT_TRUE(rb.ok()) << rb.error().message();
-  for (const auto& l : *rb)
-    if (l.name != "memory_high_bytes") {
-      EXPECT_TRUE(l.applied) << l.name << ": " << l.note;
-    }
-  return std::move(*g);
-}
-
-void stop_and_remove(ResourceGroup& g) {
-  auto locs = g.locators();
-  auto s = g.stop(200);
-  ASSERT_TRUE(s.ok()) << s.error().message();
-  EXPECT_TRUE(s->confirmed);
-  ASSERT_TRUE(g.remove().ok());
-  for (const auto& l : locs) EXPECT_FALSE(fs::exists(l)) << l << " still exists";
-}
-
-Result<Child> spawn_in(const ResourceGroup& g, std::vector<std::string> argv, int stdout_fd = -1) {
-  SpawnOptions o;
-  o.argv = std::move(argv);
-  o.join_cgroup_fds = g.join_fds();
-  o.stdout_fd = stdout_fd;
-  return spawn(o);
+  return testing::make_group(id, limits, Backend::kCgroupV1, {"memory_high_bytes"});
 }
 
 TEST(CgroupV1Real, ProbeFindsItUsableHere) {

@@ -1,7 +1,7 @@
 // Unit tests of the delegated cgroup v2 back end's file protocol against a temp tree shaped like a
 // cgroup2 mount. The test plays the kernel (it writes "populated 0" once cgroup.kill was written,
-// fills memory.events, ...). Enforcement itself is not exercised on the development hosts, whose
-// memory controller is bound to cgroup v1.
+// fills memory.events, ...). Enforcement is proven by cgroup_v2_vm_test.cc inside a pure-v2 VM: the
+// development hosts' memory controller is bound to cgroup v1.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
