@@ -67,6 +67,7 @@ Result<std::vector<std::string>> staging_chain(const JobUser& user,
                                                const std::vector<UniqueFd>& mount_fds,
                                                std::vector<std::string>* staged) {
   std::vector<std::string> real;
+  real.reserve(mount_fds.size());
   for (const auto& fd : mount_fds) real.push_back(SEALRUN_TRY(fd_path(fd.get())));
   auto unshare = SEALRUN_TRY(find_program("unshare"));
   auto setpriv = SEALRUN_TRY(find_program("setpriv"));

@@ -272,7 +272,7 @@ ProbeOutcome run_probe(const PodmanOptions& o) {
   std::string parent = o.probe_dir.empty() ? "/var/tmp" : o.probe_dir;
   std::string tmpl = parent + "/sealrun-podman-probe-XXXXXX";
   if (::mkdtemp(tmpl.data()) == nullptr)
-    return fail(fmt::format("create a probe directory in {}: {}", parent, ::strerror(errno)));
+    return fail(fmt::format("create a probe directory in {}: {}", parent, errno_text(errno)));
   fs::path work = tmpl;
   std::error_code ec;
   fs::permissions(work, fs::perms(0711), ec);

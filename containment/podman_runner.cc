@@ -111,7 +111,8 @@ Result<Watchdog> start_watchdog(const JobUser& user, const StorageLayout& layout
   std::vector<std::string> argv = {
       "/bin/sh", "-c",
       // The second attempt only while the storage still exists: after sweep removed it, podman
-      // would recreate its directories.
+      // would recreate its directories. (One script in two literals, not two arguments.)
+      // NOLINTNEXTLINE(bugprone-suspicious-missing-comma)
       "g=$1; shift; read line; [ \"$line\" = done ] && exit 0; \"$@\" >/dev/null 2>&1; "
       "sleep 1; [ -d \"$g\" ] || exit 0; exec \"$@\" >/dev/null 2>&1",
       "sealrun-podman-watchdog", layout.graph_root};

@@ -282,7 +282,7 @@ Status remove_storage(const StorageLayout& layout, const JobUser& user, const Ho
       actions.push_back(fmt::format("removed runroot link {}", layout.run_root_link));
     else
       actions.push_back(
-          fmt::format("remove runroot link {}: {}", layout.run_root_link, ::strerror(errno)));
+          fmt::format("remove runroot link {}: {}", layout.run_root_link, errno_text(errno)));
   }
   fs::remove_all(layout.base, ec);
   if (ec) {

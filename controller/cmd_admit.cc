@@ -21,7 +21,6 @@ namespace sealrun::cli {
 namespace {
 
 using admission::AdmitOutcome;
-using admission::CheckStatus;
 using admission::FreezeRequest;
 using admission::PinCheck;
 

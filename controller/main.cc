@@ -3,18 +3,16 @@
 #include <signal.h>
 
 #include <CLI/CLI.hpp>
+#include <cstdio>
+#include <cstring>
+#include <exception>
 
 #include "controller/commands.h"
 #include "controller/exit_codes.h"
 
-int main(int argc, char** argv) {
-  // A closed pipe on stdout (`sealrun ... | head`) should give a write error, not kill us.
-  ::signal(SIGPIPE, SIG_IGN);
+namespace {
 
-  CLI::App app{"sealrun: hermetic, sandboxed build/run controller with provable receipts",
-               "sealrun"};
-  app.require_subcommand(1);
-  app.set_version_flag("--version", "sealrun 0.1.0");
+int run_cli(CLI::App& app, int argc, char** argv) {
   int exit_code = sealrun::kExitOk;
   sealrun::cli::register_demo(app, &exit_code);
   sealrun::cli::register_probe(app, &exit_code);
@@ -31,4 +29,31 @@ int main(int argc, char** argv) {
     return rc == 0 ? sealrun::kExitOk : sealrun::kExitUsage;
   }
   return exit_code;
+}
+
+// Whether the command line asks for `sealrun run` (its first word that is not an option).
+bool is_run_command(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i)
+    if (argv[i][0] != '-') return std::strcmp(argv[i], "run") == 0;
+  return false;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // A closed pipe on stdout (`sealrun ... | head`) should give a write error, not kill us.
+  ::signal(SIGPIPE, SIG_IGN);
+  try {
+    CLI::App app{"sealrun: hermetic, sandboxed build/run controller with provable receipts",
+                 "sealrun"};
+    app.require_subcommand(1);
+    app.set_version_flag("--version", "sealrun 0.1.0");
+    return run_cli(app, argc, argv);
+  } catch (const std::exception& e) {
+    // Modules report failures as Results; an exception here is a bug (or memory exhaustion).
+    std::fprintf(stderr, "sealrun: internal error (please report it): %s\n", e.what());
+    // A run that lost track of itself cannot say its job was stopped: exit 7, the run's most
+    // serious code; any other command fails with 1.
+    return is_run_command(argc, argv) ? sealrun::kExitStopUnconfirmed : 1;
+  }
 }

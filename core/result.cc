@@ -1,6 +1,7 @@
 // Error::message(): the one place that joins a context chain into a sentence.
 #include "core/result.h"
 
+#include <cstdio>
 #include <cstring>
 
 namespace sealrun {
@@ -13,9 +14,17 @@ std::string Error::message() const {
   }
   if (err_ != 0) {
     out += ": ";
-    out += std::strerror(err_);
+    out += errno_text(err_);
   }
   return out;
+}
+
+const char* errno_text(int err) {
+  // strerrordesc_np (glibc 2.32) returns a string constant, or nullptr for an unknown value.
+  if (const char* text = ::strerrordesc_np(err)) return text;
+  static thread_local char unknown[32];
+  std::snprintf(unknown, sizeof unknown, "errno %d", err);
+  return unknown;
 }
 
 }  // namespace sealrun

@@ -14,6 +14,11 @@
 
 namespace sealrun {
 
+// The English description of an errno value ("No such file or directory"), or "errno N" for one
+// the C library does not know. Unlike strerror(3) it is safe from any thread (the hashing pool and
+// the census thread report errors too) and does not depend on the locale.
+const char* errno_text(int err);
+
 class Error {
  public:
   Error() = default;
@@ -35,7 +40,7 @@ class Error {
 
   int err() const { return err_; }
   const std::vector<std::string>& chain() const { return chain_; }
-  // "outer: inner: strerror(errno)".
+  // "outer: inner: <errno_text(errno)>".
   std::string message() const;
 
  private:

@@ -107,7 +107,7 @@ class StrictSax {
     bool has_key = false;
   };
 
-  bool fail(std::string message) {
+  bool fail(const std::string& message) {
     if (error_.empty()) error_ = printable_text(message, 1024);
     return false;
   }

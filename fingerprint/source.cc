@@ -302,7 +302,7 @@ std::string observe(int rootfd, const std::string& path) {
     struct stat st {};
     if (::fstatat(dirfd, comp.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0)
       return errno == ENOENT ? "absent"
-                             : fmt::format("cannot stat {}: {}", so_far, strerror(errno));
+                             : fmt::format("cannot stat {}: {}", so_far, errno_text(errno));
     if (end == std::string::npos) {
       if (!S_ISREG(st.st_mode)) return describe_kind(st.st_mode);
       auto digest = hash_file_at(dirfd, comp);

@@ -226,7 +226,7 @@ class CgroupV1Group final : public ResourceGroup {
       // succeeded so that a refused remove() (EBUSY) leaves the group fully usable for stop().
       if (::unlinkat(h.parent.get(), h.name.c_str(), AT_REMOVEDIR) != 0 && errno != ENOENT) {
         failed.push_back(fmt::format("rmdir {} group {}: {}", h.controller, h.member_path(),
-                                     std::strerror(errno)));
+                                     errno_text(errno)));
         continue;
       }
       h.procs.reset();

@@ -416,7 +416,7 @@ BackendProbe probe_cgroup_v2(const CgroupfsSeams& seams) {
   // Nothing is enabled or moved by the probe: it only checks that a child can be made here.
   std::string name = group_dir_name("probe", ::getpid(), "0");
   if (::mkdirat(b->dir.get(), name.c_str(), 0755) != 0) {
-    p.why = fmt::format("cannot make a child of our cgroup {}: {}", b->path, std::strerror(errno));
+    p.why = fmt::format("cannot make a child of our cgroup {}: {}", b->path, errno_text(errno));
     return p;
   }
   ::unlinkat(b->dir.get(), name.c_str(), AT_REMOVEDIR);
