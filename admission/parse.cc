@@ -107,7 +107,10 @@ class Parser {
         error(json_path_join(path, k), "missing (required)");
         good = false;
       }
-    for (const auto& [k, v] : obj.items()) {
+    for (const auto& item : obj.items()) {
+      // A plain variable, not a structured binding: clang before 16 (our clang-tidy is 14) cannot
+      // capture a binding in a lambda.
+      const std::string& k = item.key();
       bool known = std::any_of(required.begin(), required.end(), [&](auto r) { return k == r; }) ||
                    std::any_of(optional.begin(), optional.end(), [&](auto o) { return k == o; });
       if (!known) {
