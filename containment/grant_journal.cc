@@ -87,6 +87,7 @@ std::string grant_record_to_json(const GrantRecord& r) {
       {"mechanism", r.mechanism},
       {"job_user", r.job_user},
       {"job_pid", r.job_pid},
+      {"job_start", r.job_start},
       {"container_name", r.container_name},
       {"podman_root", r.podman_root},
       {"group_backend", r.group_backend},
@@ -113,6 +114,9 @@ Result<GrantRecord> grant_record_from_json(std::string_view text) {
   r.mechanism = SEALRUN_TRY(field<std::string>(j, "mechanism"));
   r.job_user = SEALRUN_TRY(field<std::string>(j, "job_user"));
   r.job_pid = static_cast<pid_t>(SEALRUN_TRY(field<int64_t>(j, "job_pid")));
+  // Added after the first records were written: optional, so that a sweep by a newer sealrun can
+  // still read an older controller's record (it then falls back to weaker checks).
+  if (j.contains("job_start")) r.job_start = SEALRUN_TRY(field<std::string>(j, "job_start"));
   r.container_name = SEALRUN_TRY(field<std::string>(j, "container_name"));
   r.podman_root = SEALRUN_TRY(field<std::string>(j, "podman_root"));
   r.group_backend = SEALRUN_TRY(field<std::string>(j, "group_backend"));

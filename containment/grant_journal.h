@@ -18,25 +18,27 @@
 namespace sealrun {
 
 struct GrantRecord {
-  std::string id;                  // run id
-  uid_t owner_uid = 0;             // who ran the controller
+  std::string id;       // run id
+  uid_t owner_uid = 0;  // who ran the controller
   pid_t controller_pid = 0;
-  std::string controller_start;    // /proc/<pid>/stat starttime, to tell a recycled pid apart
-  std::string mechanism;           // "bwrap", "podman"
-  std::string job_user;            // the unprivileged user the mechanism runs as
-  pid_t job_pid = 0;               // outermost spawned process
-  std::string container_name;      // podman: the container name (also labelled with the id)
-  std::string podman_root;         // podman: graph root of its per-run storage
-  std::string group_backend;       // resgroup::backend_name()
+  std::string controller_start;  // /proc/<pid>/stat starttime, to tell a recycled pid apart
+  std::string mechanism;         // "bwrap", "podman"
+  std::string job_user;          // the unprivileged user the mechanism runs as
+  pid_t job_pid = 0;             // outermost spawned process
+  std::string job_start;         // its /proc/<pid>/stat starttime; empty in a record written
+                                 // before the job started (or by a controller older than it)
+  std::string container_name;    // podman: the container name (also labelled with the id)
+  std::string podman_root;       // podman: graph root of its per-run storage
+  std::string group_backend;     // resgroup::backend_name()
   std::vector<std::string> group_locators;
   std::string owned_root;
-  std::string created_at;          // RFC 3339 UTC
+  std::string created_at;  // RFC 3339 UTC
 };
 
 struct JournalEntry {
-  std::string file;                // path of the record
+  std::string file;  // path of the record
   bool readable = false;
-  std::string problem;             // why it could not be read (corrupt, too large, ...)
+  std::string problem;  // why it could not be read (corrupt, too large, ...)
   GrantRecord record;
 };
 
@@ -54,9 +56,9 @@ class GrantJournal {
  public:
   // Opens (creating if needed) <state_dir>/grants with mode 0700.
   static Result<GrantJournal> open(const std::string& state_dir);
-  Status record(const GrantRecord& record);   // atomic write + fsync, under the lock
-  Status forget(const std::string& id);       // removes the record once cleanup is confirmed
-  Result<std::vector<JournalEntry>> list();   // every record, corrupt ones reported, not skipped
+  Status record(const GrantRecord& record);  // atomic write + fsync, under the lock
+  Status forget(const std::string& id);      // removes the record once cleanup is confirmed
+  Result<std::vector<JournalEntry>> list();  // every record, corrupt ones reported, not skipped
   const std::string& dir() const { return dir_; }
 
  private:

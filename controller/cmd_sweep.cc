@@ -52,8 +52,9 @@ int64_t process_uid(pid_t pid) {
   return -1;
 }
 
-// The recorded job pid, if a process with that pid still runs and can be the job: it started
-// after the controller and runs as the job user. Otherwise the pid was recycled and is not ours.
+// The recorded job pid, if a process with that pid still runs and is the job: it has the recorded
+// starttime (records of older controllers have none: then it must have started after the
+// controller) and runs as the job user. Otherwise the pid was recycled and is not ours.
 SweepStep sweep_job_pid(const GrantRecord& r) {
   SweepStep s{fmt::format("job pid {}", r.job_pid), "", false};
   UniqueFd pidfd(pidfd_open_raw(r.job_pid, 0));
@@ -62,7 +63,8 @@ SweepStep sweep_job_pid(const GrantRecord& r) {
     return s;
   }
   auto start = resgroup::process_starttime("/proc", r.job_pid);
-  bool after = start.ok() && to_u64(*start) >= to_u64(r.controller_start);
+  bool same = start.ok() && (r.job_start.empty() ? to_u64(*start) >= to_u64(r.controller_start)
+                                                 : *start == r.job_start);
   bool user_ok = true;
   if (!r.job_user.empty()) {
     auto u = lookup_job_user(r.job_user);
@@ -73,9 +75,11 @@ SweepStep sweep_job_pid(const GrantRecord& r) {
     s.outcome = "not running";
     return s;
   }
-  if (!after || !user_ok) {
-    s.outcome = fmt::format("pid now belongs to another process ({}): not touched",
-                            !after ? "started before the controller" : "not the job user's");
+  if (!same || !user_ok) {
+    const char* why = !same ? (r.job_start.empty() ? "started before the controller"
+                                                   : "started at another time than the job")
+                            : "not the job user's";
+    s.outcome = fmt::format("pid now belongs to another process ({}): not touched", why);
     return s;
   }
   pidfd_send_signal_raw(pidfd.get(), SIGKILL);

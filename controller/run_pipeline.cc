@@ -17,6 +17,7 @@
 #include "containment/job_user.h"
 #include "containment/podman.h"
 #include "containment/podman_argv.h"
+#include "containment/resgroup/cgroupfs_io.h"
 #include "containment/resgroup/resource_group.h"
 #include "controller/exit_codes.h"
 #include "controller/run_dirs.h"
@@ -279,6 +280,10 @@ bool Pipeline::job_stage() {
   err->reset();
   if (journal_recorded_) {  // now sweep can also find the job's outermost process
     journal_record_.job_pid = job_->pid();
+    // The pid and its starttime together name the process: sweep will not mistake a recycled pid
+    // for the job.
+    if (auto start = resgroup::process_starttime("/proc", job_->pid()); start)
+      journal_record_.job_start = *start;
     if (auto st = journal_->record(journal_record_); !st)
       warn("grant journal: " + st.error().message());
   }

@@ -29,6 +29,7 @@ GrantRecord sample(const std::string& id) {
   r.mechanism = "bwrap";
   r.job_user = "sealrun";
   r.job_pid = 4242;
+  r.job_start = "123456";
   r.group_backend = "cgroup-v1";
   r.group_locators = {"/sys/fs/cgroup/memory/sealrun-" + id + ".1.2"};
   r.owned_root = "/state/owned/" + id;
@@ -58,10 +59,27 @@ TEST(GrantJournal, RecordsRoundTripPrivately) {
   EXPECT_EQ(r.controller_start, want.controller_start);
   EXPECT_EQ(r.group_locators, want.group_locators);
   EXPECT_EQ(r.job_pid, 4242);
+  EXPECT_EQ(r.job_start, "123456");
   EXPECT_EQ(r.created_at, want.created_at);
   ASSERT_TRUE(j->forget("a").ok());
   ASSERT_TRUE(j->forget("a").ok());  // idempotent
   EXPECT_EQ(j->list()->size(), 1u);
+}
+
+TEST(GrantJournal, ARecordWithoutJobStartFromAnOlderControllerIsStillRead) {
+  std::string text = grant_record_to_json(sample("old"));
+  const std::string field = "\"job_start\": \"123456\",";
+  auto at = text.find(field);
+  ASSERT_NE(at, std::string::npos) << text;
+  text.erase(at, field.size());
+  auto r = grant_record_from_json(text);
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  EXPECT_EQ(r->job_pid, 4242);
+  EXPECT_EQ(r->job_start, "");
+  // But a job_start of the wrong type is a corrupt record, not a missing one.
+  std::string wrong = grant_record_to_json(sample("w"));
+  wrong.replace(wrong.find("\"123456\""), 8, "123456");
+  EXPECT_FALSE(grant_record_from_json(wrong).ok());
 }
 
 TEST(GrantJournal, CorruptAndUnexpectedFilesAreListedWithTheProblem) {

@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "containment/grant_journal.h"
+#include "containment/resgroup/cgroupfs_io.h"
 #include "containment/resgroup/resource_group.h"
 #include "core/process.h"
 #include "core/syscall.h"
@@ -65,6 +66,7 @@ void send_line(int fd, const std::string& s) {
   r.controller_start = *own_process_start();
   r.mechanism = "bwrap";
   r.job_pid = job->pid();
+  r.job_start = *resgroup::process_starttime("/proc", job->pid());
   r.group_backend = "cgroup-v1";
   r.group_locators = (*g)->locators();
   r.created_at = utc_timestamp_now();
@@ -206,6 +208,33 @@ TEST(SweepReal, NeverTouchesALiveControllersRun) {
   ASSERT_TRUE(stop.ok() && stop->confirmed);
   (void)job->wait();
   ASSERT_TRUE((*g)->remove().ok());
+}
+
+TEST(SweepReal, AJobPidWithAnotherStarttimeIsARecycledPidAndNotTouched) {
+  // The record's controller is dead and the pid is alive and started after it: only the recorded
+  // starttime tells that this process is not the job.
+  testing::TempDir tmp;
+  std::string state = tmp / "state";
+  auto sleeper = find_program("sleep");
+  ASSERT_TRUE(sleeper.ok());
+  SpawnOptions o;
+  o.argv = {*sleeper, "1000"};
+  auto other = spawn(o);
+  ASSERT_TRUE(other.ok()) << other.error().message();
+  auto journal = GrantJournal::open(state);
+  ASSERT_TRUE(journal.ok());
+  GrantRecord r;
+  r.id = "recycled";
+  r.controller_pid = 999999;  // not running
+  r.controller_start = "0";
+  r.job_pid = other->pid();
+  r.job_start = "1";  // the recorded job started long before this process
+  ASSERT_TRUE(journal->record(r).ok());
+  auto c = run_sweep(state);
+  ASSERT_TRUE(c.ok());
+  EXPECT_NE(c->out.find("started at another time than the job"), std::string::npos) << c->out;
+  EXPECT_FALSE(other->wait_for(200)->has_value()) << "sweep killed a process that was not the job";
+  other->kill_and_reap();
 }
 
 TEST(SweepReal, ATamperedRecordIsRefusedAndKept) {
