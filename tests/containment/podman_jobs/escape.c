@@ -3,7 +3,7 @@
  * 2: usage. Statically linked, because the busybox test image has no C library.
  *   escape unshare-user | clone-newuser | keyctl | add_key | ptrace-1 | mount | setns-user
  *          io_uring_setup | bpf | perf_event_open | userfaultfd
- *          connect-tcp PORT | connect-abstract NAME | fds
+ *          connect-tcp PORT | connect-abstract NAME | fds | tiocsti
  *          fork N: forks up to N sleeping children, prints "started K", kills them (exit 0) */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/ptrace.h>
 #include <sys/socket.h>
@@ -105,6 +106,26 @@ static int fork_many(int n) {
   return 0;
 }
 
+/* TIOCSTI pushes a byte into a terminal's input queue, as if typed: tried on stdin, stdout, stderr
+ * and the controlling terminal. Succeeds if any of them takes it. */
+static long try_tiocsti(void) {
+  char c = 'x';
+  int last = ENOTTY;
+  for (int fd = 0; fd <= 2; ++fd) {
+    if (ioctl(fd, TIOCSTI, &c) == 0) return 0;
+    last = errno;
+  }
+  int tty = open("/dev/tty", O_RDWR | O_NOCTTY);
+  if (tty >= 0) {
+    int rc = ioctl(tty, TIOCSTI, &c);
+    if (rc != 0) last = errno;
+    close(tty);
+    if (rc == 0) return 0;
+  }
+  errno = last;
+  return -1;
+}
+
 int main(int argc, char** argv) {
   if (argc < 2) return 2;
   const char* m = argv[1];
@@ -140,6 +161,7 @@ int main(int argc, char** argv) {
   if (!strcmp(m, "connect-tcp") && argc > 2) return report(m, try_connect_tcp(atoi(argv[2])));
   if (!strcmp(m, "connect-abstract") && argc > 2) return report(m, try_connect_abstract(argv[2]));
   if (!strcmp(m, "fds")) return list_fds();
+  if (!strcmp(m, "tiocsti")) return report(m, try_tiocsti());
   if (!strcmp(m, "fork") && argc > 2) return fork_many(atoi(argv[2]));
   fprintf(stderr, "escape: unknown mode %s\n", m);
   return 2;
