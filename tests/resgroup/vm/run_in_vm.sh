@@ -43,6 +43,8 @@ for f in "$test_bin" "${extra[@]}"; do
   while read -r lib; do place "$lib"; done < <(ldd "$f" 2>/dev/null | grep -o '/[^ ]*' | sort -u)
 done
 
+# No tmpfs on /tmp: the initramfs root is already writable, and a build tree under /tmp (a CI
+# clone in /tmp/x) must stay visible at its own path.
 cat > "$root/init" <<INIT
 #!/bin/busybox sh
 /bin/busybox --install -s /bin
@@ -50,7 +52,6 @@ export PATH=/bin
 mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev
-mount -t tmpfs tmpfs /tmp
 mount -t cgroup2 -o nsdelegate cgroup2 /sys/fs/cgroup
 echo "+memory +pids" > /sys/fs/cgroup/cgroup.subtree_control
 mkdir /sys/fs/cgroup/ci
