@@ -109,7 +109,10 @@ Result<FileDigest> FileHasher::hash_opened(const OpenedRegularFile& file,
   Result<uint64_t> hashed = size;
   if (size >= kMapThresholdBytes) {
     Status mapped = hash_mapped(fd, size, sha_, display, kChunkBytes, hook);
-    if (!mapped.ok()) hashed = std::move(mapped).error();
+    if (!mapped.ok() && mapped.error().err() == ENODEV)
+      hashed = read_into_digest(fd, size, display, hook);  // cannot be mapped: nothing hashed yet
+    else if (!mapped.ok())
+      hashed = std::move(mapped).error();
   } else {
     hashed = read_into_digest(fd, size, display, hook);
   }

@@ -25,7 +25,8 @@ inline constexpr size_t kMapWindowBytes = 16 * 1024 * 1024;
 // empty) is called once after the first `first_chunk_bytes` were hashed, outside any guarded
 // access (a test seam: lets a test change the file mid-hash). A file that became shorter than
 // `size` while it was read is an error naming `display`; on any error `sha` holds garbage and
-// must be reset by the caller.
+// must be reset by the caller — except errno ENODEV: the file system cannot map files (FUSE with
+// direct I/O, say), which shows at the first window, before any byte reached `sha`.
 Status hash_mapped(int fd, uint64_t size, Sha256& sha, const std::string& display,
                    size_t first_chunk_bytes, const std::function<void()>& after_first_chunk);
 
