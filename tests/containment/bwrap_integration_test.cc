@@ -8,14 +8,11 @@
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <poll.h>
-#include <pty.h>
 #include <signal.h>
-#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
-#include <termios.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -27,6 +24,7 @@
 #include "containment/resgroup/resource_group.h"
 #include "core/syscall.h"
 #include "tests/containment/bwrap_job.h"
+#include "tests/support/raw_pty.h"
 
 namespace sealrun {
 namespace {
@@ -45,32 +43,20 @@ void expect_all_failed(const testing::JobRun& r, std::initializer_list<const cha
 // ACCEPTANCE 1: TIOCSTI on a pty given as the job's stdin/stdout.
 TEST(BwrapAcceptance, Item1_TiocstiOnAPtyInjectsNothing) {
   BwrapFixture fx;
-  int master = -1, slave = -1;
-  ASSERT_EQ(::openpty(&master, &slave, nullptr, nullptr, nullptr), 0);
-  UniqueFd m(master), s(slave);
-  ::fcntl(master, F_SETFD, FD_CLOEXEC);
-  ::fcntl(slave, F_SETFD, FD_CLOEXEC);
-  // Raw mode: an injected byte would sit in the slave's input queue, not be echoed or cooked.
-  struct termios t {};
-  ::tcgetattr(slave, &t);
-  ::cfmakeraw(&t);
-  ::tcsetattr(slave, TCSANOW, &t);
+  auto pty = testing::open_raw_pty();
+  const int slave = pty.slave.get();
   auto r = fx.run(fx.spec({"tiocsti"}), nullptr, JobIo{slave, slave, -1});
   EXPECT_TRUE(r.exit.status.success()) << r.exit.status.describe() << r.err;
   // The report came through the pty.
-  ::fcntl(master, F_SETFL, O_NONBLOCK);
-  char buf[4096];
-  ssize_t n = ::read(master, buf, sizeof buf);
-  ASSERT_GT(n, 0);
-  auto kv = testing::parse_kv(std::string(buf, static_cast<size_t>(n)));
+  std::string out = testing::terminal_output(pty.master.get());
+  ASSERT_FALSE(out.empty());
+  auto kv = testing::parse_kv(out);
   for (const char* k : {"tiocsti_stdin", "tiocsti_stdout", "tiocsti_highbits", "tioclinux"}) {
     ASSERT_TRUE(kv.count(k)) << k;
     EXPECT_NE(kv[k], "ok") << k;
   }
   // Nothing was pushed into the terminal's input queue.
-  int pending = -1;
-  ASSERT_EQ(::ioctl(slave, FIONREAD, &pending), 0);
-  EXPECT_EQ(pending, 0);
+  EXPECT_EQ(testing::pending_input(slave), 0);
 }
 
 // ACCEPTANCE 2: 50 extra descriptors in the controller, half without CLOEXEC.

@@ -6,14 +6,11 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
-#include <pty.h>
 #include <signal.h>
-#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
-#include <termios.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -31,6 +28,7 @@
 #include "containment/podman_storage.h"
 #include "containment/resgroup/resource_group.h"
 #include "core/syscall.h"
+#include "tests/support/raw_pty.h"
 #include "tests/support/temp_dir.h"
 
 namespace sealrun {
@@ -299,16 +297,8 @@ TEST_F(PodmanIntegration, SeccompDeniesEscapes) {
 TEST_F(PodmanIntegration, TiocstiFromTheJobReachesNoTerminal) {
   // ACCEPTANCE 1 for podman: the controller's terminal (a pty here) is the job's stdout and
   // stderr; the job tries TIOCSTI on its standard descriptors and /dev/tty.
-  int master = -1, slave = -1;
-  ASSERT_EQ(::openpty(&master, &slave, nullptr, nullptr, nullptr), 0);
-  UniqueFd m(master), s(slave);
-  ::fcntl(master, F_SETFD, FD_CLOEXEC);
-  ::fcntl(slave, F_SETFD, FD_CLOEXEC);
-  // Raw mode: an injected byte would sit in the slave's input queue, not be echoed or cooked.
-  struct termios t {};
-  ::tcgetattr(slave, &t);
-  ::cfmakeraw(&t);
-  ::tcsetattr(slave, TCSANOW, &t);
+  auto pty = testing::open_raw_pty();
+  const int slave = pty.slave.get();
   spec_.argv = {"/src/escape", "tiocsti"};
   auto job = mechanism_->spawn(grant(), nullptr, JobIo{-1, slave, slave});
   ASSERT_TRUE(job.ok()) << job.error().message();
@@ -317,16 +307,11 @@ TEST_F(PodmanIntegration, TiocstiFromTheJobReachesNoTerminal) {
   const std::string container_id = (*job)->container_id();
   auto cleaned = (*job)->cleanup();
   EXPECT_TRUE(cleaned.ok()) << cleaned.error().message();
-  ::fcntl(master, F_SETFL, O_NONBLOCK);
-  char buf[4096];
-  ssize_t n = ::read(master, buf, sizeof buf);
-  ASSERT_GT(n, 0) << "the job's report did not come through the pty";
-  std::string out(buf, static_cast<size_t>(n));
+  std::string out = testing::terminal_output(pty.master.get());
   EXPECT_NE(out.find("tiocsti: denied"), std::string::npos) << out;
   EXPECT_TRUE(exit->status.success()) << exit->status.describe() << out;
-  int pending = -1;
-  ASSERT_EQ(::ioctl(slave, FIONREAD, &pending), 0);
-  EXPECT_EQ(pending, 0) << "bytes were pushed into the terminal's input queue";
+  EXPECT_EQ(testing::pending_input(slave), 0)
+      << "bytes were pushed into the terminal's input queue";
   expect_nothing_left(container_id);
 }
 
