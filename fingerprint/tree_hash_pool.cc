@@ -83,10 +83,8 @@ void HashPool::record_error(Error error) {
   {
     std::lock_guard lock(mu_);
     if (!error_) error_ = std::move(error);
-    failed_.store(true, std::memory_order_relaxed);
-    queue_.clear();
   }
-  idle_.notify_all();
+  cancel();  // the first error stops the pool as a failed walk does
 }
 
 void HashPool::cancel() {

@@ -92,7 +92,8 @@ class Walker {
     // A failed walk needs no more hashing; but the pool is always drained before returning, since
     // its jobs point into tree_.
     if (!walked.ok()) pool_.cancel();
-    Status hashed = pool_.finish([&] { report_progress(true); });
+    // Throttled like the walk's own reports: finish() ticks after every file it drains.
+    Status hashed = pool_.finish([&] { report_progress(false); });
     if (!walked.ok()) return std::move(walked).error();
     if (!hashed.ok()) return std::move(hashed).error();
     report_progress(true);
