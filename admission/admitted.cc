@@ -25,9 +25,8 @@ std::string AdmissionReport::summary() const {
   return "pin mismatch: " + failed;
 }
 
-AdmitOutcome admit(const std::string& path, const std::string& expected_sha256,
-                   const VerifyOptions& options) {
-  AdmitOutcome out;
+ReadOutcome read_admission(const std::string& path, const std::string& expected_sha256) {
+  ReadOutcome out;
   AdmissionReport& report = out.report;
   report.path = path;
   std::string expected = expected_sha256;
@@ -51,20 +50,39 @@ AdmitOutcome admit(const std::string& path, const std::string& expected_sha256,
     report.refusal = std::move(doc).error().context("admission " + path);
     return out;
   }
-  VerifyOptions verify = options;
   if (!digest_ok) {
-    verify.skip_reason = "the admission's own SHA-256 does not match (see the admission check)";
-    verify.source_export_dir.clear();
+    VerifyOptions skip;
+    skip.skip_reason = "the admission's own SHA-256 does not match (see the admission check)";
+    std::vector<PinCheck> pins = verify_pins(*doc, skip);
+    report.checks.insert(report.checks.end(), pins.begin(), pins.end());
+    return out;
   }
-  std::vector<PinCheck> pins = verify_pins(*doc, verify);
-  report.checks.insert(report.checks.end(), pins.begin(), pins.end());
-  if (!report.all_passed()) return out;
+  out.admission.emplace(
+      AuthenticatedAdmission(std::move(doc).value(), path, report.observed_sha256));
+  return out;
+}
 
+AdmitOutcome verify_admission(AuthenticatedAdmission admission, AdmissionReport report,
+                              const VerifyOptions& options) {
+  AdmitOutcome out;
+  const AdmissionDocument& doc = admission.document();
+  std::vector<PinCheck> pins = verify_pins(doc, options);
+  report.checks.insert(report.checks.end(), pins.begin(), pins.end());
+  out.report = std::move(report);
+  if (!out.report.all_passed()) return out;
   std::string source_root =
-      doc->source.kind == SourceKind::kTree ? doc->source.path : options.source_export_dir;
-  out.admitted.emplace(Admitted(std::move(doc).value(), path, report.observed_sha256, report.checks,
+      doc.source.kind == SourceKind::kTree ? doc.source.path : options.source_export_dir;
+  out.admitted.emplace(Admitted(std::move(admission.doc_), std::move(admission.path_),
+                                std::move(admission.sha256_), out.report.checks,
                                 std::move(source_root)));
   return out;
+}
+
+AdmitOutcome admit(const std::string& path, const std::string& expected_sha256,
+                   const VerifyOptions& options) {
+  ReadOutcome read = read_admission(path, expected_sha256);
+  if (!read.admission) return AdmitOutcome{std::move(read.report), std::nullopt};
+  return verify_admission(std::move(*read.admission), std::move(read.report), options);
 }
 
 }  // namespace sealrun::admission

@@ -15,6 +15,7 @@
 namespace sealrun::admission {
 
 struct AdmitOutcome;
+struct ReadOutcome;
 
 // Everything admit() found out, pass or fail; the receipt records `checks` as verifications[].
 struct AdmissionReport {
@@ -27,6 +28,39 @@ struct AdmissionReport {
   // A one-line reason for a person when !all_passed(): the refusal or the failed targets.
   std::string summary() const;
 };
+
+// Step 1 of a run: the admission's exact bytes were read (bounded), their SHA-256 matched the one
+// given, and they parsed strictly. Only read_admission() makes one; nothing has been verified
+// against the world yet (that is step 2, verify_admission()).
+class AuthenticatedAdmission {
+ public:
+  AuthenticatedAdmission(AuthenticatedAdmission&&) = default;
+  AuthenticatedAdmission& operator=(AuthenticatedAdmission&&) = default;
+  const AdmissionDocument& document() const { return doc_; }
+  const std::string& path() const { return path_; }
+  const std::string& sha256() const { return sha256_; }
+
+ private:
+  friend ReadOutcome read_admission(const std::string&, const std::string&);
+  friend AdmitOutcome verify_admission(AuthenticatedAdmission, AdmissionReport,
+                                       const VerifyOptions&);
+  AuthenticatedAdmission(AdmissionDocument doc, std::string path, std::string sha256)
+      : doc_(std::move(doc)), path_(std::move(path)), sha256_(std::move(sha256)) {}
+  AdmissionDocument doc_;
+  std::string path_;
+  std::string sha256_;
+};
+
+struct ReadOutcome {
+  AdmissionReport report;  // the "admission" check; when refused, also why (and pins skipped)
+  std::optional<AuthenticatedAdmission> admission;  // set when the digest matched and it parsed
+};
+
+// Step 1: reads `path` (regular file, no symlink, <= 1 MiB), compares the SHA-256 of its exact
+// bytes with `expected_sha256` first, then parses it strictly. When the digest does not match,
+// the document is still parsed (bounded, harmless) so that problems are reported, and its pins
+// are listed as skipped: an unauthenticated document does not get to point us at paths to hash.
+ReadOutcome read_admission(const std::string& path, const std::string& expected_sha256);
 
 class Admitted {
  public:
@@ -44,7 +78,8 @@ class Admitted {
   const std::string& source_root() const { return source_root_; }
 
  private:
-  friend AdmitOutcome admit(const std::string&, const std::string&, const VerifyOptions&);
+  friend AdmitOutcome verify_admission(AuthenticatedAdmission, AdmissionReport,
+                                       const VerifyOptions&);
   Admitted(AdmissionDocument doc, std::string path, std::string sha256,
            std::vector<PinCheck> checks, std::string source_root)
       : doc_(std::move(doc)),
@@ -65,10 +100,11 @@ struct AdmitOutcome {
   std::optional<Admitted> admitted;  // set exactly when report.all_passed()
 };
 
-// Reads `path` (regular file, no symlink, <= 1 MiB), compares the SHA-256 of its exact bytes with
-// `expected_sha256` first, parses it strictly and verifies every pin. When the digest does not
-// match, the document is still parsed (bounded, harmless) so that problems are reported, but no pin
-// is recomputed: an unauthenticated document does not get to point us at paths to hash.
+// Step 2: verifies every pin of an authenticated admission; `report` is step 1's, extended.
+AdmitOutcome verify_admission(AuthenticatedAdmission admission, AdmissionReport report,
+                              const VerifyOptions& options = {});
+
+// Both steps: read_admission(), then, if it authenticated, verify_admission().
 AdmitOutcome admit(const std::string& path, const std::string& expected_sha256,
                    const VerifyOptions& options = {});
 

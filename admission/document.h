@@ -14,7 +14,8 @@
 #include <string_view>
 #include <vector>
 
-#include "containment/dimension.h"
+#include "core/dimension.h"
+#include "core/mechanism_kind.h"
 #include "core/result.h"
 #include "fingerprint/source.h"
 
@@ -89,13 +90,11 @@ struct Limits {
   uint64_t receipt_max_bytes = 1 * kMiBytes;
 };
 
-enum class MechanismChoice { kAuto, kBwrap, kPodman };
-std::string_view mechanism_choice_name(MechanismChoice m);
 
 struct Containment {
   DimensionSet required = DimensionSet::all();
   std::string network = "none";  // the only value v1 accepts
-  MechanismChoice mechanism = MechanismChoice::kAuto;
+  MechanismChoice mechanism;  // nullopt: "auto"
 };
 
 struct Reference {

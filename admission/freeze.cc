@@ -12,10 +12,11 @@
 #include <filesystem>
 #include <set>
 
-#include "core/strict_json.h"
 #include "admission/verify.h"
 #include "core/atomic_write.h"
 #include "core/bounded_file.h"
+#include "core/strict_json.h"
+#include "core/temp_dir.h"
 #include "fingerprint/file_hash.h"
 #include "fingerprint/image.h"
 #include "fingerprint/sha256.h"
@@ -62,22 +63,6 @@ Result<std::string> real_path(const std::string& path, const char* what) {
   return p.string();
 }
 
-// A private temporary directory, removed with its contents when the holder goes away.
-struct TempExport {
-  std::string dir;
-  TempExport() {
-    const char* base = ::getenv("TMPDIR");
-    std::string tmpl = fmt::format("{}/sealrun-freeze-XXXXXX", base && *base ? base : "/tmp");
-    if (::mkdtemp(tmpl.data()) != nullptr) dir = tmpl;
-  }
-  ~TempExport() {
-    std::error_code ec;
-    if (!dir.empty()) std::filesystem::remove_all(dir, ec);
-  }
-  TempExport(const TempExport&) = delete;
-  TempExport& operator=(const TempExport&) = delete;
-};
-
 std::string string_or(const json& obj, const char* key, const std::string& fallback) {
   if (obj.is_object() && obj.contains(key) && obj[key].is_string())
     return obj[key].get<std::string>();
@@ -110,9 +95,8 @@ Result<json> source_pins(const std::string& given_path, std::string kind) {
     auto id = SEALRUN_TRY_CTX(read_git_identity(path, "HEAD"), "source " + path);
     src["commit"] = id.commit;
     src["tree"] = id.tree;
-    TempExport tmp;
-    if (tmp.dir.empty()) return Error::from_errno("mkdtemp for the source export");
-    std::string dest = tmp.dir + "/src";
+    auto tmp = SEALRUN_TRY_CTX(ScopedTempDir::create("sealrun-freeze"), "the source export");
+    std::string dest = tmp.path() + "/src";
     SEALRUN_TRY_CTX(export_git_commit(path, id.commit, id.tree, dest),
                     "export of " + id.commit + " from " + path);
     manifest = SEALRUN_TRY_CTX(build_manifest(dest), "manifest of commit " + id.commit);

@@ -416,14 +416,13 @@ class Parser {
       std::string m;
       if (string(v["mechanism"], "containment.mechanism", &m)) {
         if (m == "auto")
-          out->mechanism = MechanismChoice::kAuto;
-        else if (m == "bwrap")
-          out->mechanism = MechanismChoice::kBwrap;
-        else if (m == "podman")
-          out->mechanism = MechanismChoice::kPodman;
+          out->mechanism = std::nullopt;
+        else if (auto kind = parse_mechanism_kind(m))
+          out->mechanism = *kind;
         else
           error("containment.mechanism",
-                fmt::format("expected \"auto\", \"bwrap\" or \"podman\", got \"{}\"", m));
+                fmt::format("expected \"auto\" or one of {}, got \"{}\"",
+                            mechanism_kind_names(), m));
       }
     }
   }
@@ -505,18 +504,6 @@ std::string_view source_kind_name(SourceKind kind) {
       return "bundle";
     case SourceKind::kTree:
       return "tree";
-  }
-  return "?";
-}
-
-std::string_view mechanism_choice_name(MechanismChoice m) {
-  switch (m) {
-    case MechanismChoice::kAuto:
-      return "auto";
-    case MechanismChoice::kBwrap:
-      return "bwrap";
-    case MechanismChoice::kPodman:
-      return "podman";
   }
   return "?";
 }

@@ -74,7 +74,7 @@ struct Scratch {
   }
 };
 
-void run_plain(const podman::JobUser& user, const podman::StorageLayout& layout,
+void run_plain(const JobUser& user, const podman::StorageLayout& layout,
                std::vector<std::string> argv) {
   auto c = must(run_capture(podman::as_job_user(user, layout, std::move(argv)), 120000), "run");
   if (!c.status.success()) die("plain command failed: " + c.err);
@@ -105,7 +105,7 @@ int main(int argc, char** argv) {
   std::string archive = fixtures + "/busybox.oci.tar";
   std::string image_id = read_first_line(fixtures + "/busybox.image-id");
   Scratch scratch;
-  auto user = must(podman::resolve_job_user(), "job user");
+  auto user = must(podman::resolve_job_user(kDefaultJobUser), "job user");
   std::string bwrap = must(find_program("bwrap"), "bwrap");
 
   auto podman_mech = make_podman_mechanism();

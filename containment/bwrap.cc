@@ -14,12 +14,11 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include <fstream>
-#include <sstream>
 
 #include "containment/bwrap_launch.h"
 #include "containment/grant.h"
 #include "containment/resgroup/resource_group.h"
+#include "core/process_ref.h"
 #include "core/syscall.h"
 
 namespace sealrun {
@@ -27,20 +26,6 @@ namespace sealrun {
 using bwrap_internal::Launched;
 
 namespace {
-
-bool pidfd_exited(int pidfd, int64_t timeout_ms) {
-  if (pidfd < 0) return true;
-  int64_t deadline = monotonic_ms() + timeout_ms;
-  for (;;) {
-    struct pollfd p {
-      pidfd, POLLIN, 0
-    };
-    int64_t left = std::max<int64_t>(0, deadline - monotonic_ms());
-    int rc = ::poll(&p, 1, static_cast<int>(left));
-    if (rc < 0 && errno == EINTR) continue;
-    return rc > 0;
-  }
-}
 
 class BwrapJob : public ContainedJob {
  public:
@@ -73,9 +58,9 @@ class BwrapJob : public ContainedJob {
     if (!bwrap_status_) bwrap_status_ = SEALRUN_TRY(l_.bwrap.wait());
     bwrap_internal::drain_status(l_);
     // Nothing may outlive the job: the sandbox's PID 1 must be gone too.
-    if (!pidfd_exited(l_.sandbox_pidfd.get(), 2000)) {
+    if (!pidfd_exited_within(l_.sandbox_pidfd.get(), 2000)) {
       bwrap_internal::pidfd_kill(l_.sandbox_pidfd.get());
-      if (!pidfd_exited(l_.sandbox_pidfd.get(), 5000))
+      if (!pidfd_exited_within(l_.sandbox_pidfd.get(), 5000))
         return Error::make(fmt::format("the sandbox's PID 1 ({}) survived bwrap", l_.sandbox_pid));
     }
     out.status = *bwrap_status_;
@@ -104,9 +89,9 @@ class BwrapJob : public ContainedJob {
         pidfd_send_signal_raw(owned.get(), SIGTERM);
       }
     }
-    if (grace_ms > 0 && pidfd_exited(l_.bwrap.pidfd(), grace_ms)) return ok_status();
+    if (grace_ms > 0 && pidfd_exited_within(l_.bwrap.pidfd(), grace_ms)) return ok_status();
     kill_all();
-    if (!pidfd_exited(l_.bwrap.pidfd(), 5000))
+    if (!pidfd_exited_within(l_.bwrap.pidfd(), 5000))
       return Error::make(fmt::format("bwrap ({}) did not exit after SIGKILL", l_.bwrap.pid()));
     return ok_status();
   }
@@ -117,7 +102,7 @@ class BwrapJob : public ContainedJob {
       kill_all();
       actions.push_back(fmt::format("bwrap {}: killed (cleanup before it had finished)", pid()));
     }
-    bool gone = pidfd_exited(l_.bwrap.pidfd(), 5000) && pidfd_exited(l_.sandbox_pidfd.get(), 5000);
+    bool gone = pidfd_exited_within(l_.bwrap.pidfd(), 5000) && pidfd_exited_within(l_.sandbox_pidfd.get(), 5000);
     actions.push_back(
         gone ? fmt::format("bwrap {} and sandbox PID 1 {}: gone", pid(), l_.sandbox_pid)
              : fmt::format("bwrap {} or sandbox PID 1 {}: STILL RUNNING", pid(), l_.sandbox_pid));
@@ -143,15 +128,15 @@ class BwrapJob : public ContainedJob {
 
 BwrapMechanism::BwrapMechanism(BwrapOptions options) : options_(std::move(options)) {}
 
-Result<std::unique_ptr<ContainedJob>> BwrapMechanism::spawn(const Grant& grant,
+MechanismProbe BwrapMechanism::probe() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!last_probe_) last_probe_ = run_probe();
+  return *last_probe_;
+}
+
+Result<std::unique_ptr<ContainedJob>> BwrapMechanism::start(const Grant& grant,
                                                             resgroup::ResourceGroup* group,
                                                             const JobIo& io) {
-  if (!last_probe_) last_probe_ = probe();
-  // The group dimensions are only real if a group was handed in.
-  GroupCapabilities groups;
-  groups.memory = group != nullptr;
-  groups.process_count = group != nullptr;
-  SEALRUN_TRY(recheck_grant(grant, *last_probe_, groups));
   auto bwrap = SEALRUN_TRY(bwrap_internal::resolve_bwrap(options_));
   auto run_as = SEALRUN_TRY(bwrap_internal::resolve_run_as(options_));
   auto launched = SEALRUN_TRY_CTX(
@@ -159,6 +144,12 @@ Result<std::unique_ptr<ContainedJob>> BwrapMechanism::spawn(const Grant& grant,
       fmt::format("start run \"{}\" under bwrap", grant.spec.run_id));
   return std::unique_ptr<ContainedJob>(std::make_unique<BwrapJob>(
       std::move(launched), grant.spec.wall_clock_ms, grant.spec.stop_grace_ms));
+}
+
+std::vector<SweepStep> BwrapMechanism::sweep_leftovers(const LeftoverRun&) {
+  // bwrap keeps no state outside the run's owned root, and its processes die with their parent
+  // (--die-with-parent, and the pid namespace's PID 1 takes the rest): nothing of its own to find.
+  return {};
 }
 
 std::unique_ptr<Mechanism> make_bwrap_mechanism(BwrapOptions options) {

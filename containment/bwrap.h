@@ -6,10 +6,12 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 
 #include "containment/mechanism.h"
+#include "core/job_user.h"
 
 namespace sealrun {
 
@@ -17,8 +19,9 @@ struct BwrapOptions {
   // The bwrap binary; empty: look "bwrap" up on PATH. A path that does not exist makes the
   // mechanism unavailable (ACCEPTANCE 22 uses that).
   std::string bwrap_path;
-  // The unprivileged user to run as when the controller is root; empty: job_user_name().
-  std::string job_user;
+  // The unprivileged user to run as when the controller is root (the controller passes the
+  // configured name in).
+  std::string job_user = kDefaultJobUser;
   // Where the probe reads the user-namespace switches (user/max_user_namespaces,
   // kernel/unprivileged_userns_clone); a seam for tests.
   std::string proc_sys = "/proc/sys";
@@ -29,15 +32,20 @@ struct BwrapOptions {
 class BwrapMechanism : public Mechanism {
  public:
   explicit BwrapMechanism(BwrapOptions options);
-  std::string_view name() const override { return "bwrap"; }
+  MechanismKind kind() const override { return MechanismKind::kBwrap; }
   // Finds bwrap, reads its version, checks user namespaces, then starts a throwaway sandbox and
-  // reads back what it really got. The result is cached for spawn()'s re-check.
+  // reads back what it really got. Run once per mechanism object; later calls return that result.
   MechanismProbe probe() override;
-  Result<std::unique_ptr<ContainedJob>> spawn(const Grant& grant, resgroup::ResourceGroup* group,
+  std::vector<SweepStep> sweep_leftovers(const LeftoverRun& run) override;
+
+ protected:
+  Result<std::unique_ptr<ContainedJob>> start(const Grant& grant, resgroup::ResourceGroup* group,
                                               const JobIo& io) override;
 
  private:
+  MechanismProbe run_probe();
   BwrapOptions options_;
+  std::mutex mu_;
   std::optional<MechanismProbe> last_probe_;
 };
 

@@ -112,8 +112,7 @@ Result<std::string> resolve_bwrap(const BwrapOptions& options) {
 
 Result<std::optional<JobUser>> resolve_run_as(const BwrapOptions& options) {
   if (::geteuid() != 0) return std::optional<JobUser>{};
-  auto user =
-      SEALRUN_TRY(lookup_job_user(options.job_user.empty() ? job_user_name() : options.job_user));
+  auto user = SEALRUN_TRY(lookup_job_user(options.job_user));
   return std::optional<JobUser>(std::move(user));
 }
 

@@ -10,7 +10,7 @@
 
 #include "containment/bwrap.h"
 #include "containment/grant.h"
-#include "containment/job_user.h"
+#include "core/job_user.h"
 #include "core/process.h"
 #include "core/unique_fd.h"
 

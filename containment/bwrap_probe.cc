@@ -1,4 +1,4 @@
-// BwrapMechanism::probe(): what bubblewrap can enforce on this host, found by trying. It finds the
+// BwrapMechanism::run_probe(): what bubblewrap can enforce on this host, found by trying. It finds the
 // binary and its version, checks that unprivileged user namespaces are allowed, then starts a
 // throwaway sandbox exactly as a job would be started (same argv builder, same user, same seccomp
 // policy) running /bin/sh, and reads back from inside: its namespaces (compared with ours), the
@@ -71,7 +71,7 @@ void set(MechanismProbe& p, Dimension d, bool ok, std::string why) {
 
 }  // namespace
 
-MechanismProbe BwrapMechanism::probe() {
+MechanismProbe BwrapMechanism::run_probe() {
   MechanismProbe p;
   p.name = "bwrap";
   auto unavailable = [&](std::string why) {
@@ -79,7 +79,6 @@ MechanismProbe BwrapMechanism::probe() {
     p.unavailable_reason = std::move(why);
     for (auto d : DimensionSet::all().list())
       set(p, d, false, "bwrap unavailable: " + p.unavailable_reason);
-    last_probe_ = p;
     return p;
   };
 
@@ -189,7 +188,6 @@ MechanismProbe BwrapMechanism::probe() {
   set(p, Dimension::kCapabilities, caps_ok,
       caps_ok ? "CapPrm/CapEff/CapBnd/CapAmb 0 and NoNewPrivs 1 read back inside the test sandbox"
               : "inside the test sandbox: " + sec.problems());
-  last_probe_ = p;
   return p;
 }
 

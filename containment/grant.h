@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "containment/dimension.h"
+#include "core/dimension.h"
 #include "containment/mechanism.h"
 #include "containment/spec.h"
 #include "core/result.h"

@@ -15,9 +15,10 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
-#include "containment/resgroup/cgroupfs_io.h"
 #include "core/atomic_write.h"
 #include "core/bounded_file.h"
+#include "core/proc.h"
+#include "core/run_id.h"
 #include "core/strict_json.h"
 #include "core/syscall.h"
 
@@ -71,10 +72,10 @@ Result<T> field(const nlohmann::json& j, const char* key) {
 
 }  // namespace
 
-Result<std::string> own_process_start() { return resgroup::process_starttime("/proc", ::getpid()); }
+Result<std::string> own_process_start() { return own_starttime(); }
 
 bool controller_alive(const GrantRecord& record, const std::string& proc_root) {
-  return resgroup::process_alive(proc_root, record.controller_pid, record.controller_start);
+  return process_is_alive(record.controller_pid, record.controller_start, proc_root);
 }
 
 std::string grant_record_to_json(const GrantRecord& r) {
@@ -88,8 +89,7 @@ std::string grant_record_to_json(const GrantRecord& r) {
       {"job_user", r.job_user},
       {"job_pid", r.job_pid},
       {"job_start", r.job_start},
-      {"container_name", r.container_name},
-      {"podman_root", r.podman_root},
+      {"mechanism_locators", r.mechanism_locators},
       {"group_backend", r.group_backend},
       {"group_locators", r.group_locators},
       {"owned_root", r.owned_root},
@@ -107,7 +107,7 @@ Result<GrantRecord> grant_record_from_json(std::string_view text) {
     return Error::make(fmt::format("schema is '{}', expected '{}'", schema, kSchema));
   GrantRecord r;
   r.id = SEALRUN_TRY(field<std::string>(j, "id"));
-  if (!resgroup::valid_run_id(r.id)) return Error::make(fmt::format("id '{}' is not valid", r.id));
+  if (!is_valid_run_id(r.id)) return Error::make(fmt::format("id '{}' is not valid", r.id));
   r.owner_uid = static_cast<uid_t>(SEALRUN_TRY(field<int64_t>(j, "owner_uid")));
   r.controller_pid = static_cast<pid_t>(SEALRUN_TRY(field<int64_t>(j, "controller_pid")));
   r.controller_start = SEALRUN_TRY(field<std::string>(j, "controller_start"));
@@ -117,14 +117,34 @@ Result<GrantRecord> grant_record_from_json(std::string_view text) {
   // Added after the first records were written: optional, so that a sweep by a newer sealrun can
   // still read an older controller's record (it then falls back to weaker checks).
   if (j.contains("job_start")) r.job_start = SEALRUN_TRY(field<std::string>(j, "job_start"));
-  r.container_name = SEALRUN_TRY(field<std::string>(j, "container_name"));
-  r.podman_root = SEALRUN_TRY(field<std::string>(j, "podman_root"));
+  if (j.contains("mechanism_locators")) {
+    const auto& m = j["mechanism_locators"];
+    if (!m.is_object()) return Error::make("field 'mechanism_locators' is not an object");
+    for (auto it = m.begin(); it != m.end(); ++it) {
+      if (!it.value().is_string())
+        return Error::make(fmt::format("mechanism_locators.{} is not a string", it.key()));
+      r.mechanism_locators[it.key()] = it.value().get<std::string>();
+    }
+  }
+  // Records of controllers older than the mechanism registry spelled podman's locators as
+  // top-level fields; read them into the same place (empty strings meant "none").
+  for (const char* key : {"container_name", "podman_root"}) {
+    if (!j.contains(key)) continue;
+    std::string v = SEALRUN_TRY(field<std::string>(j, key));
+    if (!v.empty()) r.mechanism_locators.emplace(key, v);
+  }
   r.group_backend = SEALRUN_TRY(field<std::string>(j, "group_backend"));
   r.group_locators = SEALRUN_TRY(field<std::vector<std::string>>(j, "group_locators"));
   r.owned_root = SEALRUN_TRY(field<std::string>(j, "owned_root"));
   r.created_at = SEALRUN_TRY(field<std::string>(j, "created_at"));
   if (r.controller_pid <= 0) return Error::make("controller_pid must be positive");
   return r;
+}
+
+bool GrantJournal::has_record(const std::string& state_dir, const std::string& id) {
+  if (!is_valid_run_id(id)) return false;
+  struct stat st {};
+  return ::lstat(fmt::format("{}/grants/{}", state_dir, record_file(id)).c_str(), &st) == 0;
 }
 
 Result<GrantJournal> GrantJournal::open(const std::string& state_dir) {
@@ -152,7 +172,7 @@ Result<GrantJournal> GrantJournal::open(const std::string& state_dir) {
 }
 
 Status GrantJournal::record(const GrantRecord& record) {
-  if (!resgroup::valid_run_id(record.id))
+  if (!is_valid_run_id(record.id))
     return Error::make(
         fmt::format("grant journal: run id '{}' is not usable as a record name", record.id));
   auto lock = SEALRUN_TRY_CTX(JournalLock::take(dirfd_.get(), dir_, true), "grant journal");
@@ -161,7 +181,7 @@ Status GrantJournal::record(const GrantRecord& record) {
 }
 
 Status GrantJournal::forget(const std::string& id) {
-  if (!resgroup::valid_run_id(id))
+  if (!is_valid_run_id(id))
     return Error::make(fmt::format("grant journal: run id '{}' is not a record name", id));
   auto lock = SEALRUN_TRY_CTX(JournalLock::take(dirfd_.get(), dir_, true), "grant journal");
   if (::unlinkat(dirfd_.get(), record_file(id).c_str(), 0) != 0 && errno != ENOENT)

@@ -8,6 +8,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -27,8 +28,9 @@ struct GrantRecord {
   pid_t job_pid = 0;             // outermost spawned process
   std::string job_start;         // its /proc/<pid>/stat starttime; empty in a record written
                                  // before the job started (or by a controller older than it)
-  std::string container_name;    // podman: the container name (also labelled with the id)
-  std::string podman_root;       // podman: graph root of its per-run storage
+  // What the mechanism needs to find its leftovers (Mechanism::journal_locators(), e.g. podman's
+  // container name and storage root); read back by its sweep_leftovers().
+  std::map<std::string, std::string> mechanism_locators;
   std::string group_backend;     // resgroup::backend_name()
   std::vector<std::string> group_locators;
   std::string owned_root;
@@ -56,6 +58,8 @@ class GrantJournal {
  public:
   // Opens (creating if needed) <state_dir>/grants with mode 0700.
   static Result<GrantJournal> open(const std::string& state_dir);
+  // Whether <state_dir>/grants holds a record for run `id` (without creating anything).
+  static bool has_record(const std::string& state_dir, const std::string& id);
   Status record(const GrantRecord& record);  // atomic write + fsync, under the lock
   Status forget(const std::string& id);      // removes the record once cleanup is confirmed
   Result<std::vector<JournalEntry>> list();  // every record, corrupt ones reported, not skipped

@@ -1,18 +1,28 @@
-// A containment mechanism (bubblewrap, rootless podman, or a fake in tests): it says what it can
-// enforce here, found by trying, and starts a job under a grant. Mechanisms are ranked strongest
-// first by the caller; acquire_grant() picks the strongest available one.
+// A containment mechanism (bubblewrap, rootless podman, or a fake in tests) and its lifecycle
+// verbs, each owned end to end by the mechanism, in the spirit of nsjail's one file per concern
+// with shared verbs:
+//   probe()            what it can enforce here, found by trying (cached after the first call);
+//   spawn()            start a job under a grant — non-virtual: the common grant re-check
+//                      (recheck_grant) always runs first, then the mechanism's own start();
+//   ContainedJob       wait (with the wall-clock limit), stop (TERM, grace, KILL), cleanup;
+//   journal_locators() what `sweep` needs to find the run's leftovers, recorded before spawn;
+//   sweep_leftovers()  remove what a killed controller left, from those recorded locators.
+// The controller and `sweep` never name a mechanism: they go through mechanism_registry.h.
 #pragma once
 
 #include <sys/types.h>
 
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include "containment/dimension.h"
+#include "core/dimension.h"
+#include "core/mechanism_kind.h"
 #include "core/process.h"
 #include "core/result.h"
+#include "core/sweep_step.h"
 
 namespace sealrun {
 
@@ -20,6 +30,7 @@ namespace resgroup {
 class ResourceGroup;
 }
 struct Grant;
+struct ContainmentSpec;
 
 struct DimensionCheck {
   Dimension dimension;
@@ -30,7 +41,7 @@ struct DimensionCheck {
 struct MechanismProbe {
   std::string name;
   bool available = false;
-  std::string path;     // the binary used
+  std::string path;  // the binary used
   std::string version;
   std::string unavailable_reason;
   std::vector<DimensionCheck> dimensions;
@@ -49,11 +60,12 @@ struct JobExit {
   bool timed_out = false;  // stopped at the wall-clock limit (TERM, grace, KILL)
 };
 
-// A running contained job. Destroying it without finish() kills and cleans up.
+// A running contained job. Destroying it without cleanup() kills and cleans up.
 class ContainedJob {
  public:
   virtual ~ContainedJob() = default;
-  virtual pid_t pid() const = 0;               // the outermost process sealrun spawned
+  virtual pid_t pid() const = 0;  // the outermost process sealrun spawned
+  // The mechanism's own name for the job, where it has one (podman: the container id).
   virtual std::string container_id() const { return {}; }
   // Waits for the job; at the grant's wall-clock limit it is stopped (TERM, grace, KILL).
   virtual Result<JobExit> wait() = 0;
@@ -63,14 +75,37 @@ class ContainedJob {
   virtual Result<std::vector<std::string>> cleanup() = 0;
 };
 
+// What a grant record says about one run, as far as a mechanism's sweep needs it.
+struct LeftoverRun {
+  std::string run_id;
+  std::string owned_root;
+  std::string job_user;  // the configured job user's name when the controller was root, else ""
+  std::map<std::string, std::string> locators;  // journal_locators() as recorded
+};
+
 class Mechanism {
  public:
   virtual ~Mechanism() = default;
-  virtual std::string_view name() const = 0;
-  // Must not throw; any failure means unavailable, with the reason.
+  virtual MechanismKind kind() const = 0;
+  // The name grants, records and receipts use: the kind's name (test fakes give their own).
+  virtual std::string_view name() const { return mechanism_kind_name(kind()); }
+  // Must not throw; any failure means unavailable, with the reason. Cached after the first call.
   virtual MechanismProbe probe() = 0;
-  // Starts the job under `grant`. `group` (may be null) receives the process before it runs.
-  virtual Result<std::unique_ptr<ContainedJob>> spawn(const Grant& grant,
+  // Starts the job under `grant`; `group` (may be null) receives the process before it runs. The
+  // grant is re-checked first against this mechanism's probe and the group actually handed in
+  // (recheck_grant: a stale, hand-made or widened grant, or an enforcing-mode shortfall, is
+  // refused), so no mechanism can skip it.
+  Result<std::unique_ptr<ContainedJob>> spawn(const Grant& grant, resgroup::ResourceGroup* group,
+                                              const JobIo& io);
+  // What `sweep` needs to find this run's leftovers if the controller is killed, written to the
+  // grant journal before spawn (e.g. podman: the container name and its storage root).
+  virtual std::map<std::string, std::string> journal_locators(const ContainmentSpec& spec) const;
+  // Removes what a killed run of this mechanism left, from its recorded locators, checking each
+  // against what this mechanism would itself derive for the run (never trusting a record blindly).
+  virtual std::vector<SweepStep> sweep_leftovers(const LeftoverRun& run) = 0;
+
+ protected:
+  virtual Result<std::unique_ptr<ContainedJob>> start(const Grant& grant,
                                                       resgroup::ResourceGroup* group,
                                                       const JobIo& io) = 0;
 };

@@ -25,6 +25,7 @@
 #include "containment/podman_storage.h"
 #include "containment/resgroup/resource_group.h"
 #include "core/bounded_file.h"
+#include "core/process_ref.h"
 #include "core/syscall.h"
 
 namespace sealrun {
@@ -32,23 +33,7 @@ namespace sealrun {
 namespace {
 
 using podman::HostFacts;
-using podman::JobUser;
 using podman::StorageLayout;
-
-// Polls a pidfd for exit without reaping (safe alongside a wait() in another thread).
-bool exited_within(int pidfd, int64_t timeout_ms) {
-  int64_t deadline = monotonic_ms() + timeout_ms;
-  for (;;) {
-    struct pollfd p {
-      pidfd, POLLIN, 0
-    };
-    int64_t left = std::max<int64_t>(0, deadline - monotonic_ms());
-    int rc = ::poll(&p, 1, static_cast<int>(std::min<int64_t>(left, 1 << 30)));
-    if (rc > 0) return true;
-    if (rc == 0) return false;
-    if (errno != EINTR) return false;
-  }
-}
 
 std::string join(const std::vector<std::string>& v, const char* sep) {
   std::string out;
@@ -92,7 +77,7 @@ class PodmanJob final : public ContainedJob {
 
   Result<JobExit> wait() override {
     JobExit exit;
-    if (!exited_within(child_.pidfd(), std::max<int64_t>(0, deadline_ms_ - monotonic_ms()))) {
+    if (!pidfd_exited_within(child_.pidfd(), std::max<int64_t>(0, deadline_ms_ - monotonic_ms()))) {
       exit.timed_out = true;
       SEALRUN_TRY_CTX(stop(grace_ms_), fmt::format("stop container {} at its wall-clock limit",
                                                    podman::container_name(run_id_)));
@@ -103,16 +88,16 @@ class PodmanJob final : public ContainedJob {
   }
 
   Status stop(int64_t grace_ms) override {
-    if (exited_within(child_.pidfd(), 0)) return ok_status();
+    if (pidfd_exited_within(child_.pidfd(), 0)) return ok_status();
     // podman kill reaches the container's PID 1 through the runtime; if the container does not
     // exist yet (still being created), the podman process forwards TERM itself (--sig-proxy).
     if (!kill_container("TERM")) (void)child_.signal(SIGTERM);
-    if (exited_within(child_.pidfd(), grace_ms)) return ok_status();
+    if (pidfd_exited_within(child_.pidfd(), grace_ms)) return ok_status();
     (void)kill_container("KILL");
-    if (exited_within(child_.pidfd(), 10 * 1000)) return ok_status();
+    if (pidfd_exited_within(child_.pidfd(), 10 * 1000)) return ok_status();
     // podman itself hangs: kill it; cleanup's `podman rm -f` ends a container it left running.
     (void)child_.signal(SIGKILL);
-    if (exited_within(child_.pidfd(), 5 * 1000)) return ok_status();
+    if (pidfd_exited_within(child_.pidfd(), 5 * 1000)) return ok_status();
     return Error::make(fmt::format("podman run (pid {}) did not exit after KILL", child_.pid()));
   }
 
@@ -177,7 +162,7 @@ class PodmanMechanism final : public Mechanism {
  public:
   explicit PodmanMechanism(PodmanOptions options) : options_(std::move(options)) {}
 
-  std::string_view name() const override { return "podman"; }
+  MechanismKind kind() const override { return MechanismKind::kPodman; }
 
   MechanismProbe probe() override {
     std::lock_guard<std::mutex> lock(mu_);
@@ -194,15 +179,30 @@ class PodmanMechanism final : public Mechanism {
     return outcome_->probe;
   }
 
-  Result<std::unique_ptr<ContainedJob>> spawn(const Grant& grant, resgroup::ResourceGroup* group,
+  std::map<std::string, std::string> journal_locators(const ContainmentSpec& spec) const override {
+    // Where sweep finds the container and its storage if the controller is killed.
+    return {{"container_name", podman::container_name(spec.run_id)},
+            {"podman_root", podman::storage_layout(spec.owned_root).graph_root}};
+  }
+
+  std::vector<SweepStep> sweep_leftovers(const LeftoverRun& run) override;
+
+ protected:
+  Result<std::unique_ptr<ContainedJob>> start(const Grant& grant, resgroup::ResourceGroup* group,
                                               const JobIo& io) override {
     const ContainmentSpec& spec = grant.spec;
-    SEALRUN_TRY(check_grant(grant, group));
-    JobUser user = SEALRUN_TRY(podman::resolve_job_user());
+    // The common re-check (Mechanism::spawn) has run; what is podman's own: an image to run.
+    if (!grant.spec.image)
+      return Error::make("podman spawn: the spec names no image (a verified archive and id)");
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      facts_ = outcome_->facts;
+    }
+    JobUser user = SEALRUN_TRY(podman::resolve_job_user(options_.job_user));
     StorageLayout layout = podman::storage_layout(spec.owned_root);
     SEALRUN_TRY(podman::prepare_storage(layout, user));
     std::vector<std::string> actions;
-    auto job = start(grant, group, io, user, layout, actions);
+    auto job = start_in(grant, group, io, user, layout, actions);
     if (!job) {
       // Nothing may stay behind from a refused or failed start: no container, no storage.
       std::vector<std::string> undo;
@@ -214,32 +214,8 @@ class PodmanMechanism final : public Mechanism {
   }
 
  private:
-  // The spawn-time re-check: the grant must be this mechanism's, and claim nothing the probe did
-  // not see enforced here (memory and pids may come from the resource group instead).
-  Status check_grant(const Grant& grant, resgroup::ResourceGroup* group) {
-    SEALRUN_TRY_CTX(validate_spec(grant.spec), "podman spawn");
-    if (grant.mechanism != "podman")
-      return Error::make(
-          fmt::format("podman spawn: the grant is for mechanism \"{}\"", grant.mechanism));
-    if (!grant.spec.image)
-      return Error::make("podman spawn: the spec names no image (a verified archive and id)");
-    MechanismProbe p = probe();
-    if (!p.available)
-      return Error::make("podman spawn: podman unavailable: " + p.unavailable_reason);
-    DimensionSet from_group{Dimension::kMemory, Dimension::kProcessCount};
-    DimensionSet claimed = grant.enforced - (group != nullptr ? from_group : DimensionSet{});
-    DimensionSet beyond = claimed - p.enforceable();
-    if (!beyond.empty())
-      return Error::make(fmt::format(
-          "podman spawn: the grant claims {} enforced, which podman cannot enforce here{}",
-          beyond.joined(), group == nullptr ? " (and no resource group was given)" : ""));
-    std::lock_guard<std::mutex> lock(mu_);
-    facts_ = outcome_->facts;
-    return ok_status();
-  }
-
-  Result<std::unique_ptr<ContainedJob>> start(const Grant& grant, resgroup::ResourceGroup* group,
-                                              const JobIo& io, const JobUser& user,
+  Result<std::unique_ptr<ContainedJob>> start_in(const Grant& grant, resgroup::ResourceGroup* group,
+                                                 const JobIo& io, const JobUser& user,
                                               const StorageLayout& layout,
                                               std::vector<std::string>& actions) {
     const ContainmentSpec& spec = grant.spec;
@@ -298,7 +274,8 @@ class PodmanMechanism final : public Mechanism {
 }  // namespace
 
 Result<std::vector<std::string>> podman::sweep_podman_storage(const std::string& owned_root,
-                                                              const std::string& run_id) {
+                                                              const std::string& run_id,
+                                                              const std::string& job_user) {
   StorageLayout layout = podman::storage_layout(owned_root);
   std::vector<std::string> actions;
   std::error_code ec;
@@ -306,7 +283,7 @@ Result<std::vector<std::string>> podman::sweep_podman_storage(const std::string&
     actions.push_back(fmt::format("podman storage {}: none", layout.base));
     return actions;
   }
-  JobUser user = SEALRUN_TRY(podman::resolve_job_user());
+  JobUser user = SEALRUN_TRY(podman::resolve_job_user(job_user.empty() ? kDefaultJobUser : job_user));
   HostFacts facts = SEALRUN_TRY(podman::basic_host_facts(PodmanOptions{}));
   // The link is gone if the storage was half removed; podman needs it (or recreates a directory).
   struct stat st {};
@@ -320,6 +297,40 @@ Result<std::vector<std::string>> podman::sweep_podman_storage(const std::string&
                                      rm.error().message()));
   SEALRUN_TRY(podman::remove_storage(layout, user, facts, actions));
   return actions;
+}
+
+std::vector<SweepStep> PodmanMechanism::sweep_leftovers(const LeftoverRun& run) {
+  if (run.locators.empty()) return {};  // recorded before podman was given anything to make
+  auto get = [&](const char* key) {
+    auto it = run.locators.find(key);
+    return it == run.locators.end() ? std::string() : it->second;
+  };
+  std::string name = get("container_name");
+  SweepStep s{fmt::format("podman container {}", name.empty() ? podman::container_name(run.run_id) : name), "", false};
+  if (run.owned_root.empty()) {
+    s.outcome = "refused: the record names no owned root to find its podman storage";
+    s.left = true;
+    return {s};
+  }
+  // Re-derived from the owned root and the run id; a record pointing podman elsewhere is refused.
+  auto layout = podman::storage_layout(run.owned_root);
+  if (get("podman_root") != layout.graph_root || name != podman::container_name(run.run_id)) {
+    s.outcome = fmt::format("refused: recorded storage {} / name {} are not this run's ({} / {})",
+                            get("podman_root"), name, layout.graph_root,
+                            podman::container_name(run.run_id));
+    s.left = true;
+    return {s};
+  }
+  // The container (podman rm -f), the rootless pause process, the storage and its runroot link.
+  auto actions = podman::sweep_podman_storage(run.owned_root, run.run_id, run.job_user);
+  if (!actions) {
+    s.outcome = "podman sweep failed: " + actions.error().message();
+    s.left = true;
+    return {s};
+  }
+  for (const auto& a : *actions) s.outcome += (s.outcome.empty() ? "" : "; ") + a;
+  if (s.outcome.empty()) s.outcome = "nothing of podman's was left";
+  return {s};
 }
 
 std::unique_ptr<Mechanism> make_podman_mechanism(PodmanOptions options) {

@@ -20,11 +20,15 @@
 
 #include "containment/mechanism.h"
 #include "containment/podman_argv.h"
+#include "core/job_user.h"
 
 namespace sealrun {
 
 struct PodmanOptions {
   std::string podman_path;  // empty: found on PATH
+  // The unprivileged user podman runs as when the controller is root (the controller passes the
+  // configured name in).
+  std::string job_user = kDefaultJobUser;
   // The probe builds a throwaway busybox image here (a directory the job user can traverse);
   // empty: /var/tmp. Its working directory is removed afterwards.
   std::string probe_dir;
@@ -40,7 +44,8 @@ namespace podman {
 // container (`podman rm -f` by name), kills the rootless pause process, removes the storage and
 // the short runroot link. Each action is reported; an absent storage is reported, not an error.
 Result<std::vector<std::string>> sweep_podman_storage(const std::string& owned_root,
-                                                      const std::string& run_id);
+                                                      const std::string& run_id,
+                                                      const std::string& job_user);
 
 // The probe's verdicts, separated from running it so the parsing is unit-tested: `status` is the
 // throwaway container's /proc/self/status, `checks` its "name=value" lines from the probe script.

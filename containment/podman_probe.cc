@@ -262,7 +262,7 @@ ProbeOutcome run_probe(const PodmanOptions& o) {
   if (!facts) return fail(facts.error().message() + " (install podman and runc)");
   out.facts = *facts;
   p.path = out.facts.podman_path;
-  auto user = resolve_job_user();
+  auto user = resolve_job_user(o.job_user);
   if (!user) return fail(user.error().message());
   if (::access(o.busybox_path.c_str(), R_OK) != 0)
     return fail(

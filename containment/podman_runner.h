@@ -1,5 +1,5 @@
-// Who runs podman and how: rootless podman must run as the unprivileged job user (SEALRUN_JOB_USER,
-// default "sealrun") when the controller is root, and as the caller otherwise, always with a
+// Who runs podman and how: rootless podman must run as the unprivileged job user (a name the
+// controller passes in) when the controller is root, and as the caller otherwise, always with a
 // cleared environment (podman_environment()). This file owns that identity and the one helper that
 // runs a podman subcommand to completion with bounded output and a timeout.
 #pragma once
@@ -10,20 +10,15 @@
 #include <vector>
 
 #include "containment/podman_argv.h"
+#include "core/job_user.h"
 #include "core/process.h"
 #include "core/result.h"
 
 namespace sealrun::podman {
 
-struct JobUser {
-  std::string name;
-  uid_t uid = 0;
-  gid_t gid = 0;
-  bool drop = false;  // true when the controller is root and must setuid/setgid before exec
-};
-
-// Root: getpwnam(SEALRUN_JOB_USER or "sealrun"); otherwise the caller itself.
-Result<JobUser> resolve_job_user();
+// Who runs podman: the named job user when the controller is root (setuid before exec), else the
+// caller itself.
+Result<JobUser> resolve_job_user(const std::string& configured_name);
 
 // Spawn options for `argv` as the job user with podman's cleared environment.
 SpawnOptions as_job_user(const JobUser& user, const StorageLayout& layout,

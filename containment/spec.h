@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-#include "containment/dimension.h"
+#include "core/dimension.h"
 #include "core/result.h"
 
 namespace sealrun {

@@ -13,6 +13,7 @@
 #include "controller/exit_codes.h"
 #include "controller/output.h"
 #include "controller/receipt_review.h"
+#include "controller/host_config.h"
 #include "controller/run_pipeline.h"
 #include "core/bounded_file.h"
 #include "core/process.h"
@@ -100,7 +101,7 @@ void register_demo(CLI::App& app, int* exit_code) {
     req.state_dir = out_dir + "/state";
     fmt::print("2/3 run {} contained (state in {})\n", req.id, req.state_dir);
     std::fflush(stdout);
-    run::RunOutcome o = run::run_pipeline(req);
+    run::RunOutcome o = run::run_pipeline(req, run::default_pipeline_deps(mechanism_context()));
     if (!o.message.empty()) print_error("demo", o.message);
     fmt::print("3/3 receipt\n");
     // Summarise the receipt as written, which is what an auditor will read; only when it could

@@ -1,5 +1,5 @@
-// `sealrun probe [--json]`: what this host can enforce. For each containment mechanism (strongest
-// first: bwrap, then rootless podman) it reports presence, version and, per dimension, whether it
+// `sealrun probe [--json]`: what this host can enforce. For each containment mechanism the
+// registry knows it reports presence, version and, per dimension, whether it
 // is enforceable here and why — every verdict comes from the mechanism's own probe, which starts a
 // throwaway sandbox and reads back what it got. Then the resource-group back ends and the cgroup
 // mode sealrun would use. Exit 0 means the probe ran (not that everything is available).
@@ -11,21 +11,20 @@
 #include <string>
 #include <vector>
 
-#include "containment/bwrap.h"
-#include "containment/podman.h"
+#include "containment/mechanism_registry.h"
 #include "containment/resgroup/resource_group.h"
 #include "controller/commands.h"
 #include "controller/exit_codes.h"
+#include "controller/host_config.h"
 #include "controller/output.h"
 
 namespace sealrun::cli {
 namespace {
 
-// The mechanisms sealrun knows, strongest first (the order acquire_grant() is given).
-std::vector<std::unique_ptr<Mechanism>> all_mechanisms() {
+// Every mechanism sealrun knows (the registry's order).
+std::vector<std::unique_ptr<Mechanism>> every_mechanism() {
   std::vector<std::unique_ptr<Mechanism>> out;
-  out.push_back(make_bwrap_mechanism());
-  out.push_back(make_podman_mechanism());
+  for (MechanismKind kind : all_mechanisms()) out.push_back(make_mechanism(kind, mechanism_context()));
   return out;
 }
 
@@ -98,7 +97,7 @@ void register_probe(CLI::App& app, int* exit_code) {
   cmd->add_flag("--json", *json, "Print one JSON document instead of a table");
   cmd->callback([json, exit_code] {
     std::vector<MechanismProbe> probes;
-    for (auto& m : all_mechanisms()) probes.push_back(m->probe());
+    for (auto& m : every_mechanism()) probes.push_back(m->probe());
     auto backends = resgroup::probe_backends();
     if (*json) {
       nlohmann::json doc;

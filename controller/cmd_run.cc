@@ -5,6 +5,7 @@
 #include "controller/commands.h"
 #include "controller/exit_codes.h"
 #include "controller/output.h"
+#include "controller/host_config.h"
 #include "controller/run_pipeline.h"
 
 namespace sealrun::cli {
@@ -18,12 +19,15 @@ void register_run(CLI::App& app, int* exit_code) {
   auto req = std::make_shared<run::RunRequest>();
   auto mode = std::make_shared<std::string>("enforcing");
   auto json = std::make_shared<bool>(false);
+  auto mechanism = std::make_shared<std::string>("auto");
   cmd->add_option("ADMISSION", req->admission_path, "the admission document")->required();
   cmd->add_option("--sha256", req->sha256, "the SHA-256 the admission's exact bytes must have")
       ->required();
   cmd->add_option("--id", req->id, "a new run id ([A-Za-z0-9._-], at most 64)")->required();
-  cmd->add_option("--mechanism", req->mechanism, "auto | bwrap | podman")
-      ->check(CLI::IsMember({"auto", "bwrap", "podman"}))
+  std::vector<std::string> mechanisms = {"auto"};
+  for (MechanismKind k : kMechanismKinds) mechanisms.emplace_back(mechanism_kind_name(k));
+  cmd->add_option("--mechanism", *mechanism, "auto, or one of: " + mechanism_kind_names())
+      ->check(CLI::IsMember(mechanisms))
       ->capture_default_str();
   cmd->add_option("--mode", *mode, "enforcing (refuse a shortfall) | report-only (record it)")
       ->check(CLI::IsMember({"enforcing", "report-only"}))
@@ -33,7 +37,8 @@ void register_run(CLI::App& app, int* exit_code) {
   cmd->add_flag("--json", *json, "print the summary as JSON (the receipt path still last)");
   cmd->callback([=] {
     req->mode = *mode == "report-only" ? GrantMode::kReportOnly : GrantMode::kEnforcing;
-    run::RunOutcome o = run::run_pipeline(*req);
+    req->mechanism = parse_mechanism_kind(*mechanism);  // "auto": nullopt
+    run::RunOutcome o = run::run_pipeline(*req, run::default_pipeline_deps(mechanism_context()));
     if (!o.message.empty()) print_error("run", o.message);
     if (!o.receipt_path.empty()) {
       const auto& r = o.receipt;

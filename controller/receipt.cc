@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "controller/receipt_fields.h"
 #include "fingerprint/sha256.h"
 
 namespace sealrun::receipt {
@@ -48,14 +49,14 @@ std::string cut(const std::string& s, size_t max) {
 
 json to_json(const Receipt& r, const Detail& d, std::vector<std::string> truncated) {
   json doc;
-  doc["schema"] = kSchema;
-  doc["id"] = r.id;
-  doc["state"] = r.state;
-  doc["exit"] = r.exit;
-  doc["reason"] = cut(r.reason, d.string_bytes);
-  doc["admission_sha256"] = r.admission_sha256;
-  doc["started"] = r.started;
-  doc["finished"] = r.finished;
+  doc[field::kSchema] = kSchema;
+  doc[field::kId] = r.id;
+  doc[field::kState] = r.state;
+  doc[field::kExit] = r.exit;
+  doc[field::kReason] = cut(r.reason, d.string_bytes);
+  doc[field::kAdmissionSha256] = r.admission_sha256;
+  doc[field::kStarted] = r.started;
+  doc[field::kFinished] = r.finished;
 
   json verifications = json::array();
   for (const auto& v : r.verifications)
@@ -63,16 +64,16 @@ json to_json(const Receipt& r, const Detail& d, std::vector<std::string> truncat
                              {"expected", cut(v.expected, d.string_bytes)},
                              {"observed", cut(v.observed, d.string_bytes)},
                              {"result", v.pass ? "pass" : "fail"}});
-  doc["verifications"] = verifications;
+  doc[field::kVerifications] = verifications;
 
   if (r.grant) {
-    doc["grant"] = {
+    doc[field::kGrant] = {
         {"mechanism", r.grant->mechanism}, {"mode", r.grant->mode},
         {"enforced", r.grant->enforced},   {"degraded", r.grant->degraded},
         {"required", r.grant->required},   {"unenforced_required", r.grant->unenforced_required},
         {"tried", r.grant->tried}};
   } else {
-    doc["grant"] = nullptr;
+    doc[field::kGrant] = nullptr;
   }
 
   json commands = json::array();
@@ -89,7 +90,7 @@ json to_json(const Receipt& r, const Detail& d, std::vector<std::string> truncat
                         {"stdout", stream_json(c.stdout_record, d.tail_bytes)},
                         {"stderr", stream_json(c.stderr_record, d.tail_bytes)}});
   }
-  doc["commands"] = commands;
+  doc[field::kCommands] = commands;
 
   std::vector<Sample> samples = r.samples;
   uint64_t dropped = r.samples_dropped + census::decimate_samples(samples, d.samples);
@@ -99,10 +100,10 @@ json to_json(const Receipt& r, const Detail& d, std::vector<std::string> truncat
                            {"owned_bytes", s.owned_bytes},
                            {"result_bytes", s.result_bytes},
                            {"free_bytes", s.free_bytes}});
-  doc["samples"] = sample_list;
-  doc["samples_dropped"] = dropped;
+  doc[field::kSamples] = sample_list;
+  doc[field::kSamplesDropped] = dropped;
 
-  doc["guard"] = r.guard ? json{{"name", r.guard->name},
+  doc[field::kGuard] = r.guard ? json{{"name", r.guard->name},
                                 {"limit", r.guard->limit},
                                 {"observed", r.guard->observed},
                                 {"t_ms", r.guard->t_ms}}
@@ -116,7 +117,7 @@ json to_json(const Receipt& r, const Detail& d, std::vector<std::string> truncat
                         {"observed", opt_u64(l.observed)},
                         {"applied", l.applied},
                         {"note", cut(l.note, d.string_bytes)}});
-    doc["memory"] = {{"backend", r.memory->backend},
+    doc[field::kMemory] = {{"backend", r.memory->backend},
                      {"limits", limits},
                      {"peak_bytes", opt_u64(r.memory->peak_bytes)},
                      {"swap_used_bytes", opt_u64(r.memory->swap_used_bytes)},
@@ -126,7 +127,7 @@ json to_json(const Receipt& r, const Detail& d, std::vector<std::string> truncat
                        {"oom", r.memory->events_oom},
                        {"oom_kill", r.memory->events_oom_kill}}}};
   } else {
-    doc["memory"] = nullptr;
+    doc[field::kMemory] = nullptr;
   }
 
   json outputs = json::array();
@@ -135,32 +136,35 @@ json to_json(const Receipt& r, const Detail& d, std::vector<std::string> truncat
     outputs.push_back({{"path", cut(r.outputs[i].path, d.string_bytes)},
                        {"size", r.outputs[i].size},
                        {"sha256", r.outputs[i].sha256}});
-  doc["outputs"] = outputs;
+  doc[field::kOutputs] = outputs;
   if (kept < r.outputs.size()) {
     // The full list is still pinned: its digest over "path\0size\0sha256\n" lines.
     Sha256 all;
     for (const auto& o : r.outputs)
       all.update(o.path + '\0' + std::to_string(o.size) + '\0' + o.sha256 + '\n');
-    doc["outputs_total"] = r.outputs.size();
-    doc["outputs_list_sha256"] = all.finish_hex();
+    doc[field::kOutputsTotal] = r.outputs.size();
+    doc[field::kOutputsListSha256] = all.finish_hex();
     truncated.push_back("outputs: " + std::to_string(r.outputs.size() - kept) + " of " +
                         std::to_string(r.outputs.size()) + " not listed (see outputs_list_sha256)");
   }
 
-  doc["stop_confirmed"] = r.stop_confirmed;
+  doc[field::kStopConfirmed] = r.stop_confirmed;
   json cleanup = json::array();
   for (const auto& c : r.cleanup)
     cleanup.push_back({{"action", cut(c.action, d.string_bytes)},
                        {"result", c.ok ? "ok" : "failed"},
                        {"detail", cut(c.detail, d.string_bytes)}});
-  doc["cleanup"] = cleanup;
+  doc[field::kCleanup] = cleanup;
+  json notes = json::array();
+  for (const auto& n : r.notes) notes.push_back(cut(n, d.string_bytes));
+  doc[field::kNotes] = notes;
   if (d.cut != nullptr) truncated.emplace_back(d.cut);
-  doc["truncated"] = truncated;
+  doc[field::kTruncated] = truncated;
   return doc;
 }
 
 std::string finish(json doc) {
-  doc["digest"] = {{"algorithm", "sha256"}, {"value", sha256_hex(digest_payload(doc))}};
+  doc[field::kDigest] = {{"algorithm", "sha256"}, {"value", sha256_hex(digest_payload(doc))}};
   return doc.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
 }
 
@@ -201,6 +205,8 @@ std::string render_receipt(const Receipt& r, size_t max_bytes) {
   minimal.started = r.started;
   minimal.finished = r.finished;
   minimal.stop_confirmed = r.stop_confirmed;
+  minimal.notes.resize(std::min<size_t>(r.notes.size(), 4));
+  std::copy_n(r.notes.begin(), minimal.notes.size(), minimal.notes.begin());
   uint64_t failed_commands = 0;
   for (const auto& c : r.commands) {
     bool failed = !c.exit || *c.exit != 0 || c.signal != 0 || c.timed_out;
@@ -224,9 +230,9 @@ std::string render_receipt(const Receipt& r, size_t max_bytes) {
                      {"everything but the verdict, the job command and the cleanup summary: the "
                       "full receipt exceeded " +
                       std::to_string(max_bytes) + " bytes"});
-  doc["commands_total"] = r.commands.size();
-  doc["commands_failed"] = failed_commands;
-  doc["verifications_failed"] = std::count_if(r.verifications.begin(), r.verifications.end(),
+  doc[field::kCommandsTotal] = r.commands.size();
+  doc[field::kCommandsFailed] = failed_commands;
+  doc[field::kVerificationsFailed] = std::count_if(r.verifications.begin(), r.verifications.end(),
                                               [](const Verification& v) { return !v.pass; });
   return finish(doc);
 }

@@ -45,7 +45,8 @@ struct CommandRecord {
 
 using census::Sample;
 
-struct GrantRecord {
+// The grant as the receipt records it (not the grant journal's GrantRecord).
+struct ContainmentRecord {
   std::string mechanism, mode;
   std::vector<std::string> enforced, degraded, unenforced_required, required;
   std::vector<std::string> tried;
@@ -93,7 +94,7 @@ struct Receipt {
   std::string admission_sha256;
   std::string started, finished;
   std::vector<Verification> verifications;
-  std::optional<GrantRecord> grant;
+  std::optional<ContainmentRecord> grant;
   std::vector<CommandRecord> commands;
   std::vector<Sample> samples;
   uint64_t samples_dropped = 0;
@@ -102,6 +103,7 @@ struct Receipt {
   std::vector<OutputRecord> outputs;
   bool stop_confirmed = false;
   std::vector<CleanupAction> cleanup;
+  std::vector<std::string> notes;  // warnings the run survived, census notes
 };
 
 // Renders, bounds and digests: the bytes to write (always <= max_bytes, and valid JSON).

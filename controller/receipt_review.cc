@@ -6,6 +6,8 @@
 #include <map>
 #include <set>
 
+#include "controller/receipt_fields.h"
+
 namespace sealrun::receipt {
 
 using nlohmann::json;
@@ -17,13 +19,7 @@ std::string str(const json& doc, const char* key) {
   return doc[key].is_string() ? doc[key].get<std::string>() : doc[key].dump();
 }
 
-// Keys that differ between two runs of the same thing without meaning anything.
-bool is_timing(const std::string& key) {
-  static const std::set<std::string> kTiming = {
-      "started", "finished",   "t_ms", "samples", "samples_dropped",
-      "digest",  "peak_bytes", "id",   "detail"};
-  return kTiming.count(key) == 1;
-}
+bool is_timing(const std::string& key) { return is_timing_key(key); }
 
 void flatten(const json& v, const std::string& path, bool with_timings,
              std::map<std::string, std::string>& out) {

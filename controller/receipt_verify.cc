@@ -6,6 +6,7 @@
 #include <set>
 
 #include "controller/receipt.h"
+#include "controller/receipt_fields.h"
 #include "core/hex.h"
 #include "core/strict_json.h"
 #include "fingerprint/sha256.h"
@@ -31,36 +32,36 @@ bool has(const json& doc, const char* key, json::value_t type) {
   return doc.contains(key) && doc[key].type() == type;
 }
 
+bool kind_allowed(const json& v, uint8_t kinds) {
+  switch (v.type()) {
+    case json::value_t::string:
+      return (kinds & kJsonString) != 0;
+    case json::value_t::number_integer:
+    case json::value_t::number_unsigned:
+      return (kinds & kJsonInteger) != 0;
+    case json::value_t::boolean:
+      return (kinds & kJsonBool) != 0;
+    case json::value_t::array:
+      return (kinds & kJsonArray) != 0;
+    case json::value_t::object:
+      return (kinds & kJsonObject) != 0;
+    case json::value_t::null:
+      return (kinds & kJsonNull) != 0;
+    default:
+      return false;
+  }
+}
+
+// Every field of the table (receipt_fields.h): required ones present, each with its type.
 void check_shape(const json& doc, Findings& f) {
-  struct Field {
-    const char* key;
-    std::vector<json::value_t> types;
-  };
-  using V = json::value_t;
-  const Field fields[] = {
-      {"schema", {V::string}},
-      {"id", {V::string}},
-      {"state", {V::string}},
-      {"exit", {V::number_unsigned, V::number_integer}},
-      {"reason", {V::string}},
-      {"admission_sha256", {V::string}},
-      {"verifications", {V::array}},
-      {"grant", {V::object, V::null}},
-      {"commands", {V::array}},
-      {"samples", {V::array}},
-      {"samples_dropped", {V::number_unsigned}},
-      {"guard", {V::object, V::null}},
-      {"memory", {V::object, V::null}},
-      {"outputs", {V::array}},
-      {"stop_confirmed", {V::boolean}},
-      {"cleanup", {V::array}},
-      {"truncated", {V::array}},
-  };
   std::vector<std::string> missing;
-  for (const auto& field : fields) {
-    bool ok = doc.contains(field.key) && std::find(field.types.begin(), field.types.end(),
-                                                   doc[field.key].type()) != field.types.end();
-    if (!ok) missing.emplace_back(field.key);
+  for (const auto& field : kReceiptFields) {
+    std::string key(field.key);
+    if (!doc.contains(key)) {
+      if (field.required) missing.push_back(key);
+    } else if (!kind_allowed(doc[key], field.kinds)) {
+      missing.push_back(key + " (mistyped)");
+    }
   }
   f.add("fields", missing.empty(),
         missing.empty() ? "every contract field present with its type"

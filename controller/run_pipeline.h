@@ -1,13 +1,23 @@
-// `sealrun run`: the pipeline of CONTRACT.md, in order — admission, owned roots, grant, resource
-// group, census, the contained job, post-run checks — with a cleanup that always runs (stop the
-// census, stop and remove the job's processes and container, confirm the stop, read the final
-// memory figures) and a receipt that is always written atomically.
+// `sealrun run`: the pipeline of CONTRACT.md, one stage per step — (1) read the admission and check
+// its digest, (2) verify every pin, (3) claim fresh owned roots, (4) acquire a containment grant,
+// (5) put the job's resource group in place with its limits read back, (6) prepare the growth
+// census, (7) run the job contained, (8) post-run checks (toolchain, outputs, logs) — and (9) a
+// cleanup that always runs (stop the census, stop and remove the job's processes and container,
+// confirm the stop, read the final memory figures) and a receipt that is always written
+// atomically. The mechanism and resource-group factories are injected (PipelineDeps), so a unit
+// test drives the same stages with fakes.
 #pragma once
 
+#include <functional>
+#include <memory>
 #include <string>
+#include <vector>
 
+#include "containment/mechanism_registry.h"
+#include "containment/resgroup/resource_group.h"
 #include "containment/spec.h"
 #include "controller/receipt.h"
+#include "core/mechanism_kind.h"
 
 namespace sealrun::run {
 
@@ -15,7 +25,7 @@ struct RunRequest {
   std::string admission_path;
   std::string sha256;
   std::string id;
-  std::string mechanism = "auto";  // auto | bwrap | podman
+  MechanismChoice mechanism;  // nullopt: auto
   GrantMode mode = GrantMode::kEnforcing;
   std::string state_dir = "sealrun-state";
 };
@@ -27,6 +37,18 @@ struct RunOutcome {
   std::string message;  // for stderr when something went wrong outside the receipt
 };
 
-RunOutcome run_pipeline(const RunRequest& request);
+// What the pipeline makes its effects with. default_pipeline_deps() is the real thing.
+struct PipelineDeps {
+  MechanismContext mechanism_context;
+  std::function<std::unique_ptr<Mechanism>(MechanismKind, const MechanismContext&)>
+      make_mechanism;
+  std::function<std::vector<resgroup::BackendProbe>()> probe_groups;
+  std::function<Result<std::unique_ptr<resgroup::ResourceGroup>>(const std::string& run_id,
+                                                                 const resgroup::GroupLimits&)>
+      make_group;
+};
+PipelineDeps default_pipeline_deps(const MechanismContext& context);
+
+RunOutcome run_pipeline(const RunRequest& request, const PipelineDeps& deps);
 
 }  // namespace sealrun::run

@@ -12,7 +12,6 @@ RunLayout layout_for(const std::string& state_dir, const std::string& id) {
   l.state_dir = state_dir;
   l.owned_root = fmt::format("{}/owned/{}", state_dir, id);
   l.scratch_dir = l.owned_root + "/scratch";
-  l.source_dir = l.owned_root + "/source";
   l.logs_dir = l.owned_root + "/logs";
   l.results_root = fmt::format("{}/results/{}", state_dir, id);
   l.output_dir = l.results_root + "/out";
@@ -22,42 +21,8 @@ RunLayout layout_for(const std::string& state_dir, const std::string& id) {
 
 Status validate_run_id(const std::string& id) {
   if (!is_valid_run_id(id))
-    return Error::make(fmt::format(
-        "--id {:?}: use 1 to 64 characters from A-Z a-z 0-9 . _ - (it names directories)", id));
+    return Error::make(fmt::format("--id {:?}: use {} (it names directories)", id, kRunIdRule));
   return ok_status();
-}
-
-Result<MechanismRequest> parse_mechanism(const std::string& name) {
-  if (name == "auto") return MechanismRequest::kAuto;
-  if (name == "bwrap") return MechanismRequest::kBwrap;
-  if (name == "podman") return MechanismRequest::kPodman;
-  return Error::make(fmt::format("--mechanism {}: expected auto, bwrap or podman", name));
-}
-
-Result<std::vector<std::string>> mechanism_order(const admission::AdmissionDocument& doc,
-                                                 MechanismRequest request) {
-  using admission::MechanismChoice;
-  MechanismChoice admitted = doc.containment.mechanism;
-  auto allowed = [&](MechanismChoice m) {
-    return admitted == MechanismChoice::kAuto || admitted == m;
-  };
-  switch (request) {
-    case MechanismRequest::kBwrap:
-      if (!allowed(MechanismChoice::kBwrap))
-        return Error::make("--mechanism bwrap: the admission allows only podman");
-      return std::vector<std::string>{"bwrap"};
-    case MechanismRequest::kPodman:
-      if (!allowed(MechanismChoice::kPodman))
-        return Error::make("--mechanism podman: the admission allows only bwrap");
-      if (!doc.image) return Error::make("--mechanism podman: the admission pins no image");
-      return std::vector<std::string>{"podman"};
-    case MechanismRequest::kAuto:
-      break;
-  }
-  if (admitted == MechanismChoice::kBwrap) return std::vector<std::string>{"bwrap"};
-  if (admitted == MechanismChoice::kPodman) return std::vector<std::string>{"podman"};
-  if (doc.image) return std::vector<std::string>{"podman", "bwrap"};
-  return std::vector<std::string>{"bwrap"};
 }
 
 std::map<std::string, std::string> job_environment(const admission::AdmissionDocument& doc) {

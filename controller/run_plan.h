@@ -19,7 +19,6 @@ struct RunLayout {
   std::string state_dir;
   std::string owned_root;    // <state>/owned/<id>        (0700, marker file)
   std::string scratch_dir;   // <owned>/scratch           -> /scratch (writable)
-  std::string source_dir;    // <owned>/source            the verified source export
   std::string logs_dir;      // <owned>/logs              job stdout/stderr as written
   std::string results_root;  // <state>/results/<id>
   std::string output_dir;    // <results>/out             -> /out (writable)
@@ -27,17 +26,8 @@ struct RunLayout {
 };
 RunLayout layout_for(const std::string& state_dir, const std::string& id);
 
-// A run id is a file name: [A-Za-z0-9._-]{1,64}, not "." or "..".
+// A run id is a file name (core/run_id.h); the error names the bad id and the rule.
 Status validate_run_id(const std::string& id);
-
-enum class MechanismRequest { kAuto, kBwrap, kPodman };
-Result<MechanismRequest> parse_mechanism(const std::string& name);
-
-// Mechanism names, strongest first, for this admission and request: a pinned image makes rootless
-// podman the strongest (a hermetic root from the image); bwrap binds the host's system read-only.
-// An explicit request must agree with what the admission allows.
-Result<std::vector<std::string>> mechanism_order(const admission::AdmissionDocument& doc,
-                                                 MechanismRequest request);
 
 // The job's environment: exactly SOURCE_DATE_EPOCH and the admitted variables.
 std::map<std::string, std::string> job_environment(const admission::AdmissionDocument& doc);

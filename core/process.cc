@@ -19,8 +19,8 @@
 
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 
+#include "core/proc.h"
 #include "core/syscall.h"
 
 namespace sealrun {
@@ -407,20 +407,12 @@ std::vector<pid_t> process_descendants(pid_t root, size_t max) {
   while (!todo.empty() && out.size() < max) {
     pid_t p = todo.back();
     todo.pop_back();
-    std::string task_dir = fmt::format("/proc/{}/task", p);
-    DIR* d = ::opendir(task_dir.c_str());
-    if (d == nullptr) continue;
-    while (auto* e = ::readdir(d)) {
-      if (e->d_name[0] == '.') continue;
-      std::ifstream children(fmt::format("{}/{}/children", task_dir, e->d_name));
-      pid_t c;
-      while (children >> c) {
-        out.push_back(c);
-        todo.push_back(c);
-      }
+    for (pid_t c : process_children(p)) {
+      out.push_back(c);
+      todo.push_back(c);
     }
-    ::closedir(d);
   }
+  if (out.size() > max) out.resize(max);
   return out;
 }
 

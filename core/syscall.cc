@@ -1,6 +1,7 @@
 // The system-call wrappers declared in syscall.h.
 #include "core/syscall.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <unistd.h>
@@ -35,6 +36,26 @@ Status write_all(int fd, std::string_view bytes, const std::string& what) {
     bytes.remove_prefix(static_cast<size_t>(n));
   }
   return ok_status();
+}
+
+std::vector<std::string> list_dir_names(int dirfd, size_t max) {
+  std::vector<std::string> names;
+  int dup = ::fcntl(dirfd, F_DUPFD_CLOEXEC, 0);
+  if (dup < 0) return names;
+  DIR* d = ::fdopendir(dup);
+  if (d == nullptr) {
+    ::close(dup);
+    return names;
+  }
+  ::rewinddir(d);
+  while (names.size() < max) {
+    struct dirent* e = ::readdir(d);
+    if (e == nullptr) break;
+    std::string_view n = e->d_name;
+    if (n != "." && n != "..") names.emplace_back(n);
+  }
+  ::closedir(d);
+  return names;
 }
 
 Result<std::string> read_up_to(int fd, size_t max, const std::string& what) {

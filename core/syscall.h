@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/result.h"
 #include "core/unique_fd.h"
@@ -40,6 +41,10 @@ struct Pipe {
   UniqueFd write_end;
 };
 Result<Pipe> make_pipe(int extra_flags = 0);
+
+// The names in the directory `dirfd` refers to (without "." and ".."), at most `max` of them;
+// `dirfd` itself is left open and unmoved (a duplicate is read). Empty when it cannot be read.
+std::vector<std::string> list_dir_names(int dirfd, size_t max = 1 << 20);
 
 // mkdir(2) that tolerates nothing: the directory must be new.
 Status make_dir_at(int dirfd, const std::string& path, mode_t mode);

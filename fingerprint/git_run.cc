@@ -1,4 +1,4 @@
-// run_git() and ScopedTempDir: see git_run.h.
+// run_git(): see git_run.h.
 #include "fingerprint/git_run.h"
 
 #include <fmt/format.h>
@@ -71,25 +71,6 @@ Result<std::string> run_git_line(const std::vector<std::string>& args, const std
   size_t nl = out.find('\n');
   if (nl != std::string::npos) out.resize(nl);
   return out;
-}
-
-Result<ScopedTempDir> ScopedTempDir::create(const std::string& prefix) {
-  const char* tmp = ::getenv("TMPDIR");
-  std::string base = tmp != nullptr && tmp[0] == '/' ? tmp : "/tmp";
-  std::string templ = base + "/" + prefix + "-XXXXXX";
-  if (::mkdtemp(templ.data()) == nullptr)
-    return Error::from_errno(fmt::format("mkdtemp {}", templ));
-  return ScopedTempDir(templ);
-}
-
-ScopedTempDir::ScopedTempDir(ScopedTempDir&& other) noexcept : path_(std::move(other.path_)) {
-  other.path_.clear();
-}
-
-ScopedTempDir::~ScopedTempDir() {
-  if (path_.empty()) return;
-  std::error_code ec;
-  std::filesystem::remove_all(path_, ec);  // best effort: nothing useful to do with a failure here
 }
 
 bool is_git_object_name(const std::string& s) {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/result.h"
+#include "core/temp_dir.h"
 
 namespace sealrun {
 
@@ -23,23 +24,6 @@ std::vector<std::string> git_safety_options();
 Result<std::string> run_git(const std::vector<std::string>& args, const std::string& what);
 // run_git() with the output trimmed to its first line (rev-parse and friends).
 Result<std::string> run_git_line(const std::vector<std::string>& args, const std::string& what);
-
-// A fresh directory (mkdtemp under $TMPDIR or /tmp, mode 0700), removed with its contents when the
-// object goes away.
-class ScopedTempDir {
- public:
-  static Result<ScopedTempDir> create(const std::string& prefix);
-  ScopedTempDir(ScopedTempDir&& other) noexcept;
-  ScopedTempDir& operator=(ScopedTempDir&&) = delete;
-  ScopedTempDir(const ScopedTempDir&) = delete;
-  ScopedTempDir& operator=(const ScopedTempDir&) = delete;
-  ~ScopedTempDir();
-  const std::string& path() const { return path_; }
-
- private:
-  explicit ScopedTempDir(std::string path) : path_(std::move(path)) {}
-  std::string path_;
-};
 
 // True for a full object name: 40 (SHA-1) or 64 (SHA-256) lower-case hex digits.
 bool is_git_object_name(const std::string& s);

@@ -390,7 +390,7 @@ Result<std::unique_ptr<ResourceGroup>> create_cgroup_v1_group(const std::string&
                                                               const CgroupfsSeams& seams) {
   SEALRUN_TRY(require_group_run_id(run_id));
   auto own = SEALRUN_TRY(open_root_and_own(seams));
-  std::string start = SEALRUN_TRY(process_starttime(seams.proc_root, ::getpid()));
+  std::string start = SEALRUN_TRY(process_starttime(::getpid(), seams.proc_root));
   std::string name = group_dir_name(run_id, ::getpid(), start);
   auto group = std::make_unique<CgroupV1Group>(seams, limits);
   // On any failure below, `group` going out of scope removes the directories made so far.

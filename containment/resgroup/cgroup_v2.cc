@@ -291,7 +291,7 @@ Status enable_controllers(Base& b, const CgroupfsSeams& seams) {
           "child (cgroup v2 no-internal-processes rule); start sealrun in a cgroup of its own",
           b.path, procs.size()));
     if (!procs.empty()) {
-      std::string start = SEALRUN_TRY(process_starttime(seams.proc_root, ::getpid()));
+      std::string start = SEALRUN_TRY(process_starttime(::getpid(), seams.proc_root));
       std::string leaf = group_dir_name(kControllerLeafRunId, ::getpid(), start);
       if (::mkdirat(b.dir.get(), leaf.c_str(), 0755) != 0 && errno != EEXIST)
         return Error::from_errno(fmt::format("mkdir our own leaf {}", join_path(b.path, leaf)));
@@ -329,7 +329,7 @@ Result<std::unique_ptr<ResourceGroup>> create_cgroup_v2_group(const std::string&
   SEALRUN_TRY(require_group_run_id(run_id));
   Base b = SEALRUN_TRY_CTX(open_base(seams), "cgroup v2");
   SEALRUN_TRY_CTX(enable_controllers(b, seams), "cgroup v2");
-  std::string start = SEALRUN_TRY(process_starttime(seams.proc_root, ::getpid()));
+  std::string start = SEALRUN_TRY(process_starttime(::getpid(), seams.proc_root));
   auto g = std::make_unique<CgroupV2Group>(seams, limits, b.mount_rel);
   g->parent_path_ = b.path;
   g->name_ = group_dir_name(run_id, ::getpid(), start);

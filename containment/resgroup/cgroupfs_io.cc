@@ -197,44 +197,7 @@ std::optional<GroupName> parse_group_dir_name(std::string_view name) {
 
 namespace {
 
-struct StatFields {
-  char state = '?';
-  std::string starttime;
-};
-
-Result<StatFields> read_stat(const std::string& proc_root, pid_t pid) {
-  std::string path = fmt::format("{}/{}/stat", proc_root, pid);
-  auto fd = SEALRUN_TRY(open_at(AT_FDCWD, path, O_RDONLY | O_NOFOLLOW));
-  std::string text = SEALRUN_TRY(read_up_to(fd.get(), 4096, path));
-  // comm (field 2) may contain spaces and parentheses: fields are counted after the last ')'.
-  size_t rp = text.rfind(')');
-  if (rp == std::string::npos) return Error::make(fmt::format("{}: malformed", path));
-  std::vector<std::string_view> f;
-  for (auto part : split(trim(std::string_view(text).substr(rp + 1)), ' '))
-    if (!part.empty()) f.push_back(part);
-  // After ')': field 3 (state) is f[0]; field 22 (starttime) is f[19].
-  if (f.size() < 20) return Error::make(fmt::format("{}: too few fields", path));
-  StatFields s;
-  s.state = f[0].empty() ? '?' : f[0][0];
-  s.starttime = std::string(f[19]);
-  return s;
-}
-
 }  // namespace
-
-Result<std::string> process_starttime(const std::string& proc_root, pid_t pid) {
-  auto s = SEALRUN_TRY(read_stat(proc_root, pid));
-  return s.starttime;
-}
-
-bool process_alive(const std::string& proc_root, pid_t pid, std::string_view start) {
-  if (pid <= 0) return false;
-  auto s = read_stat(proc_root, pid);
-  if (!s) return false;
-  // A zombie is dead for our purpose: its parent has not reaped it yet, nothing more.
-  if (s->state == 'Z' || s->state == 'X') return false;
-  return s->starttime == start;
-}
 
 uint64_t signal_members(const std::string& proc_root, const std::vector<pid_t>& pids, int sig,
                         const std::function<bool(std::string_view)>& is_member) {

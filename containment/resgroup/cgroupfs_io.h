@@ -16,6 +16,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/proc.h"
 #include "core/result.h"
 #include "core/unique_fd.h"
 
@@ -85,11 +86,6 @@ struct GroupName {
   std::string creator_start;
 };
 std::optional<GroupName> parse_group_dir_name(std::string_view name);
-
-// /proc/<pid>/stat field 22 (starttime, clock ticks after boot) as a decimal string.
-Result<std::string> process_starttime(const std::string& proc_root, pid_t pid);
-// Alive = /proc/<pid> exists, is not a zombie, and its starttime equals `start`.
-bool process_alive(const std::string& proc_root, pid_t pid, std::string_view start);
 
 // Signals every pid in `pids` through a pidfd, but only if, once the pidfd pins the process,
 // `is_member` (given /proc/<pid>/cgroup's text) says it is still in the group: a pid that exited

@@ -111,7 +111,7 @@ void sweep_dir(const std::string& backend, const std::string& own_dir, int64_t g
   for (const auto& path : list_children(own_dir)) {
     auto name = parse_group_dir_name(basename_of(path));
     if (!name) continue;  // not a name sealrun makes: not provably ours
-    if (process_alive(seams.proc_root, name->creator_pid, name->creator_start)) continue;
+    if (process_is_alive(name->creator_pid, name->creator_start, seams.proc_root)) continue;
     std::vector<std::string> gone;
     auto g = attach(backend, {path}, seams, &gone);
     if (!g) {

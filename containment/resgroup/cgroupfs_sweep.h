@@ -12,14 +12,11 @@
 #include <vector>
 
 #include "containment/resgroup/cgroupfs_io.h"
+#include "core/sweep_step.h"
 
 namespace sealrun::resgroup {
 
-struct SweepStep {
-  std::string what;     // "cgroup-v1 group /sys/fs/cgroup/pids/sealrun-x.1.2"
-  std::string outcome;  // "stopped (2 processes) and removed", "already gone", "refused: ..."
-  bool left = false;    // true: something sealrun owns could not be removed
-};
+using sealrun::SweepStep;
 
 // The groups of one record. `backend` is resgroup::backend_name() of the record ("cgroup-v1",
 // "cgroup-v2"; "systemd" is handled by the systemd back end's stop_leftover_scope).

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/result.h"
+#include "core/sweep_step.h"
 
 namespace sealrun::resgroup {
 
@@ -82,6 +83,18 @@ class ResourceGroup {
 };
 
 std::vector<BackendProbe> probe_backends();
+
+// What a grant record says about the run's groups, for `sealrun sweep`.
+struct RecordedGroups {
+  std::string backend;  // backend_name() as recorded
+  std::vector<std::string> locators;
+  std::string run_id;
+  pid_t controller_pid = 0;
+  std::string controller_start;
+};
+// Stops (TERM, grace, KILL, confirmed empty) and removes the groups of a killed run, whatever the
+// back end; a locator that is not the group this record's run makes is refused, never touched.
+std::vector<SweepStep> sweep_recorded(const RecordedGroups& groups, int64_t grace_ms);
 // Creates the group for run `run_id` with the strongest available back end (or `preferred`).
 Result<std::unique_ptr<ResourceGroup>> create_group(const std::string& run_id,
                                                     const GroupLimits& limits,

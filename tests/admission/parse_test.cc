@@ -255,7 +255,7 @@ const Rejection kRejections[] = {
      [](json& j) {
        j["containment"] = {{"mechanism", "docker"}};
      },
-     "containment.mechanism: expected \"auto\", \"bwrap\" or \"podman\""},
+     "containment.mechanism: expected \"auto\" or one of bwrap, podman"},
     {"mount_overlap",
      [](json& j) {
        j["mounts"] = {{"output", "/src/out"}};

@@ -4,6 +4,8 @@
 
 #include <atomic>
 #include <filesystem>
+#include <future>
+#include <thread>
 
 #include "core/syscall.h"
 #include "tests/support/temp_dir.h"
@@ -27,14 +29,17 @@ TEST(CensusThread, TripsOnceWithinAboutOneIntervalAndNamesTheGuard) {
   c.limits.ceiling_bytes = UINT64_MAX / 2;
   std::atomic<int> calls{0};
   std::atomic<int64_t> tripped_at{0};
+  std::promise<void> tripped;
   CensusThread census(c, [&](const GuardTrip&) {
-    calls++;
-    tripped_at = monotonic_ms();
+    if (calls++ == 0) {
+      tripped_at = monotonic_ms();
+      tripped.set_value();
+    }
   });
   ASSERT_TRUE(census.start().ok());
   int64_t wrote_at = monotonic_ms();
   write_text(dir / "owned/big", std::string(2 << 20, 'x'));
-  for (int i = 0; i < 100 && calls == 0; ++i) ::usleep(10 * 1000);
+  EXPECT_EQ(tripped.get_future().wait_for(std::chrono::seconds(10)), std::future_status::ready);
   census.stop();
   ASSERT_EQ(calls.load(), 1);
   EXPECT_LT(tripped_at - wrote_at, 500);
@@ -55,7 +60,10 @@ TEST(CensusThread, SamplesStayBounded) {
   c.limits.free_min_bytes = 0;
   CensusThread census(c, nullptr);
   ASSERT_TRUE(census.start().ok());
-  ::usleep(200 * 1000);
+  // Until the in-memory list has been decimated at least once (bounded: a few hundred samples).
+  for (int64_t deadline = monotonic_ms() + 10000;
+       census.dropped() == 0 && monotonic_ms() < deadline;)
+    std::this_thread::yield();
   census.stop();
   EXPECT_LE(census.samples().size(), 16u);
   EXPECT_GT(census.dropped(), 0u);

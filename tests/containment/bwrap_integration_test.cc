@@ -20,7 +20,7 @@
 #include <fstream>
 
 #include "containment/caps.h"
-#include "containment/job_user.h"
+#include "core/job_user.h"
 #include "containment/resgroup/resource_group.h"
 #include "core/syscall.h"
 #include "tests/containment/bwrap_job.h"
@@ -316,7 +316,7 @@ TEST(BwrapControllerDeath, NothingOutlivesAKilledController) {
 // A controller that is not root runs bwrap directly (no staging chain, no setpriv): the same
 // boundary, checked from a child that has dropped to the job user.
 TEST(BwrapUnprivilegedController, SameBoundaryWithoutRoot) {
-  auto user = lookup_job_user(job_user_name());
+  auto user = lookup_job_user(testing::test_job_user_name());
   ASSERT_TRUE(user.ok());
   testing::TempDir dir;
   ASSERT_EQ(::chmod(dir.str().c_str(), 0711), 0);

@@ -22,7 +22,7 @@ BwrapFixture::BwrapFixture() {
   // The temp dir itself is root-only: the job user can reach its contents only through the
   // descriptors sealrun opens.
   ::chmod(dir_.str().c_str(), 0700);
-  auto user = lookup_job_user(job_user_name());
+  auto user = lookup_job_user(testing::test_job_user_name());
   if (!user.ok())
     ADD_FAILURE() << user.error().message();
   else

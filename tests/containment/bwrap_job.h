@@ -12,7 +12,7 @@
 
 #include "containment/bwrap.h"
 #include "containment/grant.h"
-#include "containment/job_user.h"
+#include "core/job_user.h"
 #include "containment/resgroup/resource_group.h"
 #include "tests/support/temp_dir.h"
 

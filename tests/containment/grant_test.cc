@@ -21,6 +21,7 @@ class FakeMechanism : public Mechanism {
   FakeMechanism(std::string name, DimensionSet can, SpawnLog* log, bool available = true,
                 bool throws = false)
       : name_(std::move(name)), can_(can), log_(log), available_(available), throws_(throws) {}
+  MechanismKind kind() const override { return MechanismKind::kBwrap; }
   std::string_view name() const override { return name_; }
   MechanismProbe probe() override {
     ++probes;
@@ -32,14 +33,16 @@ class FakeMechanism : public Mechanism {
     for (auto d : DimensionSet::all().list()) p.dimensions.push_back({d, can_.contains(d), "fake"});
     return p;
   }
-  // The real mechanisms re-check at spawn; the fake does the same so the contract is observable.
-  Result<std::unique_ptr<ContainedJob>> spawn(const Grant& grant, resgroup::ResourceGroup*,
+  std::vector<SweepStep> sweep_leftovers(const LeftoverRun&) override { return {}; }
+  int probes = 0;
+
+ protected:
+  // Reached only through Mechanism::spawn, after its common re-check: the log shows what passed.
+  Result<std::unique_ptr<ContainedJob>> start(const Grant& grant, resgroup::ResourceGroup*,
                                               const JobIo&) override {
-    SEALRUN_TRY(recheck_grant(grant, probe(), {}));
     log_->attempts.push_back(name_ + ":" + grant.spec.run_id);
     return Error::make("fake mechanisms start nothing");
   }
-  int probes = 0;
 
  private:
   std::string name_;

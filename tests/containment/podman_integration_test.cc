@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -336,8 +337,13 @@ TEST_F(PodmanIntegration, StopEndsARunningJob) {
   spec_.argv = {"/bin/sleep", "60"};
   auto job = mechanism_->spawn(grant(), nullptr, JobIo{});
   ASSERT_TRUE(job.ok()) << job.error().message();
-  ::usleep(1500 * 1000);
-  std::string cid = (*job)->container_id();
+  // Until podman has created the container (its id is in the cidfile), not a fixed pause.
+  std::string cid;
+  for (int64_t deadline = monotonic_ms() + 60000; cid.empty() && monotonic_ms() < deadline;) {
+    cid = (*job)->container_id();
+    if (cid.empty()) ::poll(nullptr, 0, 50);
+  }
+  ASSERT_FALSE(cid.empty()) << "podman never created the container";
   ASSERT_TRUE((*job)->stop(1000).ok());
   auto exit = (*job)->wait();
   ASSERT_TRUE(exit.ok());
@@ -367,7 +373,7 @@ TEST_F(PodmanIntegration, ContainerProcessesLandInTheResourceGroup) {
   ASSERT_TRUE(job.ok()) << job.error().message();
 
   auto layout = podman::storage_layout(spec_.owned_root);
-  auto user = podman::resolve_job_user();
+  auto user = podman::resolve_job_user(testing::test_job_user_name());
   ASSERT_TRUE(user.ok());
   std::string pid;
   for (int i = 0; i < 100 && (pid.empty() || pid == "0"); ++i) {
@@ -498,7 +504,8 @@ TEST_F(PodmanIntegration, ControllerDeathEndsTheContainer) {
   EXPECT_FALSE(watchdog_alive());
   // What `sealrun sweep` does next: the storage and the rootless pause process are still there.
   ASSERT_TRUE(fs::exists(layout.base));
-  auto swept = podman::sweep_podman_storage(spec_.owned_root, spec_.run_id);
+  auto swept =
+      podman::sweep_podman_storage(spec_.owned_root, spec_.run_id, testing::test_job_user_name());
   ASSERT_TRUE(swept.ok()) << swept.error().message();
   expect_nothing_left(*cid);
 }

@@ -16,7 +16,7 @@ Receipt built_receipt() {
   r.reason = "ok";
   r.admission_sha256 = std::string(64, 'a');
   r.verifications.push_back({"source.manifest", "x", "x", true});
-  r.grant = GrantRecord{"bwrap", "enforcing", {"network"}, {}, {}, {"network"}, {"bwrap: ok"}};
+  r.grant = ContainmentRecord{"bwrap", "enforcing", {"network"}, {}, {}, {"network"}, {"bwrap: ok"}};
   CommandRecord c;
   c.label = "job";
   c.argv = {"/bin/true"};

@@ -21,21 +21,6 @@ TEST(RunPlan, LayoutFollowsTheContract) {
   EXPECT_EQ(l.output_dir, "/s/results/r1/out");
 }
 
-TEST(RunPlan, MechanismOrderStrongestFirstAndRequestsMustAgree) {
-  admission::AdmissionDocument doc;
-  auto order = mechanism_order(doc, MechanismRequest::kAuto);
-  ASSERT_TRUE(order.ok());
-  EXPECT_EQ(*order, std::vector<std::string>{"bwrap"});
-  EXPECT_FALSE(mechanism_order(doc, MechanismRequest::kPodman).ok());  // no image pinned
-  doc.image =
-      admission::ImagePin{"/i.tar", std::string(64, 'a'), "sha256:" + std::string(64, 'b'), {}};
-  order = mechanism_order(doc, MechanismRequest::kAuto);
-  EXPECT_EQ(*order, (std::vector<std::string>{"podman", "bwrap"}));
-  doc.containment.mechanism = admission::MechanismChoice::kBwrap;
-  EXPECT_FALSE(mechanism_order(doc, MechanismRequest::kPodman).ok());
-  EXPECT_EQ(*mechanism_order(doc, MechanismRequest::kAuto), std::vector<std::string>{"bwrap"});
-}
-
 TEST(RunPlan, JobEnvironmentIsExactlyTheAdmittedVariablesAndSourceDateEpoch) {
   admission::AdmissionDocument doc;
   doc.source_date_epoch = 1700000000;

@@ -1,6 +1,7 @@
 #include "core/process.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <signal.h>
@@ -71,7 +72,13 @@ TEST(Child, HeldChildRunsOnlyAfterRelease) {
   pipe->write_end.reset();
   ASSERT_EQ(::fcntl(pipe->read_end.get(), F_SETFL, O_NONBLOCK), 0);
   char buf[16];
-  ::usleep(100 * 1000);
+  // A held child has not exec'ed: it is still our own program image, and has written nothing.
+  char self[4096] = {}, child_exe[4096] = {};
+  ASSERT_GT(::readlink("/proc/self/exe", self, sizeof self - 1), 0);
+  ASSERT_GT(::readlink(fmt::format("/proc/{}/exe", child->pid()).c_str(), child_exe,
+                       sizeof child_exe - 1),
+            0);
+  EXPECT_STREQ(child_exe, self);
   EXPECT_EQ(::read(pipe->read_end.get(), buf, sizeof buf), -1);  // nothing yet
   ASSERT_TRUE(child->release().ok());
   auto st = child->wait();

@@ -89,7 +89,13 @@ inline void expect_fork_bomb_held_at_pids_max(const BackendUnderTest& b, uint64_
       },
       60000, 20);
   EXPECT_TRUE(full) << "the bomb never filled the group; highest pids.current " << highest;
-  ::usleep(300 * 1000);  // let it keep hammering at the limit
+  // Let it keep hammering at the limit until the kernel has refused forks many times over.
+  EXPECT_TRUE(poll_until(
+      [&] {
+        highest = std::max(highest, pids_current(dir));
+        return parse_flat_keyed(slurp(dir + "/pids.events"))["max"] >= 50;
+      },
+      30000, 20));
   highest = std::max(highest, pids_current(dir));
   EXPECT_EQ(highest, max);
   auto events = parse_flat_keyed(slurp(dir + "/pids.events"));

@@ -66,7 +66,7 @@ void send_line(int fd, const std::string& s) {
   r.controller_start = *own_process_start();
   r.mechanism = "bwrap";
   r.job_pid = job->pid();
-  r.job_start = *resgroup::process_starttime("/proc", job->pid());
+  r.job_start = *process_starttime(job->pid());
   r.group_backend = "cgroup-v1";
   r.group_locators = (*g)->locators();
   r.created_at = utc_timestamp_now();

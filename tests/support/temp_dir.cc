@@ -1,32 +1,24 @@
 // TempDir and small file helpers for tests.
 #include "tests/support/temp_dir.h"
 
-#include <unistd.h>
-
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
 
+#include "core/temp_dir.h"
+
 namespace sealrun::testing {
 
 TempDir::TempDir() {
-  std::string tmpl = (std::filesystem::temp_directory_path() / "sealrun-test-XXXXXX").string();
-  if (::mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-  path_ = tmpl;
+  auto dir = ScopedTempDir::create("sealrun-test");
+  if (!dir) throw std::runtime_error(dir.error().message());
+  path_ = dir->path();
+  // Ownership passes to this object: the ScopedTempDir must not remove it now.
+  path_keep_ = std::make_unique<ScopedTempDir>(std::move(*dir));
 }
 
-TempDir::~TempDir() {
-  std::error_code ec;
-  // Tests may leave read-only directories behind; make them writable so removal succeeds.
-  for (auto it = std::filesystem::recursive_directory_iterator(path_, ec);
-       !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
-    if (it->is_directory(ec) && !it->is_symlink(ec))
-      std::filesystem::permissions(it->path(), std::filesystem::perms::owner_all,
-                                   std::filesystem::perm_options::add, ec);
-  }
-  std::filesystem::remove_all(path_, ec);
-}
+TempDir::~TempDir() = default;
 
 void write_text(const std::string& path, const std::string& bytes) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
@@ -39,6 +31,11 @@ std::string read_text(const std::string& path) {
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
+}
+
+std::string test_job_user_name() {
+  const char* env = std::getenv("SEALRUN_JOB_USER");
+  return env != nullptr && *env != '\0' ? env : kDefaultJobUser;
 }
 
 }  // namespace sealrun::testing

@@ -1,9 +1,17 @@
-// A fresh temporary directory per test, removed with everything in it afterwards. Shared by every
+// A fresh temporary directory per test (core's ScopedTempDir, which removes it with everything in
+// it afterwards), small file helpers, and the job user the tests run jobs as. Shared by every
 // module's tests.
 #pragma once
 
 #include <filesystem>
+#include <memory>
 #include <string>
+
+#include "core/job_user.h"
+
+namespace sealrun {
+class ScopedTempDir;
+}
 
 namespace sealrun::testing {
 
@@ -19,11 +27,16 @@ class TempDir {
 
  private:
   std::filesystem::path path_;
+  std::unique_ptr<ScopedTempDir> path_keep_;
 };
 
 // Writes `bytes` to `path` (creating or truncating it).
 void write_text(const std::string& path, const std::string& bytes);
 // The whole content of `path`.
 std::string read_text(const std::string& path);
+
+// The job user's name for tests: $SEALRUN_JOB_USER, else "sealrun" (what .ci/setup creates).
+// Libraries never read the environment; tests, like the controller, pass the name in.
+std::string test_job_user_name();
 
 }  // namespace sealrun::testing

@@ -1,5 +1,5 @@
 // Job user lookup and owned-directory preparation: see job_user.h.
-#include "containment/job_user.h"
+#include "core/job_user.h"
 
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -7,23 +7,21 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <cstdlib>
 #include <vector>
 
 #include "core/syscall.h"
 
 namespace sealrun {
 
-std::string job_user_name() {
-  const char* env = ::getenv("SEALRUN_JOB_USER");
-  return env != nullptr && *env != '\0' ? env : "sealrun";
-}
-
 Result<JobUser> lookup_job_user(const std::string& name) {
   struct passwd pw {};
   struct passwd* found = nullptr;
-  std::vector<char> buf(16384);
-  int rc = ::getpwnam_r(name.c_str(), &pw, buf.data(), buf.size(), &found);
+  std::vector<char> buf(4096);
+  int rc = 0;
+  // ERANGE: the entry does not fit; grow (bounded: no real entry needs a megabyte).
+  while ((rc = ::getpwnam_r(name.c_str(), &pw, buf.data(), buf.size(), &found)) == ERANGE &&
+         buf.size() < (1u << 20))
+    buf.resize(buf.size() * 4);
   if (rc != 0) return Error::with_errno(rc, fmt::format("look up job user \"{}\"", name));
   if (found == nullptr)
     return Error::make(
@@ -32,7 +30,25 @@ Result<JobUser> lookup_job_user(const std::string& name) {
                     name));
   if (pw.pw_uid == 0)
     return Error::make(fmt::format("job user \"{}\" is root; jobs must run unprivileged", name));
-  return JobUser{name, pw.pw_uid, pw.pw_gid, pw.pw_dir != nullptr ? pw.pw_dir : ""};
+  return JobUser{name, pw.pw_uid, pw.pw_gid, pw.pw_dir != nullptr ? pw.pw_dir : "",
+                 ::geteuid() == 0};
+}
+
+Result<JobUser> resolve_job_identity(const std::string& configured_name) {
+  if (::geteuid() == 0) return lookup_job_user(configured_name);
+  JobUser self;
+  self.uid = ::geteuid();
+  self.gid = ::getegid();
+  struct passwd pw {};
+  struct passwd* found = nullptr;
+  std::vector<char> buf(16384);
+  if (::getpwuid_r(self.uid, &pw, buf.data(), buf.size(), &found) == 0 && found != nullptr) {
+    self.name = pw.pw_name;
+    self.home = pw.pw_dir != nullptr ? pw.pw_dir : "";
+  } else {
+    self.name = std::to_string(self.uid);
+  }
+  return self;
 }
 
 Status prepare_owned_dir(const std::string& path, const JobUser& user) {

@@ -1,4 +1,4 @@
-#include "containment/dimension.h"
+#include "core/dimension.h"
 
 #include <gtest/gtest.h>
 

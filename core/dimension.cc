@@ -1,5 +1,5 @@
 // Dimension names and DimensionSet helpers: see dimension.h.
-#include "containment/dimension.h"
+#include "core/dimension.h"
 
 #include <array>
 

@@ -1,5 +1,5 @@
 // The job user and the owned directories handed to it.
-#include "containment/job_user.h"
+#include "core/job_user.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -11,7 +11,7 @@ namespace sealrun {
 namespace {
 
 TEST(JobUser, LooksUpTheConfiguredUserAndRefusesRootAndUnknown) {
-  auto user = lookup_job_user(job_user_name());
+  auto user = lookup_job_user(testing::test_job_user_name());
   ASSERT_TRUE(user.ok()) << user.error().message();
   EXPECT_NE(user->uid, 0u);
   auto root = lookup_job_user("root");
@@ -23,7 +23,7 @@ TEST(JobUser, LooksUpTheConfiguredUserAndRefusesRootAndUnknown) {
 }
 
 TEST(JobUser, OwnedDirIsNewPrivateAndTheJobUsers) {
-  auto user = lookup_job_user(job_user_name());
+  auto user = lookup_job_user(testing::test_job_user_name());
   ASSERT_TRUE(user.ok());
   testing::TempDir dir;
   std::string out = dir / "out";

@@ -1,0 +1,24 @@
+// The shared verbs of every mechanism (mechanism.h): spawn's common re-check, and the defaults.
+#include "containment/mechanism.h"
+
+#include "containment/grant.h"
+#include "containment/resgroup/resource_group.h"
+
+namespace sealrun {
+
+Result<std::unique_ptr<ContainedJob>> Mechanism::spawn(const Grant& grant,
+                                                       resgroup::ResourceGroup* group,
+                                                       const JobIo& io) {
+  // The group dimensions are only real if a group was handed in.
+  GroupCapabilities groups;
+  groups.memory = group != nullptr;
+  groups.process_count = group != nullptr;
+  SEALRUN_TRY(recheck_grant(grant, probe(), groups));
+  return start(grant, group, io);
+}
+
+std::map<std::string, std::string> Mechanism::journal_locators(const ContainmentSpec&) const {
+  return {};
+}
+
+}  // namespace sealrun

@@ -1,0 +1,88 @@
+// The mechanism table: see mechanism_registry.h.
+#include "containment/mechanism_registry.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <functional>
+
+#include "containment/bwrap.h"
+#include "containment/podman.h"
+
+namespace sealrun {
+namespace {
+
+struct MechanismEntry {
+  MechanismKind kind;
+  // Higher is stronger. Rootless podman runs the pinned image's own root; bwrap binds the host's
+  // system read-only: with an image, podman is the stronger boundary.
+  int strength;
+  bool needs_image;
+  std::function<std::unique_ptr<Mechanism>(const MechanismContext&)> make;
+};
+
+const std::vector<MechanismEntry>& table() {
+  static const std::vector<MechanismEntry> kMechanismTable = {
+      {MechanismKind::kBwrap, 1, false,
+       [](const MechanismContext& c) {
+         BwrapOptions o;
+         o.job_user = c.job_user;
+         return make_bwrap_mechanism(o);
+       }},
+      {MechanismKind::kPodman, 2, true,
+       [](const MechanismContext& c) {
+         PodmanOptions o;
+         o.job_user = c.job_user;
+         return make_podman_mechanism(o);
+       }},
+  };
+  return kMechanismTable;
+}
+
+const MechanismEntry& entry(MechanismKind kind) {
+  for (const auto& e : table())
+    if (e.kind == kind) return e;
+  // Every kind has a line (a unit test walks kMechanismKinds); reaching here is a build defect.
+  return table().front();
+}
+
+}  // namespace
+
+std::unique_ptr<Mechanism> make_mechanism(MechanismKind kind, const MechanismContext& context) {
+  return entry(kind).make(context);
+}
+
+std::vector<MechanismKind> all_mechanisms() {
+  std::vector<MechanismKind> out;
+  for (const auto& e : table()) out.push_back(e.kind);
+  return out;
+}
+
+Result<std::vector<MechanismKind>> mechanism_candidates(bool has_image, MechanismChoice admitted,
+                                                        MechanismChoice requested) {
+  if (requested) {
+    std::string_view name = mechanism_kind_name(*requested);
+    if (admitted && *admitted != *requested)
+      return Error::make(fmt::format("--mechanism {}: the admission allows only {}", name,
+                                     mechanism_kind_name(*admitted)));
+    if (entry(*requested).needs_image && !has_image)
+      return Error::make(fmt::format("--mechanism {}: the admission pins no image", name));
+    return std::vector<MechanismKind>{*requested};
+  }
+  if (admitted) {
+    if (entry(*admitted).needs_image && !has_image)
+      return Error::make(fmt::format("the admission allows only {}, which needs a pinned image",
+                                     mechanism_kind_name(*admitted)));
+    return std::vector<MechanismKind>{*admitted};
+  }
+  std::vector<const MechanismEntry*> eligible;
+  for (const auto& e : table())
+    if (has_image || !e.needs_image) eligible.push_back(&e);
+  std::stable_sort(eligible.begin(), eligible.end(),
+                   [](const auto* a, const auto* b) { return a->strength > b->strength; });
+  std::vector<MechanismKind> out;
+  for (const auto* e : eligible) out.push_back(e->kind);
+  return out;
+}
+
+}  // namespace sealrun

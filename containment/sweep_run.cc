@@ -1,0 +1,80 @@
+// sweep_recorded_run(): see sweep_run.h.
+#include "containment/sweep_run.h"
+
+#include <fmt/format.h>
+#include <signal.h>
+
+#include <charconv>
+
+#include "containment/resgroup/resource_group.h"
+#include "core/job_user.h"
+#include "core/proc.h"
+#include "core/process_ref.h"
+
+namespace sealrun {
+namespace {
+
+uint64_t to_u64(std::string_view s) {
+  uint64_t v = 0;
+  std::from_chars(s.data(), s.data() + s.size(), v);
+  return v;
+}
+
+}  // namespace
+
+SweepStep sweep_job_process(const GrantRecord& r) {
+  SweepStep s{fmt::format("job pid {}", r.job_pid), "", false};
+  auto proc = ProcessRef::from_pid(r.job_pid);
+  if (!proc) {
+    s.outcome = "not running";
+    return s;
+  }
+  // The ProcessRef pins the process whose start time it read: the checks below are about it.
+  bool same = r.job_start.empty() ? to_u64(proc->starttime()) >= to_u64(r.controller_start)
+                                  : proc->starttime() == r.job_start;
+  bool user_ok = true;
+  if (!r.job_user.empty()) {
+    auto u = lookup_job_user(r.job_user);
+    auto uid = process_real_uid(r.job_pid);
+    user_ok = u.ok() && uid.ok() && *uid == u->uid;
+  }
+  if (!same || !user_ok) {
+    const char* why = !same ? (r.job_start.empty() ? "started before the controller"
+                                                   : "started at another time than the job")
+                            : "not the job user's";
+    s.outcome = fmt::format("pid now belongs to another process ({}): not touched", why);
+    return s;
+  }
+  (void)proc->signal(SIGKILL);
+  if (proc->exited_within(5000)) {
+    s.outcome = "killed";
+  } else {
+    s.outcome = "SIGKILL sent but the process did not exit within 5 s";
+    s.left = true;
+  }
+  return s;
+}
+
+std::vector<SweepStep> sweep_recorded_run(const GrantRecord& r, int64_t grace_ms,
+                                          const MechanismContext& context) {
+  std::vector<SweepStep> steps = resgroup::sweep_recorded(
+      {r.group_backend, r.group_locators, r.id, r.controller_pid, r.controller_start}, grace_ms);
+  if (r.job_pid > 0) steps.push_back(sweep_job_process(r));
+  auto kind = parse_mechanism_kind(r.mechanism);
+  if (!kind) {
+    steps.push_back({"mechanism " + r.mechanism,
+                     fmt::format("unknown to this sealrun (it knows {}): its leftovers, if any, "
+                                 "are not swept",
+                                 mechanism_kind_names()),
+                     !r.mechanism_locators.empty()});
+    return steps;
+  }
+  MechanismContext ctx = context;
+  if (!r.job_user.empty()) ctx.job_user = r.job_user;
+  auto mechanism = make_mechanism(*kind, ctx);
+  for (auto& s : mechanism->sweep_leftovers({r.id, r.owned_root, r.job_user, r.mechanism_locators}))
+    steps.push_back(std::move(s));
+  return steps;
+}
+
+}  // namespace sealrun

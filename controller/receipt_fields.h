@@ -1,0 +1,115 @@
+// The receipt's top-level fields, spelled once: the writer (receipt.cc) emits them by these names,
+// the verifier (receipt_verify.cc) checks presence and types against this table, and review
+// (receipt_review.cc) takes from it which fields are timings that a diff leaves out. Adding a
+// field = a name here + a row in kReceiptFields + the writer's line (docs/architecture.md).
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+namespace sealrun::receipt {
+
+namespace field {
+inline constexpr std::string_view kSchema = "schema";
+inline constexpr std::string_view kSealrunVersion = "sealrun_version";
+inline constexpr std::string_view kId = "id";
+inline constexpr std::string_view kState = "state";
+inline constexpr std::string_view kExit = "exit";
+inline constexpr std::string_view kReason = "reason";
+inline constexpr std::string_view kAdmissionSha256 = "admission_sha256";
+inline constexpr std::string_view kStarted = "started";
+inline constexpr std::string_view kFinished = "finished";
+inline constexpr std::string_view kVerifications = "verifications";
+inline constexpr std::string_view kGrant = "grant";
+inline constexpr std::string_view kCommands = "commands";
+inline constexpr std::string_view kSamples = "samples";
+inline constexpr std::string_view kSamplesDropped = "samples_dropped";
+inline constexpr std::string_view kGuard = "guard";
+inline constexpr std::string_view kMemory = "memory";
+inline constexpr std::string_view kOutputs = "outputs";
+inline constexpr std::string_view kStopConfirmed = "stop_confirmed";
+inline constexpr std::string_view kCleanup = "cleanup";
+inline constexpr std::string_view kNotes = "notes";
+inline constexpr std::string_view kTruncated = "truncated";
+inline constexpr std::string_view kDigest = "digest";
+// Present only in a receipt that had to shed detail: what the shortened lists no longer show.
+inline constexpr std::string_view kOutputsTotal = "outputs_total";
+inline constexpr std::string_view kOutputsListSha256 = "outputs_list_sha256";
+inline constexpr std::string_view kCommandsTotal = "commands_total";
+inline constexpr std::string_view kCommandsFailed = "commands_failed";
+inline constexpr std::string_view kVerificationsFailed = "verifications_failed";
+}  // namespace field
+
+// JSON kinds a field may take, as a bit mask.
+enum JsonKind : uint8_t {
+  kJsonString = 1,
+  kJsonInteger = 2,
+  kJsonBool = 4,
+  kJsonArray = 8,
+  kJsonObject = 16,
+  kJsonNull = 32,
+};
+
+enum class FieldRole : uint8_t {
+  kVerdict,  // bears on the verdict: kept whole however much the receipt must shrink
+  kRecord,   // detail an auditor reads; may be shortened (and `truncated` says so)
+  kTiming,   // differs between two runs of the same thing without meaning anything
+};
+
+struct FieldSpec {
+  std::string_view key;
+  uint8_t kinds;
+  FieldRole role;
+  bool required;  // receipts of this schema always carry it
+};
+
+inline constexpr FieldSpec kReceiptFields[] = {
+    {field::kSchema, kJsonString, FieldRole::kVerdict, true},
+    {field::kSealrunVersion, kJsonObject, FieldRole::kRecord, false},
+    {field::kId, kJsonString, FieldRole::kTiming, true},
+    {field::kState, kJsonString, FieldRole::kVerdict, true},
+    {field::kExit, kJsonInteger, FieldRole::kVerdict, true},
+    {field::kReason, kJsonString, FieldRole::kVerdict, true},
+    {field::kAdmissionSha256, kJsonString, FieldRole::kVerdict, true},
+    {field::kStarted, kJsonString, FieldRole::kTiming, true},
+    {field::kFinished, kJsonString, FieldRole::kTiming, true},
+    {field::kVerifications, kJsonArray, FieldRole::kVerdict, true},
+    {field::kGrant, kJsonObject | kJsonNull, FieldRole::kVerdict, true},
+    {field::kCommands, kJsonArray, FieldRole::kVerdict, true},
+    {field::kSamples, kJsonArray, FieldRole::kTiming, true},
+    {field::kSamplesDropped, kJsonInteger, FieldRole::kTiming, true},
+    {field::kGuard, kJsonObject | kJsonNull, FieldRole::kVerdict, true},
+    {field::kMemory, kJsonObject | kJsonNull, FieldRole::kVerdict, true},
+    {field::kOutputs, kJsonArray, FieldRole::kVerdict, true},
+    {field::kStopConfirmed, kJsonBool, FieldRole::kVerdict, true},
+    {field::kCleanup, kJsonArray, FieldRole::kVerdict, true},
+    {field::kNotes, kJsonArray, FieldRole::kRecord, false},
+    {field::kTruncated, kJsonArray, FieldRole::kRecord, true},
+    {field::kDigest, kJsonObject, FieldRole::kTiming, true},
+    {field::kOutputsTotal, kJsonInteger, FieldRole::kVerdict, false},
+    {field::kOutputsListSha256, kJsonString, FieldRole::kVerdict, false},
+    {field::kCommandsTotal, kJsonInteger, FieldRole::kVerdict, false},
+    {field::kCommandsFailed, kJsonInteger, FieldRole::kVerdict, false},
+    {field::kVerificationsFailed, kJsonInteger, FieldRole::kVerdict, false},
+};
+
+// Keys below the top level that are timings too (a diff leaves them out by default).
+inline constexpr std::string_view kNestedTimingKeys[] = {"started", "finished", "t_ms",
+                                                         "peak_bytes", "detail"};
+
+constexpr const FieldSpec* find_field(std::string_view key) {
+  for (const auto& f : kReceiptFields)
+    if (f.key == key) return &f;
+  return nullptr;
+}
+
+// Whether `key` (at any level) is a timing for a diff.
+constexpr bool is_timing_key(std::string_view key) {
+  if (const FieldSpec* f = find_field(key); f != nullptr && f->role == FieldRole::kTiming)
+    return true;
+  for (auto k : kNestedTimingKeys)
+    if (k == key) return true;
+  return false;
+}
+
+}  // namespace sealrun::receipt

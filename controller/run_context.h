@@ -1,0 +1,117 @@
+// The state of one run as it moves through the pipeline's stages (run_stages.h), and the one rule
+// by which failures become the run's exit code and reason. Internal to the run pipeline.
+//
+// What a stage proves flows forward as a value (an AuthenticatedAdmission, an Admitted, a Grant);
+// what a stage acquires (owned roots, a group, a journal record, a job, the census) is held here so
+// that the cleanup stage can always find and release it, whatever stage failed.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "admission/admitted.h"
+#include "census/census_thread.h"
+#include "containment/grant.h"
+#include "containment/grant_journal.h"
+#include "containment/mechanism.h"
+#include "containment/resgroup/resource_group.h"
+#include "controller/receipt.h"
+#include "controller/run_pipeline.h"
+#include "controller/run_plan.h"
+#include "controller/stop_switch.h"
+#include "core/job_user.h"
+
+namespace sealrun::run {
+
+// Why a stage stopped the run: the exit code it means (CONTRACT.md) and what a person reads.
+struct StageFailure {
+  int exit_code = 0;
+  std::string reason;
+};
+
+// A stage's result: ok, or a StageFailure. Every failure reaches the run through record_failure().
+class [[nodiscard]] StageStatus {
+ public:
+  StageStatus() = default;
+  StageStatus(StageFailure f) : failure_(std::move(f)) {}  // NOLINT(google-explicit-constructor)
+  bool ok() const { return !failure_; }
+  const StageFailure& failure() const { return *failure_; }
+
+ private:
+  std::optional<StageFailure> failure_;
+};
+inline StageStatus stage_ok() { return {}; }
+inline StageStatus stage_fail(int exit_code, std::string reason) {
+  return StageFailure{exit_code, std::move(reason)};
+}
+
+// The durable record of what this run holds, for `sweep` after a killed controller: written before
+// each thing it names is created, updated as the run acquires more (record before create).
+class RunJournal {
+ public:
+  // Opens the journal and writes the first record (run id, controller, owned root). A journal
+  // that cannot be written is a warning, not a refusal: it narrows nothing.
+  void open(const std::string& state_dir, GrantRecord first, std::vector<std::string>& warnings);
+  // Changes the record and writes it again.
+  void update(const std::function<void(GrantRecord&)>& change,
+              std::vector<std::string>& warnings);
+  bool recorded() const { return recorded_; }
+  const GrantRecord& record() const { return record_; }
+  Status forget();
+
+ private:
+  std::optional<GrantJournal> journal_;
+  GrantRecord record_;
+  bool recorded_ = false;
+};
+
+struct RunContext {
+  RunContext(RunRequest request, PipelineDeps deps);
+
+  // The one priority rule: the most serious exit code wins (7 over 6 over 5, ...); the first
+  // reason given for the winning code is the one a person reads.
+  void record_failure(const StageFailure& failure);
+  int exit_code() const { return exit_; }
+  // A degradation the run survives: said once on stderr and kept for the receipt.
+  void warn(std::string what);
+  void cleanup_action(std::string action, const Status& st, std::string detail = {});
+  const admission::AdmissionDocument& doc() const { return admitted->document(); }
+  int64_t stop_grace_ms() const { return grant ? grant->spec.stop_grace_ms : 5000; }
+
+  const RunRequest req;
+  const PipelineDeps deps;
+  const RunLayout layout;
+  const int64_t started_ms;
+  receipt::Receipt receipt;
+  size_t receipt_max_bytes = 1024 * 1024;
+  std::vector<std::string> warnings;
+
+  // Signals, guards and the outer deadline all stop the job through this switch.
+  StopSwitch stop;
+  std::optional<SignalWatch> watch;
+
+  // Proven, in stage order.
+  std::optional<admission::AuthenticatedAdmission> authenticated;
+  std::optional<admission::AdmissionReport> admission_report;
+  std::optional<admission::Admitted> admitted;
+  std::optional<Grant> grant;
+  JobUser job_user;  // who the job runs as (the caller itself when not root)
+
+  // Acquired, released by the cleanup stage.
+  std::string export_dir;  // a git or bundle source's verified export (outside the owned root)
+  bool owned_claimed = false;
+  RunJournal journal;
+  std::vector<std::unique_ptr<Mechanism>> mechanisms;
+  Mechanism* chosen = nullptr;
+  std::unique_ptr<resgroup::ResourceGroup> group;
+  std::unique_ptr<census::CensusThread> census;
+  std::unique_ptr<ContainedJob> job;
+  std::optional<JobExit> job_exit;
+
+ private:
+  int exit_ = 0;
+};
+
+}  // namespace sealrun::run

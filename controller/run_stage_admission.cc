@@ -1,0 +1,89 @@
+// Stages 0–2 of the run (run_stages.h): the request, the admission's own bytes, every pin.
+#include <fmt/format.h>
+
+#include <cctype>
+
+#include "controller/exit_codes.h"
+#include "controller/run_dirs.h"
+#include "controller/run_stages.h"
+#include "core/hex.h"
+
+namespace sealrun::run {
+
+namespace {
+
+receipt::Verification to_verification(const admission::PinCheck& c) {
+  std::string observed = c.observed;
+  if (c.status == admission::CheckStatus::kSkipped) observed = "skipped: " + observed;
+  return {c.target, c.expected, observed, c.passed()};
+}
+
+// Why an admission was refused, naming each failed pin with what was found.
+std::string refusal_reason(const admission::AdmissionReport& report) {
+  std::string details;
+  for (const auto& c : report.checks) {
+    if (c.status != admission::CheckStatus::kFail || report.refusal) continue;
+    details += fmt::format("; {}: observed {}", c.target,
+                           c.observed.size() > 300 ? c.observed.substr(0, 300) + "…" : c.observed);
+  }
+  return "admission refused: " + report.summary() + details;
+}
+
+}  // namespace
+
+StageStatus stage_check_request(RunContext& run) {
+  if (auto st = validate_run_id(run.req.id); !st) return stage_fail(kExitUsage, st.error().message());
+  std::string sha = run.req.sha256;
+  for (char& c : sha) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (!is_sha256_hex(sha))
+    return stage_fail(kExitUsage,
+                      fmt::format("--sha256 {:?}: expected 64 hexadecimal digits (the SHA-256 "
+                                  "`sealrun admit freeze` printed for the admission)",
+                                  run.req.sha256));
+  if (auto st = check_id_unused(run.layout, run.req.id); !st)
+    return stage_fail(kExitUsage, st.error().message());
+  if (GrantJournal::has_record(run.layout.state_dir, run.req.id))
+    return stage_fail(kExitUsage,
+                      fmt::format("run id {} has a grant record left by a killed run; run "
+                                  "`sealrun sweep` first, or choose a new --id",
+                                  run.req.id));
+  return stage_ok();
+}
+
+StageStatus stage_read_admission(RunContext& run) {
+  auto read = admission::read_admission(run.req.admission_path, run.req.sha256);
+  for (const auto& c : read.report.checks) run.receipt.verifications.push_back(to_verification(c));
+  if (!read.admission) return stage_fail(kExitAdmissionRefused, refusal_reason(read.report));
+  const auto& limits = read.admission->document().limits;
+  run.receipt_max_bytes = limits.receipt_max_bytes;
+  run.watch->set_deadline(run.started_ms + static_cast<int64_t>(limits.outer_s) * 1000);
+  run.admission_report = std::move(read.report);
+  run.authenticated.emplace(std::move(*read.admission));
+  return stage_ok();
+}
+
+StageStatus stage_verify_pins(RunContext& run) {
+  admission::VerifyOptions options;
+  if (run.authenticated->document().source.kind != admission::SourceKind::kTree) {
+    // Git and bundle sources are verified on an export that the job then uses: exactly the
+    // bytes that were verified.
+    auto dir = make_export_dir(run.layout.state_dir, run.req.id);
+    if (!dir)
+      return stage_fail(kExitContainmentUnavailable,
+                        "cannot make the source export directory: " + dir.error().message());
+    run.export_dir = *dir;
+    options.source_export_dir = *dir + "/source";
+  }
+  size_t already = run.receipt.verifications.size();
+  auto outcome = admission::verify_admission(std::move(*run.authenticated),
+                                             std::move(*run.admission_report), options);
+  run.authenticated.reset();
+  run.admission_report.reset();
+  for (size_t i = already; i < outcome.report.checks.size(); ++i)
+    run.receipt.verifications.push_back(to_verification(outcome.report.checks[i]));
+  if (!outcome.admitted) return stage_fail(kExitAdmissionRefused, refusal_reason(outcome.report));
+  run.admitted.emplace(std::move(*outcome.admitted));
+  return stage_ok();
+}
+
+}  // namespace sealrun::run

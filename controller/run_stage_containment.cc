@@ -1,0 +1,125 @@
+// Stages 3–5 of the run (run_stages.h): the owned roots, the grant, the resource group. Each thing
+// the run creates is recorded in the grant journal before it exists, so `sealrun sweep` can find
+// it after a killed controller.
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include "controller/exit_codes.h"
+#include "controller/run_dirs.h"
+#include "controller/run_stages.h"
+#include "core/proc.h"
+#include "core/syscall.h"
+
+namespace sealrun::run {
+
+StageStatus stage_claim_owned_roots(RunContext& run) {
+  auto user = resolve_job_identity(run.deps.mechanism_context.job_user);
+  if (!user)
+    return stage_fail(kExitContainmentUnavailable,
+                      "no unprivileged identity to run the job as: " + user.error().message());
+  run.job_user = *user;
+  GrantRecord first;
+  first.id = run.req.id;
+  first.owner_uid = ::geteuid();
+  first.controller_pid = ::getpid();
+  auto start = own_starttime();  // lets sweep tell our pid from a recycled one
+  first.controller_start = start ? *start : "";
+  first.job_user = user->drop ? user->name : "";
+  first.owned_root = run.layout.owned_root;
+  first.created_at = utc_timestamp_now();
+  run.journal.open(run.layout.state_dir, std::move(first), run.warnings);
+  if (auto st = claim_run_dirs(run.layout, run.req.id, *user); !st)
+    return stage_fail(kExitUsage, st.error().message());
+  run.owned_claimed = true;
+  if (auto st = prepare_job_dirs(run.layout, *user); !st)
+    return stage_fail(kExitContainmentUnavailable,
+                      "cannot prepare the job's directories: " + st.error().message());
+  return stage_ok();
+}
+
+StageStatus stage_acquire_grant(RunContext& run) {
+  const auto& doc = run.doc();
+  auto kinds =
+      mechanism_candidates(doc.image.has_value(), doc.containment.mechanism, run.req.mechanism);
+  if (!kinds) return stage_fail(kExitUsage, kinds.error().message());
+  std::vector<Mechanism*> ranked;
+  for (MechanismKind kind : *kinds) {
+    run.mechanisms.push_back(run.deps.make_mechanism(kind, run.deps.mechanism_context));
+    ranked.push_back(run.mechanisms.back().get());
+  }
+  GroupCapabilities groups;
+  for (const auto& p : run.deps.probe_groups()) {
+    if (!p.available) continue;
+    groups.memory = groups.memory || p.memory_max;
+    groups.process_count = groups.process_count || p.pids_max;
+    if (groups.backend.empty()) groups.backend = std::string(resgroup::backend_name(p.backend));
+  }
+  ContainmentSpec spec = containment_spec(*run.admitted, run.layout, run.req.id, run.req.mode);
+  auto grant = acquire_grant(spec, ranked, groups);
+  if (!grant)
+    return stage_fail(kExitContainmentUnavailable,
+                      "no containment grant: " + grant.error().message());
+  run.grant.emplace(std::move(*grant));
+  for (const auto& m : run.mechanisms)
+    if (m->name() == run.grant->mechanism) run.chosen = m.get();
+  for (const auto& w : run.grant->warnings) run.warn(w);
+  const Grant& g = *run.grant;
+  run.receipt.grant = receipt::ContainmentRecord{
+      g.mechanism,          g.mode == GrantMode::kEnforcing ? "enforcing" : "report-only",
+      g.enforced.names(),   g.degraded.names(),
+      g.unenforced_required.names(), g.required.names(),
+      g.tried};
+  if (run.chosen == nullptr)
+    return stage_fail(kExitContainmentUnavailable,
+                      "the grant names mechanism " + g.mechanism + ", which was not asked");
+  run.journal.update(
+      [&](GrantRecord& r) {
+        r.mechanism = g.mechanism;
+        r.mechanism_locators = run.chosen->journal_locators(g.spec);
+      },
+      run.warnings);
+  return stage_ok();
+}
+
+StageStatus stage_create_group(RunContext& run) {
+  const Grant& g = *run.grant;
+  bool memory_required =
+      g.required.contains(Dimension::kMemory) || g.required.contains(Dimension::kProcessCount);
+  bool enforcing = g.mode == GrantMode::kEnforcing;
+  auto group = run.deps.make_group(run.req.id, group_limits(run.doc().limits));
+  if (!group) {
+    if (memory_required && enforcing)
+      return stage_fail(kExitContainmentUnavailable,
+                        "no resource group for the required memory limits: " +
+                            group.error().message());
+    run.warn("running without a resource group: " + group.error().message());
+    return stage_ok();
+  }
+  run.group = std::move(*group);
+  // Recorded at once: the group exists from here on, and sweep must be able to find it.
+  run.journal.update(
+      [&](GrantRecord& r) {
+        r.group_backend = std::string(resgroup::backend_name(run.group->backend()));
+        r.group_locators = run.group->locators();
+      },
+      run.warnings);
+  receipt::MemoryRecord memory;
+  memory.backend = std::string(resgroup::backend_name(run.group->backend()));
+  auto readback = run.group->read_back();
+  if (!readback)
+    return stage_fail(kExitContainmentUnavailable,
+                      "could not read the group's limits back: " + readback.error().message());
+  bool max_applied = false;
+  for (const auto& l : *readback) {
+    memory.limits.push_back({l.name, l.requested, l.observed, l.applied, l.note});
+    if (l.name == "memory_max_bytes")
+      max_applied = l.applied && l.observed && *l.observed == l.requested;
+  }
+  run.receipt.memory = memory;
+  if (!max_applied && enforcing && g.required.contains(Dimension::kMemory))
+    return stage_fail(kExitContainmentUnavailable,
+                      "memory.max was not applied as admitted (see memory.limits)");
+  return stage_ok();
+}
+
+}  // namespace sealrun::run
