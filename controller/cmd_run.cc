@@ -1,14 +1,29 @@
 // `sealrun run ADMISSION --sha256 HEX --id ID ...`: the main job (CONTRACT.md). A short summary
 // goes to stdout, and the receipt's path is always the last line of stdout when one was written.
 #include <fmt/format.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
 
 #include "controller/commands.h"
 #include "controller/exit_codes.h"
 #include "controller/output.h"
 #include "controller/host_config.h"
 #include "controller/run_pipeline.h"
+#include "core/syscall.h"
 
 namespace sealrun::cli {
+
+namespace {
+// run-20261130T120102Z-4242: unique on this host, sorted by time, a valid run id.
+std::string generated_run_id() {
+  std::string t = utc_timestamp_now();  // 2026-11-30T12:01:02.345Z
+  std::string compact;
+  for (char c : t.substr(0, 19))
+    if (c != '-' && c != ':') compact += c;
+  return fmt::format("run-{}Z-{}", compact, ::getpid());
+}
+}  // namespace
 
 void register_run(CLI::App& app, int* exit_code) {
   auto* cmd = app.add_subcommand(
@@ -23,7 +38,8 @@ void register_run(CLI::App& app, int* exit_code) {
   cmd->add_option("ADMISSION", req->admission_path, "the admission document")->required();
   cmd->add_option("--sha256", req->sha256, "the SHA-256 the admission's exact bytes must have")
       ->required();
-  cmd->add_option("--id", req->id, "a new run id ([A-Za-z0-9._-], at most 64)")->required();
+  cmd->add_option("--id", req->id,
+                  "a new run id ([A-Za-z0-9._-], at most 64); default: run-<UTC time>-<pid>");
   std::vector<std::string> mechanisms = {"auto"};
   for (MechanismKind k : kMechanismKinds) mechanisms.emplace_back(mechanism_kind_name(k));
   cmd->add_option("--mechanism", *mechanism, "auto, or one of: " + mechanism_kind_names())
@@ -34,25 +50,32 @@ void register_run(CLI::App& app, int* exit_code) {
       ->capture_default_str();
   cmd->add_option("--state-dir", req->state_dir, "holds owned/<id>/ and results/<id>/")
       ->capture_default_str();
-  cmd->add_flag("--json", *json, "print the summary as JSON (the receipt path still last)");
+  cmd->add_flag("--json", *json,
+                "print one JSON document (id, state, exit, reason, receipt_path, ...) on stdout");
   cmd->callback([=] {
     req->mode = *mode == "report-only" ? GrantMode::kReportOnly : GrantMode::kEnforcing;
     req->mechanism = parse_mechanism_kind(*mechanism);  // "auto": nullopt
+    if (req->id.empty()) req->id = generated_run_id();
     run::RunOutcome o = run::run_pipeline(*req, run::default_pipeline_deps(mechanism_context()));
+    const auto& r = o.receipt;
+    // Why it did not build, for the person at the terminal (the receipt says it too).
+    if (o.exit_code != 0 && !r.reason.empty()) print_error("run", r.reason);
     if (!o.message.empty()) print_error("run", o.message);
-    if (!o.receipt_path.empty()) {
-      const auto& r = o.receipt;
-      if (*json) {
-        print_json({{"id", r.id},
-                    {"state", r.state},
-                    {"exit", o.exit_code},
-                    {"reason", r.reason},
-                    {"outputs", r.outputs.size()},
-                    {"stop_confirmed", r.stop_confirmed}});
-      } else {
-        fmt::print("run {}: {} (exit {})\n  {}\n  outputs: {}, stop confirmed: {}\n", r.id, r.state,
-                   o.exit_code, r.reason, r.outputs.size(), r.stop_confirmed ? "yes" : "no");
-      }
+    if (*json) {
+      // Exactly one JSON document on stdout, whatever happened.
+      print_json({{"id", req->id},
+                  {"state", r.state},
+                  {"exit", o.exit_code},
+                  {"reason", r.reason},
+                  {"outputs", r.outputs.size()},
+                  {"stop_confirmed", r.stop_confirmed},
+                  {"receipt_path", o.receipt_path.empty() ? nlohmann::json(nullptr)
+                                                          : nlohmann::json(o.receipt_path)},
+                  {"error", o.message.empty() ? nlohmann::json(nullptr)
+                                              : nlohmann::json(o.message)}});
+    } else if (!o.receipt_path.empty()) {
+      fmt::print("run {}: {} (exit {})\n  {}\n  outputs: {}, stop confirmed: {}\n", r.id, r.state,
+                 o.exit_code, r.reason, r.outputs.size(), r.stop_confirmed ? "yes" : "no");
       fmt::print("{}\n", o.receipt_path);
     }
     *exit_code = o.exit_code;

@@ -73,6 +73,8 @@ Status check_id_unused(const RunLayout& layout, const std::string& id) {
   return ok_status();
 }
 
+Status ensure_state_dir(const RunLayout& layout) { return ensure_dir(layout.state_dir, 0755); }
+
 Status claim_run_dirs(const RunLayout& layout, const std::string& id, const JobUser& job_user) {
   SEALRUN_TRY(ensure_dir(layout.state_dir, 0755));
   // Search-only for others: rootless podman, running as the job user, reaches its storage under

@@ -18,6 +18,8 @@ inline constexpr const char* kOwnedMarker = ".sealrun-owned";
 // Whether `id` was used by a run that executed (or may have): results/<id> or owned/<id> exists.
 // A refused run (nothing executed) leaves neither, so its id stays free.
 Status check_id_unused(const RunLayout& layout, const std::string& id);
+// Creates the state directory (0755) if needed: before the grant journal makes its grants/ in it.
+Status ensure_state_dir(const RunLayout& layout);
 // Creates <state>/owned and <state>/results if needed, then claims results/<id> and owned/<id>
 // with mkdir (which fails if either exists: nothing of an earlier run is touched).
 Status claim_run_dirs(const RunLayout& layout, const std::string& id, const JobUser& job_user);

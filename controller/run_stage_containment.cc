@@ -18,6 +18,8 @@ StageStatus stage_claim_owned_roots(RunContext& run) {
     return stage_fail(kExitContainmentUnavailable,
                       "no unprivileged identity to run the job as: " + user.error().message());
   run.job_user = *user;
+  if (auto st = ensure_state_dir(run.layout); !st)
+    return stage_fail(kExitUsage, "--state-dir: " + st.error().message());
   GrantRecord first;
   first.id = run.req.id;
   first.owner_uid = ::geteuid();

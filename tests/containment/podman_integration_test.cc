@@ -102,6 +102,18 @@ class PodmanIntegration : public ::testing::Test {
     return g;
   }
 
+  // A grant as acquire_grant() makes it when a resource group adds memory and process_count: the
+  // real decision, so that spawn's re-check (which refuses a widened grant) accepts it.
+  Grant grant_with_group() const {
+    ContainmentSpec s = spec_;
+    s.requested = s.requested | DimensionSet{Dimension::kMemory, Dimension::kProcessCount};
+    GroupCapabilities groups;
+    groups.memory = groups.process_count = true;
+    auto g = acquire_grant(s, {mechanism_}, groups);
+    EXPECT_TRUE(g.ok()) << g.error().message();
+    return g.ok() ? *g : Grant{};
+  }
+
   struct Outcome {
     JobExit exit;
     std::string out;
@@ -367,8 +379,7 @@ TEST_F(PodmanIntegration, ContainerProcessesLandInTheResourceGroup) {
   ASSERT_FALSE(locators.empty());
 
   spec_.argv = {"/bin/sleep", "60"};
-  Grant g = grant();
-  g.enforced = g.enforced | DimensionSet{Dimension::kMemory, Dimension::kProcessCount};
+  Grant g = grant_with_group();
   auto job = mechanism_->spawn(g, group->get(), JobIo{});
   ASSERT_TRUE(job.ok()) << job.error().message();
 
@@ -421,10 +432,8 @@ TEST_F(PodmanIntegration, ForkBombHitsTheGroupsPidsLimit) {
   limits.pids_max = 40;  // podman, conmon, catatonit and the shell fit; 100 sleeps do not
   auto group = resgroup::create_group(spec_.run_id, limits, resgroup::Backend::kCgroupV1);
   ASSERT_TRUE(group.ok()) << group.error().message();
-  Grant g = grant();
-  g.enforced = g.enforced | DimensionSet{Dimension::kMemory, Dimension::kProcessCount};
   spec_.argv = {"/src/escape", "fork", "100"};
-  g.spec = spec_;
+  Grant g = grant_with_group();
   UniqueFd out(::open((tmp_ / "stdout").c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
   auto job = mechanism_->spawn(g, group->get(), JobIo{-1, out.get(), out.get()});
   ASSERT_TRUE(job.ok()) << job.error().message();

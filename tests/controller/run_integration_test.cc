@@ -74,11 +74,15 @@ TEST_F(RunTest, AlteredSourceFileIsRefusedNamingIt) {
 TEST_F(RunTest, ASecondRunWithTheSameIdIsRefusedAndTheFirstReceiptIsIntact) {
   auto a = freeze("true");
   ASSERT_EQ(run(a, "twice").status.code, 0);
-  std::string first = read_text(receipt_path("twice"));
+  std::string built = state_ + "/results/twice/receipt.json";
+  std::string first = read_text(built);
   auto c = run(a, "twice");
   EXPECT_EQ(c.status.code, 2);
   EXPECT_NE(c.err.find("was used before"), std::string::npos) << c.err;
-  EXPECT_EQ(read_text(receipt_path("twice")), first);
+  EXPECT_EQ(read_text(built), first);
+  // The refusal has a receipt of its own, elsewhere.
+  EXPECT_NE(receipt_path("twice"), built);
+  EXPECT_EQ(receipt("twice")["state"], "not_run");
 }
 
 TEST_F(RunTest, NoBwrapMeansExit4NamingTheDimensionsAndTheMechanism) {

@@ -3,6 +3,7 @@
 
 #include <dirent.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "tests/support/temp_dir.h"
@@ -37,7 +38,17 @@ Captured RunTest::sealrun(const std::vector<std::string>& args,
   o.env = std::move(env);
   auto r = run_capture(o, timeout_ms);
   EXPECT_TRUE(r.ok()) << r.error().message();
-  return r.ok() ? *r : Captured{};
+  Captured c = r.ok() ? *r : Captured{};
+  // `run` prints its receipt's path last: remember it under the run's id.
+  auto id = std::find(args.begin(), args.end(), "--id");
+  if (!args.empty() && args[0] == "run" && id != args.end() && id + 1 != args.end()) {
+    std::string out = c.out;
+    while (!out.empty() && out.back() == '\n') out.pop_back();
+    std::string last = out.substr(out.rfind('\n') == std::string::npos ? 0 : out.rfind('\n') + 1);
+    if (last.size() > 5 && last.compare(last.size() - 5, 5, ".json") == 0)
+      printed_receipts_[*(id + 1)] = last;
+  }
+  return c;
 }
 
 Frozen RunTest::freeze(const std::string& script, const std::vector<std::string>& sets,
@@ -75,6 +86,8 @@ Captured RunTest::run(const Frozen& a, const std::string& id,
 }
 
 std::string RunTest::receipt_path(const std::string& id) const {
+  auto it = printed_receipts_.find(id);
+  if (it != printed_receipts_.end()) return it->second;
   return state_ + "/results/" + id + "/receipt.json";
 }
 

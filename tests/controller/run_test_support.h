@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -31,6 +32,8 @@ class RunTest : public ::testing::Test {
                    std::optional<std::vector<std::string>> env = std::nullopt,
                    int64_t timeout_ms = 120000);
   Captured run(const Frozen& a, const std::string& id, const std::vector<std::string>& extra = {});
+  // The receipt of run `id`: where `run` printed it (a refused run's is under refusals/), else
+  // results/<id>/receipt.json.
   nlohmann::json receipt(const std::string& id);
   std::string receipt_path(const std::string& id) const;
   // SpawnOptions for build/sealrun with args (for tests that signal the controller).
@@ -38,6 +41,7 @@ class RunTest : public ::testing::Test {
 
   TempDir dir_;
   std::string src_, toolchain_, state_;
+  std::map<std::string, std::string> printed_receipts_;  // id -> the path `run` printed last
 };
 
 // True when no process whose command line contains `marker` is alive (zombies ignored).
