@@ -31,8 +31,6 @@ bool is_env_name(std::string_view name) {
   return true;
 }
 
-bool is_run_id(std::string_view id) { return is_valid_run_id(id); }
-
 // Absolute, no empty component ("//"), no "." or ".." component, no trailing slash (except "/"),
 // no NUL. Such a path means exactly what it says, so prefix comparisons on it are sound.
 Status check_normalised_path(std::string_view path, std::string_view what) {
@@ -80,7 +78,7 @@ std::vector<std::string_view> reserved_mount_targets() {
 }
 
 Status validate_spec(const ContainmentSpec& spec) {
-  if (!is_run_id(spec.run_id))
+  if (!is_valid_run_id(spec.run_id))
     return Error::make(fmt::format(
         "run id \"{}\" is not 1-64 characters of [A-Za-z0-9._-] (and not \".\" or \"..\")",
         spec.run_id));

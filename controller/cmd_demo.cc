@@ -8,7 +8,6 @@
 #include <filesystem>
 
 #include "admission/freeze.h"
-#include "containment/bwrap.h"
 #include "controller/commands.h"
 #include "controller/exit_codes.h"
 #include "controller/output.h"

@@ -1,5 +1,6 @@
 // `sealrun sweep [--state-dir DIR] [--json]`: finds what killed controllers left — grant records,
-// resource groups, job processes, podman containers — and removes it, reporting each action.
+// resource groups, job processes, what each mechanism left (through its own sweep), verified
+// source exports — and removes it, reporting each action.
 // A record whose controller is still alive (same pid and starttime) is never touched. A record that
 // cannot be read is reported and kept (it may name something that still runs). Exit 0 when nothing
 // is left behind, 7 when something sealrun owns could not be removed.
@@ -84,6 +85,7 @@ int run_sweep(const SweepOptions& opt) {
     }
   }
   for (auto& s : resgroup::sweep_stray_groups(opt.grace_ms)) report.push_back({"", std::move(s)});
+  for (auto& s : run::sweep_exports(opt.state_dir)) report.push_back({"", std::move(s)});
 
   int left = 0;
   for (const auto& [id, s] : report) left += s.left ? 1 : 0;

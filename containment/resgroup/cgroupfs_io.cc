@@ -163,10 +163,8 @@ bool is_cgroupfs(int fd, bool want_v2) {
   return want_v2 ? sfs.f_type == CGROUP2_SUPER_MAGIC : sfs.f_type == CGROUP_SUPER_MAGIC;
 }
 
-bool valid_run_id(std::string_view run_id) { return is_valid_run_id(run_id); }
-
 Status require_group_run_id(std::string_view run_id) {
-  if (valid_run_id(run_id)) return ok_status();
+  if (is_valid_run_id(run_id)) return ok_status();
   return Error::make(fmt::format(
       "run id '{}' is not usable in a cgroup name (allowed: A-Z a-z 0-9 _ . -, at most 64)",
       run_id));
@@ -189,7 +187,7 @@ std::optional<GroupName> parse_group_dir_name(std::string_view name) {
   g.run_id = std::string(rest.substr(0, d1));
   auto pid = to_number<pid_t>(rest.substr(d1 + 1, d2 - d1 - 1));
   auto start = to_number<uint64_t>(rest.substr(d2 + 1));
-  if (!pid || *pid <= 0 || !start || !valid_run_id(g.run_id)) return std::nullopt;
+  if (!pid || *pid <= 0 || !start || !is_valid_run_id(g.run_id)) return std::nullopt;
   g.creator_pid = *pid;
   g.creator_start = std::string(rest.substr(d2 + 1));
   return g;

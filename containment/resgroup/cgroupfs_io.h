@@ -75,7 +75,6 @@ bool is_cgroupfs(int fd, bool want_v2);
 // Names of groups sealrun creates: "sealrun-<run_id>.<creator pid>.<creator starttime>".
 // The creator's pid and /proc starttime make it possible to tell, from the name alone, whether the
 // controller that made it is still alive (sweep never touches a live controller's group).
-bool valid_run_id(std::string_view run_id);  // core/run_id.h: is_valid_run_id
 // The same, as the error both cgroup back ends give for an id they cannot name a group after.
 Status require_group_run_id(std::string_view run_id);
 std::string group_dir_name(std::string_view run_id, pid_t creator_pid,

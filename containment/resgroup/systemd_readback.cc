@@ -62,10 +62,8 @@ LimitReadback byte_limit(std::string name, uint64_t requested, std::optional<uin
 
 }  // namespace
 
-bool valid_run_id(std::string_view run_id) { return is_valid_run_id(run_id); }
-
 Result<std::string> scope_unit_name(std::string_view run_id) {
-  if (!valid_run_id(run_id)) {
+  if (!is_valid_run_id(run_id)) {
     return Error::make(fmt::format(
         "run id \"{}\" cannot name a systemd scope: use 1-100 characters of [A-Za-z0-9_.-]",
         run_id));

@@ -17,8 +17,6 @@
 
 namespace sealrun::resgroup::systemd {
 
-// Run ids become part of a unit name (core/run_id.h: is_valid_run_id).
-bool valid_run_id(std::string_view run_id);
 // "sealrun-<run_id>.scope", or an error naming the run id and the allowed characters.
 Result<std::string> scope_unit_name(std::string_view run_id);
 

@@ -24,6 +24,7 @@
 #include "containment/resgroup/sd_bus_manager.h"
 #include "containment/resgroup/systemd_readback.h"
 #include "containment/resgroup/systemd_scope_ops.h"
+#include "core/run_id.h"
 #include "core/process.h"
 #include "core/syscall.h"
 
@@ -321,7 +322,7 @@ Result<StopReport> stop_leftover_scope(const std::string& unit, int64_t grace_ms
   constexpr std::string_view kPrefix = "sealrun-", kSuffix = ".scope";
   bool ours = unit.size() > kPrefix.size() + kSuffix.size() && unit.starts_with(kPrefix) &&
               unit.ends_with(kSuffix) &&
-              systemd::valid_run_id(std::string_view(unit).substr(
+              is_valid_run_id(std::string_view(unit).substr(
                   kPrefix.size(), unit.size() - kPrefix.size() - kSuffix.size()));
   if (!ours) {
     return Error::make(fmt::format(

@@ -1,6 +1,7 @@
 // Unit tests of the cgroupfs seam's pure parts: /proc/<pid>/cgroup, limit values, keyed files, pid
 // lists, the names sealrun gives its groups, path hygiene, and process liveness by starttime.
 #include "containment/resgroup/cgroupfs_io.h"
+#include "core/run_id.h"
 
 #include <gtest/gtest.h>
 #include <sys/wait.h>
@@ -65,10 +66,10 @@ TEST(GroupName, RoundTripsAndRejectsForeignNames) {
 }
 
 TEST(RunId, Charset) {
-  EXPECT_TRUE(valid_run_id("build-42_a.b"));
+  EXPECT_TRUE(is_valid_run_id("build-42_a.b"));
   for (const char* bad : {"", ".", "..", "a/b", "a b", "a\nb", "ä"})
-    EXPECT_FALSE(valid_run_id(bad)) << bad;
-  EXPECT_FALSE(valid_run_id(std::string(101, 'a')));
+    EXPECT_FALSE(is_valid_run_id(bad)) << bad;
+  EXPECT_FALSE(is_valid_run_id(std::string(101, 'a')));
 }
 
 TEST(CleanPath, RefusesDotDot) {
