@@ -70,8 +70,10 @@ AdmitOutcome verify_admission(AuthenticatedAdmission admission, AdmissionReport 
   report.checks.insert(report.checks.end(), pins.begin(), pins.end());
   out.report = std::move(report);
   if (!out.report.all_passed()) return out;
-  std::string source_root =
-      doc.source.kind == SourceKind::kTree ? doc.source.path : options.source_export_dir;
+  // The export (git, bundle) or snapshot (tree) when one was made, else a tree in place.
+  std::string source_root = !options.source_export_dir.empty() ? options.source_export_dir
+                            : doc.source.kind == SourceKind::kTree ? doc.source.path
+                                                                   : std::string();
   out.admitted.emplace(Admitted(std::move(admission.doc_), std::move(admission.path_),
                                 std::move(admission.sha256_), out.report.checks,
                                 std::move(source_root)));

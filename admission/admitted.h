@@ -73,8 +73,9 @@ class Admitted {
   const std::string& path() const { return path_; }
   const std::string& sha256() const { return sha256_; }
   const std::vector<PinCheck>& verifications() const { return checks_; }
-  // Where the verified source bytes are: the export directory for git and bundle sources (only
-  // when VerifyOptions::source_export_dir was given, else empty), the tree itself for kind "tree".
+  // Where the verified source bytes are: VerifyOptions::source_export_dir when it was given (an
+  // export of a git or bundle source, a snapshot of a tree), else the tree itself for kind
+  // "tree" (and empty for git and bundle sources).
   const std::string& source_root() const { return source_root_; }
 
  private:

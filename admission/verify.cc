@@ -7,11 +7,14 @@
 #include <stdlib.h>
 
 #include <filesystem>
+#include <optional>
 
+#include "core/temp_dir.h"
 #include "fingerprint/file_hash.h"
 #include "fingerprint/image.h"
 #include "fingerprint/sha256.h"
 #include "fingerprint/source.h"
+#include "fingerprint/source_snapshot.h"
 #include "fingerprint/tree.h"
 
 namespace sealrun::admission {
@@ -44,25 +47,6 @@ std::string manifest_digest(const Manifest& manifest) {
 namespace {
 
 // A private temporary directory, removed with its contents when the holder goes away.
-class ScratchDir {
- public:
-  ScratchDir() {
-    const char* base = ::getenv("TMPDIR");
-    std::string tmpl = fmt::format("{}/sealrun-admit-XXXXXX", base && *base ? base : "/tmp");
-    if (::mkdtemp(tmpl.data()) != nullptr) path_ = tmpl;
-  }
-  ~ScratchDir() {
-    std::error_code ec;
-    if (!path_.empty()) std::filesystem::remove_all(path_, ec);
-  }
-  ScratchDir(const ScratchDir&) = delete;
-  ScratchDir& operator=(const ScratchDir&) = delete;
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
-
 std::string format_utc(time_t t) {
   struct tm tm = {};
   gmtime_r(&t, &tm);
@@ -124,19 +108,29 @@ PinCheck check_manifest(const SourcePin& s, const VerifyOptions& options) {
              {},
              CheckStatus::kFail};
   std::string root = s.path;
-  ScratchDir scratch;
+  std::optional<ScopedTempDir> scratch;
   if (s.kind != SourceKind::kTree) {
     if (options.source_export_dir.empty()) {
-      if (scratch.path().empty()) {
-        c.observed = "error: cannot create a temporary directory for the source export";
+      auto made = ScopedTempDir::create("sealrun-admit");
+      if (!made) {
+        c.observed = "error: " + made.error().message();
         return c;
       }
-      root = scratch.path() + "/src";
+      scratch.emplace(std::move(*made));
+      root = scratch->path() + "/src";
     } else {
       root = options.source_export_dir;
     }
     if (Status st = export_git_commit(s.path, s.commit, s.tree, root); !st.ok()) {
       c.observed = "error: export of commit " + s.commit + ": " + st.error().message();
+      return c;
+    }
+  } else if (!options.source_export_dir.empty()) {
+    // A run verifies (and then shows the job) a private snapshot of a plain tree, so that a change
+    // on the host after this check cannot reach the job.
+    root = options.source_export_dir;
+    if (Status st = snapshot_tree(s.path, root); !st.ok()) {
+      c.observed = "error: snapshot of " + s.path + ": " + st.error().message();
       return c;
     }
   }

@@ -41,7 +41,8 @@ struct VerifyOptions {
   std::function<void(uint64_t, uint64_t)> toolchain_progress;
   // Git and bundle sources are verified on an export of the admitted commit. When this is set, the
   // export is made here (it must not exist yet) and kept, so a run uses exactly the bytes that were
-  // verified; otherwise it goes to a temporary directory that is removed afterwards.
+  // verified; otherwise it goes to a temporary directory that is removed afterwards. A tree source
+  // is then copied here too (a snapshot) and verified there, for the same reason.
   std::string source_export_dir;
   // When non-empty, nothing is recomputed: every pin is listed as skipped, with this reason.
   std::string skip_reason;

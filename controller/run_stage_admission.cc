@@ -64,9 +64,9 @@ StageStatus stage_read_admission(RunContext& run) {
 
 StageStatus stage_verify_pins(RunContext& run) {
   admission::VerifyOptions options;
-  if (run.authenticated->document().source.kind != admission::SourceKind::kTree) {
-    // Git and bundle sources are verified on an export that the job then uses: exactly the
-    // bytes that were verified.
+  {
+    // The source is verified on a private export (git, bundle) or snapshot (tree) that the job
+    // then sees: exactly the bytes that were verified, whatever happens on the host afterwards.
     auto dir = make_export_dir(run.layout.state_dir, run.req.id);
     if (!dir)
       return stage_fail(kExitContainmentUnavailable,
