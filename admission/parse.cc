@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <regex>
 #include <set>
 
@@ -149,6 +150,15 @@ class Parser {
   }
 
   bool integer(const json& v, const std::string& path, uint64_t min, uint64_t max, uint64_t* out) {
+    // A whole number too large for 64 bits is read as a float by the JSON parser: it is out of
+    // range, not "fractional".
+    if (v.is_number_float() && std::isfinite(v.get<double>()) &&
+        v.get<double>() == std::floor(v.get<double>()) && std::fabs(v.get<double>()) >= 9.2e18) {
+      error(path, fmt::format("expected an integer between {} and {}, got a number out of range "
+                              "(about {:.3g})",
+                              min, max, v.get<double>()));
+      return false;
+    }
     if (!v.is_number_integer()) {
       error(path, fmt::format("expected {} integer, got {}",
                               min > 0 ? "a positive" : "a non-negative", type_of(v)));

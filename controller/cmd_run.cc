@@ -58,6 +58,7 @@ void register_run(CLI::App& app, int* exit_code) {
     if (req->id.empty()) req->id = generated_run_id();
     run::RunOutcome o = run::run_pipeline(*req, run::default_pipeline_deps(mechanism_context()));
     const auto& r = o.receipt;
+    *exit_code = o.exit_code;  // set first: a closed stdout below must not change it
     // Why it did not build, for the person at the terminal (the receipt says it too).
     if (o.exit_code != 0 && !r.reason.empty()) print_error("run", r.reason);
     if (!o.message.empty()) print_error("run", o.message);

@@ -5,7 +5,9 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <cstring>
+#include <cerrno>
 #include <exception>
+#include <system_error>
 
 #include "controller/commands.h"
 #include "controller/exit_codes.h"
@@ -27,6 +29,11 @@ int run_cli(CLI::App& app, int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     int rc = app.exit(e);
     return rc == 0 ? sealrun::kExitOk : sealrun::kExitUsage;
+  } catch (const std::system_error& e) {
+    // The reader went away (`sealrun receipt show ... | head`): not an error of ours. The command
+    // has done its work (a run's receipt is written); its exit code stands.
+    if (e.code().value() == EPIPE) return exit_code;
+    throw;
   }
   return exit_code;
 }

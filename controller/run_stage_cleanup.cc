@@ -51,6 +51,14 @@ void stop_job_and_group(RunContext& run) {
         m.events_oom = mem->events_oom;
         m.events_oom_kill = mem->events_oom_kill;
         m.swap_used_bytes = mem->swap_used_bytes;
+        // The kernel killed part of the job for memory although the job said it succeeded (a
+        // build tool that ignores a dead child): that is not a build to vouch for.
+        if (mem->events_oom_kill > 0 && run.exit_code() == kExitOk && run.job_exit)
+          run.record_failure(
+              {kExitJobFailed,
+               fmt::format("the job exited 0, but {} process(es) in its group were OOM-killed at "
+                           "its memory limit: the build is incomplete",
+                           mem->events_oom_kill)});
       }
       run.cleanup_action("remove the resource group", run.group->remove());
     } else if (spawned) {

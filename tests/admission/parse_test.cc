@@ -119,6 +119,12 @@ const Rejection kRejections[] = {
        j["limits"] = {{"pids_max", 1.5}};
      },
      "limits.pids_max: expected a positive integer, got a fractional number"},
+    {"limit_two_to_the_64",
+     [](json& j) {
+       // What the JSON reader makes of 18446744073709551616: a float, yet a whole number.
+       j["limits"] = {{"memory_max_bytes", 18446744073709551616.0}};
+     },
+     "got a number out of range (about 1.84e+19)"},
     {"limit_negative",
      [](json& j) {
        j["limits"] = {{"swap_max_bytes", -1}};

@@ -292,6 +292,14 @@ TEST_F(Pipeline, AnOomKillIsTheReasonRatherThanTheSignal) {
   EXPECT_NE(o.receipt.reason.find("out of memory"), std::string::npos) << o.receipt.reason;
 }
 
+TEST_F(Pipeline, AnOomKillInTheGroupFailsARunWhoseJobExitedZero) {
+  s_.oom_kills = 2;  // a child was killed, the job (e.g. a careless build tool) still exited 0
+  auto o = run("oom0");
+  EXPECT_EQ(o.exit_code, kExitJobFailed);
+  EXPECT_EQ(o.receipt.state, "failed");
+  EXPECT_NE(o.receipt.reason.find("OOM-killed"), std::string::npos) << o.receipt.reason;
+}
+
 TEST_F(Pipeline, AnUnconfirmedStopIsSevenAndBeatsAFailedJob) {
   s_.job_status = ExitStatus{1, 0};
   s_.stop_confirmed = false;
