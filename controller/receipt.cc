@@ -116,7 +116,9 @@ json to_json(const Receipt& r, const Detail& d, std::vector<std::string> truncat
                         {"requested", l.requested},
                         {"observed", opt_u64(l.observed)},
                         {"applied", l.applied},
-                        {"note", cut(l.note, d.string_bytes)}});
+                        {"note", cut(l.note, d.string_bytes)},
+                        {"effective", opt_u64(l.effective)},
+                        {"effective_set_by", l.effective_set_by}});
     doc[field::kMemory] = {{"backend", r.memory->backend},
                      {"limits", limits},
                      {"peak_bytes", opt_u64(r.memory->peak_bytes)},

@@ -58,6 +58,8 @@ struct MemoryLimit {
   std::optional<uint64_t> observed;
   bool applied = false;
   std::string note;
+  std::optional<uint64_t> effective;  // what binds: the lower of ours and any ancestor group's
+  std::string effective_set_by;       // the group that sets it
 };
 
 struct MemoryRecord {

@@ -113,7 +113,8 @@ StageStatus stage_create_group(RunContext& run) {
                       "could not read the group's limits back: " + readback.error().message());
   bool max_applied = false;
   for (const auto& l : *readback) {
-    memory.limits.push_back({l.name, l.requested, l.observed, l.applied, l.note});
+    memory.limits.push_back(
+        {l.name, l.requested, l.observed, l.applied, l.note, l.effective, l.effective_set_by});
     if (l.name == "memory_max_bytes")
       max_applied = l.applied && l.observed && *l.observed == l.requested;
   }

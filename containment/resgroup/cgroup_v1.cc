@@ -123,6 +123,8 @@ class CgroupV1Group final : public ResourceGroup {
     max.note = max.applied ? "memory.limit_in_bytes"
                            : fmt::format("memory.limit_in_bytes reads {}, expected {}", mem_limit,
                                          page_floor(limits_.memory_max_bytes));
+    settle_effective(max, "memory:" + mem->member_path(),
+                     ancestor(*mem, "memory.limit_in_bytes"));
     out.push_back(max);
 
     LimitReadback swap{"swap_max_bytes", limits_.swap_max_bytes};
@@ -153,8 +155,18 @@ class CgroupV1Group final : public ResourceGroup {
     p.note = p.applied
                  ? "pids.max"
                  : fmt::format("pids.max reads {}, expected {}", *p.observed, limits_.pids_max);
+    settle_effective(p, "pids:" + pids->member_path(), ancestor(*pids, "pids.max"));
     out.push_back(p);
     return out;
+  }
+
+  // The lowest `file` among the groups above ours in hierarchy `h` (ours included: the controller
+  // itself may sit in a limited group), named "<controller>:<path>".
+  static std::optional<std::pair<uint64_t, std::string>> ancestor(const Hierarchy& h,
+                                                                  const std::string& file) {
+    auto a = lowest_limit_up_the_tree(h.parent.get(), h.own_path, file);
+    if (!a) return std::nullopt;
+    return std::make_pair(a->value, h.controller + ":" + a->path);
   }
 
   Result<MemoryReport> memory_report() override {

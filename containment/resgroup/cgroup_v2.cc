@@ -191,6 +191,11 @@ class CgroupV2Group final : public ResourceGroup {
     l.note = l.applied ? std::string(file)
                        : fmt::format("{} reads {}, expected {}", file, v2_value(*l.observed),
                                      v2_value(expect));
+    // The groups above ours (ours included) may set a lower limit; that one binds.
+    std::optional<std::pair<uint64_t, std::string>> above;
+    if (auto a = lowest_limit_up_the_tree(parent_.get(), parent_path_, file))
+      above = std::make_pair(a->value, a->path);
+    settle_effective(l, path(), above);
     return l;
   }
 

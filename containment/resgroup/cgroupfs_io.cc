@@ -197,6 +197,29 @@ namespace {
 
 }  // namespace
 
+std::optional<AncestorLimit> lowest_limit_up_the_tree(int dirfd, const std::string& path,
+                                                      const std::string& file,
+                                                      uint64_t no_limit_from) {
+  std::optional<AncestorLimit> lowest;
+  std::string here = path.empty() ? "/" : path;
+  UniqueFd owned;
+  int fd = dirfd;
+  while (true) {
+    if (auto text = read_cgroup_file(fd, file); text) {
+      auto v = parse_limit_value(*text, file);
+      if (v && *v < no_limit_from && (!lowest || *v < lowest->value)) lowest = {*v, here};
+    }
+    if (here == "/") break;
+    auto parent = open_at(fd, "..", O_RDONLY | O_DIRECTORY);
+    if (!parent) break;
+    owned = std::move(*parent);
+    fd = owned.get();
+    size_t slash = here.rfind('/');
+    here = slash == 0 ? "/" : here.substr(0, slash);
+  }
+  return lowest;
+}
+
 uint64_t signal_members(const std::string& proc_root, const std::vector<pid_t>& pids, int sig,
                         const std::function<bool(std::string_view)>& is_member) {
   uint64_t n = 0;

@@ -86,6 +86,19 @@ struct GroupName {
 };
 std::optional<GroupName> parse_group_dir_name(std::string_view name);
 
+// The lowest limit that `file` sets on a group through its ancestors (ACCEPTANCE 33): reads
+// `file` in the directory `dirfd` (whose path in the hierarchy is `path`, e.g. "/a/b") and in each
+// ancestor up to the hierarchy's root, walking ".." from the descriptor exactly as many levels as
+// `path` has. Values at or above `no_limit_from` (v1's page-aligned LONG_MAX, v2's "max") are no
+// limit. nullopt when no level sets one.
+struct AncestorLimit {
+  uint64_t value = 0;
+  std::string path;  // the group that sets it, in the hierarchy ("/" for the root)
+};
+std::optional<AncestorLimit> lowest_limit_up_the_tree(int dirfd, const std::string& path,
+                                                      const std::string& file,
+                                                      uint64_t no_limit_from = 1ull << 62);
+
 // Signals every pid in `pids` through a pidfd, but only if, once the pidfd pins the process,
 // `is_member` (given /proc/<pid>/cgroup's text) says it is still in the group: a pid that exited
 // and was recycled between reading cgroup.procs and pidfd_open is never hit. Returns how many

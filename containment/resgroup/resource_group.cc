@@ -70,6 +70,19 @@ constexpr Backend kStrongestFirst[] = {Backend::kSystemd, Backend::kCgroupV2, Ba
 
 }  // namespace
 
+void settle_effective(LimitReadback& l, const std::string& own_path,
+                      const std::optional<std::pair<uint64_t, std::string>>& ancestor) {
+  if (ancestor && (!l.observed || ancestor->first < *l.observed)) {
+    l.effective = ancestor->first;
+    l.effective_set_by = ancestor->second;
+    l.note += fmt::format("; an ancestor group ({}) sets a lower limit, {}, which is what binds",
+                          ancestor->second, ancestor->first);
+  } else {
+    l.effective = l.observed;
+    l.effective_set_by = own_path;
+  }
+}
+
 std::vector<BackendProbe> probe_backends() {
   std::vector<BackendProbe> out;
   for (Backend b : kStrongestFirst) {

@@ -35,7 +35,16 @@ struct LimitReadback {
   std::optional<uint64_t> observed;
   bool applied = false;
   std::string note;
+  // What binds the job: the lower of this group's own value and any ancestor's (a Slurm step, a
+  // systemd slice, a CI runner's group may set a lower one), and the group that sets it.
+  std::optional<uint64_t> effective;
+  std::string effective_set_by;
 };
+
+// Fills in `l.effective`/`effective_set_by`: the group's own observed value, unless an ancestor's
+// (`ancestor`, from lowest_limit_up_the_tree) is lower. `own_path` names the group itself.
+void settle_effective(LimitReadback& l, const std::string& own_path,
+                      const std::optional<std::pair<uint64_t, std::string>>& ancestor);
 
 struct MemoryReport {
   std::optional<uint64_t> peak_bytes;

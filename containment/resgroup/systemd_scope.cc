@@ -21,11 +21,12 @@
 #include <algorithm>
 #include <optional>
 
+#include "containment/resgroup/cgroupfs_io.h"
 #include "containment/resgroup/sd_bus_manager.h"
 #include "containment/resgroup/systemd_readback.h"
 #include "containment/resgroup/systemd_scope_ops.h"
-#include "core/run_id.h"
 #include "core/process.h"
+#include "core/run_id.h"
 #include "core/syscall.h"
 
 namespace sealrun::resgroup {
@@ -181,7 +182,24 @@ class SystemdScope final : public ResourceGroup {
       o.file_swap_max = read_limit(dir + "/memory.swap.max");
       o.file_pids_max = read_limit(dir + "/pids.max");
     }
-    return systemd::evaluate_readback(limits_, o, static_cast<uint64_t>(sysconf(_SC_PAGESIZE)));
+    auto out = systemd::evaluate_readback(limits_, o, static_cast<uint64_t>(sysconf(_SC_PAGESIZE)));
+    // The scope sits in a slice the manager (or a site) may limit lower: that one binds.
+    bool legacy = mode_ == CgroupMode::kLegacy;
+    for (auto& l : out) {
+      const char* file = l.name == "memory_max_bytes" ? (legacy ? "memory.limit_in_bytes"
+                                                                : "memory.max")
+                         : l.name == "pids_max"       ? "pids.max"
+                                                      : nullptr;
+      if (file == nullptr) continue;
+      std::string root = l.name == "pids_max" && legacy ? target_.cgroupfs_root + "/pids"
+                                                         : memory_root();
+      std::optional<std::pair<uint64_t, std::string>> above;
+      if (auto dir = open_at(AT_FDCWD, root + control_group_, O_RDONLY | O_DIRECTORY); dir)
+        if (auto a = lowest_limit_up_the_tree(dir->get(), control_group_, file))
+          above = std::make_pair(a->value, a->path);
+      settle_effective(l, unit_, above);
+    }
+    return out;
   }
 
   Result<MemoryReport> memory_report() override {
@@ -220,6 +238,10 @@ class SystemdScope final : public ResourceGroup {
   }
 
  private:
+  // The hierarchy the memory controller is in ("<root>/memory" on v1, the unified one on v2).
+  std::string memory_root() const {
+    return mode_ == CgroupMode::kLegacy ? target_.cgroupfs_root + "/memory" : target_.cgroupfs_root;
+  }
   std::string memory_dir() const {
     return mode_ == CgroupMode::kLegacy ? target_.cgroupfs_root + "/memory" + control_group_
                                         : target_.cgroupfs_root + control_group_;

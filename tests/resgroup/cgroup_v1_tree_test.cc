@@ -106,6 +106,43 @@ TEST_F(V1Tree, ReadBackIsHonestAboutHighAndDetectsMismatch) {
   drop_all(*g);
 }
 
+TEST_F(V1Tree, AnAncestorsLowerLimitIsTheEffectiveOneAndNamed) {
+  // A parent above our own group (a Slurm step, a CI runner's group) allows only 32 MiB: that is
+  // what binds the job, not the 64 MiB sealrun wrote (ACCEPTANCE 33).
+  write_text(tmp_ / "memory/own/memory.limit_in_bytes", "33554432\n");
+  write_text(tmp_ / "pids/own/x/pids.max", "20\n");
+  auto g = create();
+  ASSERT_TRUE(g);
+  auto rb = g->read_back();
+  ASSERT_TRUE(rb.ok()) << rb.error().message();
+  for (const auto& l : *rb) {
+    if (l.name == "memory_max_bytes") {
+      EXPECT_TRUE(l.applied) << "ours is applied as written";
+      EXPECT_EQ(l.effective, 33554432u);
+      EXPECT_EQ(l.effective_set_by, "memory:/own");
+      EXPECT_NE(l.note.find("lower limit"), std::string::npos) << l.note;
+    }
+    if (l.name == "pids_max") {
+      EXPECT_EQ(l.effective, 20u);
+      EXPECT_EQ(l.effective_set_by, "pids:/own/x");
+    }
+  }
+  drop_all(*g);
+}
+
+TEST_F(V1Tree, WithoutAncestorLimitsOursIsTheEffectiveOne) {
+  auto g = create();
+  ASSERT_TRUE(g);
+  auto rb = g->read_back();
+  ASSERT_TRUE(rb.ok());
+  for (const auto& l : *rb)
+    if (l.name == "memory_max_bytes") {
+      EXPECT_EQ(l.effective, 64ull << 20);
+      EXPECT_NE(l.effective_set_by.find("sealrun-job1."), std::string::npos) << l.effective_set_by;
+    }
+  drop_all(*g);
+}
+
 TEST_F(V1Tree, WithoutSwapAccountingSwapIsReportedNotApplied) {
   memsw_ = false;
   auto g = create();
