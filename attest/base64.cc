@@ -96,14 +96,14 @@ Result<std::string> base64_decode(std::string_view text, size_t max_bytes, std::
     return Error::make(
         fmt::format("{}: bad base64: mixes the standard (+/) and URL-safe (-_) alphabets", what));
   if (pad > 0 && text.size() % 4 != 0)
-    return Error::make(fmt::format("{}: bad base64: padding does not complete a 4-character group",
-                                   what));
+    return Error::make(
+        fmt::format("{}: bad base64: padding does not complete a 4-character group", what));
   if (body.size() % 4 == 1)
     return Error::make(fmt::format("{}: bad base64: truncated ({} characters)", what, text.size()));
   size_t decoded = body.size() / 4 * 3 + (body.size() % 4 == 0 ? 0 : body.size() % 4 - 1);
   if (decoded > max_bytes)
-    return Error::make(
-        fmt::format("{}: decodes to {} bytes, over the limit of {} bytes", what, decoded, max_bytes));
+    return Error::make(fmt::format("{}: decodes to {} bytes, over the limit of {} bytes", what,
+                                   decoded, max_bytes));
   std::string out;
   out.reserve(decoded);
   uint32_t acc = 0;

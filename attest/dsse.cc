@@ -22,7 +22,8 @@ Result<std::string> string_member(const json& obj, const char* key, const std::s
   auto it = obj.find(key);
   if (it == obj.end()) return Error::make(fmt::format("{}: missing \"{}\"", where, key));
   if (!it->is_string())
-    return Error::make(fmt::format("{}.{}: expected a string, got {}", where, key, it->type_name()));
+    return Error::make(
+        fmt::format("{}.{}: expected a string, got {}", where, key, it->type_name()));
   return it->get<std::string>();
 }
 
@@ -78,15 +79,15 @@ Result<Envelope> parse_envelope(std::string_view json_text, std::string_view nam
   Envelope out;
   out.payload_type = SEALRUN_TRY(string_member(*doc, "payloadType", where));
   if (out.payload_type.empty() || out.payload_type.size() > kMaxPayloadTypeBytes)
-    return Error::make(fmt::format("{}.payloadType: must be 1 to {} bytes", where,
-                                   kMaxPayloadTypeBytes));
+    return Error::make(
+        fmt::format("{}.payloadType: must be 1 to {} bytes", where, kMaxPayloadTypeBytes));
   auto payload_b64 = SEALRUN_TRY(string_member(*doc, "payload", where));
   out.payload = SEALRUN_TRY(base64_decode(payload_b64, kMaxPayloadBytes, where + ".payload"));
   auto sigs = doc->find("signatures");
   if (sigs == doc->end()) return Error::make(fmt::format("{}: missing \"signatures\"", where));
   if (!sigs->is_array())
-    return Error::make(fmt::format("{}.signatures: expected an array, got {}", where,
-                                   sigs->type_name()));
+    return Error::make(
+        fmt::format("{}.signatures: expected an array, got {}", where, sigs->type_name()));
   if (sigs->size() > kMaxSignatures)
     return Error::make(fmt::format("{}.signatures: {} signatures, over the limit of {}", where,
                                    sigs->size(), kMaxSignatures));
@@ -134,6 +135,26 @@ Result<VerifiedPayload> verify_envelope(const Envelope& envelope, const PublicKe
                                    printable_text(sig.keyid, 128), key.key_id()));
   SEALRUN_TRY(key.verify(pae(envelope.payload_type, envelope.payload), sig.sig));
   return VerifiedPayload{envelope.payload_type, envelope.payload, key.key_id()};
+}
+
+Result<std::string> sign_receipt(const SigningKey& key, std::string_view receipt_bytes) {
+  return sign_envelope(key, kReceiptPayloadType, receipt_bytes);
+}
+
+Result<VerifiedPayload> verify_receipt_envelope(const Envelope& envelope, const PublicKey& key,
+                                                std::string_view receipt_bytes) {
+  auto verified = SEALRUN_TRY(verify_envelope(envelope, key, kReceiptPayloadType));
+  if (verified.payload != receipt_bytes) {
+    size_t at = 0;
+    while (at < verified.payload.size() && at < receipt_bytes.size() &&
+           verified.payload[at] == receipt_bytes[at])
+      ++at;
+    return Error::make(fmt::format(
+        "the envelope verifies, but its payload is not this receipt ({} bytes signed, {} bytes in "
+        "the receipt file, first difference at byte {}): the receipt was changed after signing",
+        verified.payload.size(), receipt_bytes.size(), at));
+  }
+  return verified;
 }
 
 }  // namespace sealrun::attest

@@ -20,6 +20,8 @@ namespace sealrun::attest {
 
 inline constexpr char kReceiptPayloadType[] = "application/vnd.sealrun.receipt+json";
 inline constexpr char kInTotoPayloadType[] = "application/vnd.in-toto+json";
+// The envelope of results/<id>/receipt.json is results/<id>/receipt.dsse.json.
+inline constexpr char kReceiptEnvelopeFile[] = "receipt.dsse.json";
 
 // An envelope file is at most this big; larger ones are refused from their size, unread.
 inline constexpr size_t kMaxEnvelopeBytes = 16 * 1024 * 1024;
@@ -69,5 +71,14 @@ struct VerifiedPayload {
 // empty, payloadType must equal it. Only a payload that passed every check is returned.
 Result<VerifiedPayload> verify_envelope(const Envelope& envelope, const PublicKey& key,
                                         std::string_view expected_type);
+
+// A receipt's envelope: the receipt file's exact bytes signed with the receipt payload type.
+Result<std::string> sign_receipt(const SigningKey& key, std::string_view receipt_bytes);
+
+// `receipt verify --key`: verify_envelope() with the receipt payload type, and the payload must be
+// byte for byte `receipt_bytes` (the receipt file next to the envelope) — a valid envelope of some
+// other receipt proves nothing about this one.
+Result<VerifiedPayload> verify_receipt_envelope(const Envelope& envelope, const PublicKey& key,
+                                                std::string_view receipt_bytes);
 
 }  // namespace sealrun::attest

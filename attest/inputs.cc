@@ -27,8 +27,8 @@ bool is_image_digest(std::string_view s) {
 
 Status check_path(const std::string& path, const std::string& what) {
   if (path.empty() || path[0] != '/' || path.find('\0') != std::string::npos)
-    return Error::make(fmt::format("{}: \"{}\" is not an absolute path", what,
-                                   printable_text(path, 200)));
+    return Error::make(
+        fmt::format("{}: \"{}\" is not an absolute path", what, printable_text(path, 200)));
   return ok_status();
 }
 
@@ -56,16 +56,15 @@ Result<json> source_inputs(const SourcePin& s) {
     return out;
   }
   if (s.kind != "git" && s.kind != "bundle")
-    return Error::make(fmt::format("source.kind: \"{}\" is not git, bundle or tree",
-                                   printable_text(s.kind, 40)));
+    return Error::make(
+        fmt::format("source.kind: \"{}\" is not git, bundle or tree", printable_text(s.kind, 40)));
   SEALRUN_TRY(check(is_git_id(s.commit), "source.commit", s.commit, "a git object id"));
   SEALRUN_TRY(check(is_git_id(s.tree), "source.tree", s.tree, "a git object id"));
   // SPDX download-location style, as SLSA recommends: the repository (or bundle) at the commit.
-  out.push_back(descriptor("source", "git+" + file_uri(s.path) + "@" + s.commit,
-                           {{"gitCommit", s.commit},
-                            {"gitTree", s.tree},
-                            {kSourceManifestDigestKey, s.manifest_sha256}},
-                           annotations));
+  out.push_back(descriptor(
+      "source", "git+" + file_uri(s.path) + "@" + s.commit,
+      {{"gitCommit", s.commit}, {"gitTree", s.tree}, {kSourceManifestDigestKey, s.manifest_sha256}},
+      annotations));
   if (s.kind == "bundle") {
     SEALRUN_TRY(check(is_sha256_hex(s.path_sha256), "source.path_sha256", s.path_sha256,
                       "64 lower-case hex digits"));
@@ -90,7 +89,8 @@ Result<json> tree_input(const TreePin& t, const char* kind, size_t index) {
 Result<json> file_input(const FilePin& f, const char* kind, const char* list, size_t index) {
   std::string what = fmt::format("{}[{}]", list, index);
   SEALRUN_TRY(check_path(f.path, what + ".path"));
-  SEALRUN_TRY(check(is_sha256_hex(f.sha256), what + ".sha256", f.sha256, "64 lower-case hex digits"));
+  SEALRUN_TRY(
+      check(is_sha256_hex(f.sha256), what + ".sha256", f.sha256, "64 lower-case hex digits"));
   return descriptor(fmt::format("{}:{}", kind, f.path), file_uri(f.path), {{"sha256", f.sha256}},
                     {{"kind", kind}});
 }

@@ -26,12 +26,12 @@ inline constexpr char kSourceManifestDigestKey[] = "sealrun_sourceManifestV1";
 
 // admission `source`.
 struct SourcePin {
-  std::string kind;             // git | bundle | tree
-  std::string path;             // absolute host path of the repository, bundle file or tree
-  std::string commit;           // git, bundle: 40 (or 64) hex
-  std::string tree;             // git, bundle: the commit's tree
-  std::string manifest_sha256;  // all kinds
-  std::string path_sha256;      // bundle: SHA-256 of the bundle file
+  std::string kind;               // git | bundle | tree
+  std::string path;               // absolute host path of the repository, bundle file or tree
+  std::string commit;             // git, bundle: 40 (or 64) hex
+  std::string tree;               // git, bundle: the commit's tree
+  std::string manifest_sha256;    // all kinds
+  std::string path_sha256;        // bundle: SHA-256 of the bundle file
   std::string job_path = "/src";  // mounts.source
 };
 

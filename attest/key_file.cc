@@ -8,29 +8,18 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "core/bounded_file.h"
 #include "core/syscall.h"
 
 namespace sealrun::attest {
-namespace {
-
-const char* kind_name(mode_t mode) {
-  if (S_ISDIR(mode)) return "a directory";
-  if (S_ISFIFO(mode)) return "a FIFO";
-  if (S_ISSOCK(mode)) return "a socket";
-  if (S_ISCHR(mode)) return "a character device";
-  if (S_ISBLK(mode)) return "a block device";
-  return "not a regular file";
-}
-
-}  // namespace
-
 Result<UniqueFd> open_beneath(int dirfd, const std::string& path, int flags, mode_t mode) {
   struct open_how how {};
   how.flags = static_cast<uint64_t>(flags | O_CLOEXEC);
   how.mode = (flags & O_CREAT) != 0 ? mode : 0;
   how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
   // glibc 2.36 has no openat2() wrapper; the system call exists since Linux 5.6.
-  long fd = retry_eintr([&] { return ::syscall(SYS_openat2, dirfd, path.c_str(), &how, sizeof(how)); });
+  long fd =
+      retry_eintr([&] { return ::syscall(SYS_openat2, dirfd, path.c_str(), &how, sizeof(how)); });
   if (fd < 0) {
     if (errno == ELOOP)
       return Error::from_errno(
@@ -47,8 +36,8 @@ Result<UniqueFd> open_beneath(int dirfd, const std::string& path, int flags, mod
 Result<std::string> read_key_file(int dirfd, const std::string& path, KeySecrecy secrecy) {
   // O_NONBLOCK: opening a FIFO would otherwise wait for a writer; O_NOCTTY: a tty is not adopted.
   int flags = O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY;
-  Result<UniqueFd> fd = dirfd == AT_FDCWD ? open_at(AT_FDCWD, path, flags)
-                                          : open_beneath(dirfd, path, flags);
+  Result<UniqueFd> fd =
+      dirfd == AT_FDCWD ? open_at(AT_FDCWD, path, flags) : open_beneath(dirfd, path, flags);
   if (!fd) {
     if (fd.error().err() == ELOOP && dirfd == AT_FDCWD)
       return Error::make(fmt::format("key file {}: is a symlink; give the file itself", path));
@@ -57,7 +46,7 @@ Result<std::string> read_key_file(int dirfd, const std::string& path, KeySecrecy
   auto st = SEALRUN_TRY_CTX(fstat_fd(fd->get(), path), fmt::format("key file {}", path));
   if (!S_ISREG(st.st_mode))
     return Error::make(fmt::format("key file {}: is {}; expected a regular file", path,
-                                   kind_name(st.st_mode)));
+                                   file_kind_name(st.st_mode)));
   if (static_cast<uint64_t>(st.st_size) > kMaxKeyFileBytes)
     return Error::make(fmt::format("key file {}: is {} bytes; a key file is at most {} bytes", path,
                                    st.st_size, kMaxKeyFileBytes));
@@ -76,8 +65,8 @@ Result<std::string> read_key_file(int dirfd, const std::string& path, KeySecrecy
   auto text = SEALRUN_TRY_CTX(read_up_to(fd->get(), kMaxKeyFileBytes + 1, path),
                               fmt::format("key file {}", path));
   if (text.size() > kMaxKeyFileBytes)
-    return Error::make(fmt::format("key file {}: grew past {} bytes while being read", path,
-                                   kMaxKeyFileBytes));
+    return Error::make(
+        fmt::format("key file {}: grew past {} bytes while being read", path, kMaxKeyFileBytes));
   return text;
 }
 

@@ -25,15 +25,15 @@ class KeyAccess {
     unsigned char* der = nullptr;
     int len = i2d_PUBKEY(pkey, &der);
     if (len <= 0)
-      return Error::make(fmt::format("{}: cannot encode the public key: {}", name,
-                                     openssl_errors()));
+      return Error::make(
+          fmt::format("{}: cannot encode the public key: {}", name, openssl_errors()));
     std::string bytes(reinterpret_cast<char*>(der), static_cast<size_t>(len));
     OPENSSL_free(der);
     const unsigned char* p = reinterpret_cast<const unsigned char*>(bytes.data());
     EVP_PKEY* pub = d2i_PUBKEY(nullptr, &p, len);
     if (pub == nullptr)
-      return Error::make(fmt::format("{}: cannot decode the public key: {}", name,
-                                     openssl_errors()));
+      return Error::make(
+          fmt::format("{}: cannot decode the public key: {}", name, openssl_errors()));
     PublicKey out;
     out.pkey_ = std::shared_ptr<EVP_PKEY>(pub, PkeyFree{});
     out.key_id_ = sha256_hex_of(bytes);
@@ -76,9 +76,10 @@ std::string key_type_name(EVP_PKEY* pkey) {
 
 Status require_ed25519(EVP_PKEY* pkey, std::string_view name) {
   if (EVP_PKEY_is_a(pkey, "ED25519") == 1) return ok_status();
-  return Error::make(fmt::format("{}: is an {} key; sealrun signs and verifies with Ed25519 only "
-                                 "(make one with `sealrun key generate`)",
-                                 name, key_type_name(pkey)));
+  return Error::make(
+      fmt::format("{}: is an {} key; sealrun signs and verifies with Ed25519 only "
+                  "(make one with `sealrun key generate`)",
+                  name, key_type_name(pkey)));
 }
 
 BioPtr memory_bio(std::string_view text) {
@@ -91,8 +92,8 @@ Result<PkeyPtr> parse_private(std::string_view pem, std::string_view name) {
   ERR_clear_error();
   PkeyPtr pkey(PEM_read_bio_PrivateKey(bio.get(), nullptr, refuse_passphrase, nullptr));
   if (!pkey)
-    return Error::make(fmt::format("{}: is not a readable private key ({})", name,
-                                   openssl_errors()));
+    return Error::make(
+        fmt::format("{}: is not a readable private key ({})", name, openssl_errors()));
   return pkey;
 }
 
@@ -102,8 +103,8 @@ Result<PkeyPtr> parse_public(std::string_view pem, std::string_view name) {
   ERR_clear_error();
   PkeyPtr pkey(PEM_read_bio_PUBKEY(bio.get(), nullptr, nullptr, nullptr));
   if (!pkey)
-    return Error::make(fmt::format("{}: is not a readable public key ({})", name,
-                                   openssl_errors()));
+    return Error::make(
+        fmt::format("{}: is not a readable public key ({})", name, openssl_errors()));
   return pkey;
 }
 
@@ -115,10 +116,11 @@ bool is_private_label(const std::string& label) {
 // Refusals for labels that are neither a usable private nor a public key.
 Error wrong_label(const std::string& label, std::string_view name) {
   if (label == "ENCRYPTED PRIVATE KEY")
-    return Error::make(fmt::format(
-        "{}: is passphrase-encrypted; sealrun reads an unencrypted PKCS#8 key protected by its file "
-        "mode (0600)",
-        name));
+    return Error::make(
+        fmt::format("{}: is passphrase-encrypted; sealrun reads an unencrypted PKCS#8 key "
+                    "protected by its file "
+                    "mode (0600)",
+                    name));
   if (label == "OPENSSH PRIVATE KEY")
     return Error::make(fmt::format(
         "{}: is an OpenSSH-format key; sealrun reads PKCS#8 PEM (make one with `sealrun key "
@@ -208,9 +210,9 @@ Result<std::string> SigningKey::sign(std::string_view message) const {
 Result<SigningKey> signing_key_from_pem(std::string_view pem, std::string_view name) {
   auto label = SEALRUN_TRY(pem_label(pem, name));
   if (label == "PUBLIC KEY")
-    return Error::make(fmt::format(
-        "{}: holds a public key; signing needs the private key ({}, not {})", name,
-        kPrivateKeyFile, kPublicKeyFile));
+    return Error::make(
+        fmt::format("{}: holds a public key; signing needs the private key ({}, not {})", name,
+                    kPrivateKeyFile, kPublicKeyFile));
   if (!is_private_label(label)) return wrong_label(label, name);
   auto pkey = SEALRUN_TRY(parse_private(pem, name));
   SEALRUN_TRY(require_ed25519(pkey.get(), name));

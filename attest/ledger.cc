@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "attest/openssl_util.h"
+#include "core/bounded_file.h"
 #include "core/syscall.h"
 
 namespace sealrun::attest {
@@ -19,14 +20,16 @@ Result<UniqueFd> open_in_state(int dirfd, const char* name, int flags, mode_t mo
   auto fd = open_at(dirfd, name, flags | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK, mode);
   if (!fd) {
     if (fd.error().err() == ELOOP)
-      return Error::make(fmt::format("STATE/{}: is a symlink; refused (the state directory may "
-                                     "be writable by someone else)",
-                                     name));
+      return Error::make(
+          fmt::format("STATE/{}: is a symlink; refused (the state directory may "
+                      "be writable by someone else)",
+                      name));
     return std::move(fd).error();
   }
   auto st = SEALRUN_TRY(fstat_fd(fd->get(), name));
   if (!S_ISREG(st.st_mode))
-    return Error::make(fmt::format("STATE/{}: is not a regular file; refused", name));
+    return Error::make(fmt::format("STATE/{}: is {}, not a regular file; refused", name,
+                                   file_kind_name(st.st_mode)));
   // O_NONBLOCK was only there so that opening a planted FIFO cannot hang; drop it again.
   if (::fcntl(fd->get(), F_SETFL, ::fcntl(fd->get(), F_GETFL) & ~O_NONBLOCK) != 0)
     return Error::from_errno(fmt::format("fcntl STATE/{}", name));
@@ -40,9 +43,9 @@ Status lock_with_deadline(int fd, int operation, int timeout_ms = kLedgerLockTim
   while (::flock(fd, operation | LOCK_NB) != 0) {
     if (errno != EWOULDBLOCK && errno != EINTR) return Error::from_errno("flock STATE/ledger.lock");
     if (monotonic_ms() >= deadline)
-      return Error::make(fmt::format(
-          "STATE/{}: still locked after {} ms by another process (a stuck sealrun?)",
-          kLedgerLockFile, timeout_ms));
+      return Error::make(
+          fmt::format("STATE/{}: still locked after {} ms by another process (a stuck sealrun?)",
+                      kLedgerLockFile, timeout_ms));
     ::poll(nullptr, 0, 5);
   }
   return ok_status();
@@ -92,8 +95,8 @@ Result<Tail> read_tail(int fd, uint64_t size) {
   size_t start = buf.rfind('\n', buf.size() - 2);
   if (start == std::string::npos) {
     if (size > window)
-      return Error::make(fmt::format("STATE/{}: the last line is longer than {} bytes",
-                                     kLedgerFile, kMaxLedgerLineBytes));
+      return Error::make(fmt::format("STATE/{}: the last line is longer than {} bytes", kLedgerFile,
+                                     kMaxLedgerLineBytes));
     start = 0;
   } else {
     ++start;
@@ -183,8 +186,8 @@ Result<LedgerEntry> append_to_ledger(int state_dirfd, const LedgerAppend& input)
   auto st = SEALRUN_TRY(fstat_fd(fd.get(), kLedgerFile));
   uint64_t size = static_cast<uint64_t>(st.st_size);
   if (size + kMaxLedgerLineBytes > kMaxLedgerBytes)
-    return Error::make(fmt::format("STATE/{}: full ({} bytes); start a new state directory",
-                                   kLedgerFile, size));
+    return Error::make(
+        fmt::format("STATE/{}: full ({} bytes); start a new state directory", kLedgerFile, size));
   auto tail = SEALRUN_TRY(read_tail(fd.get(), size));
   if (tail.last) {
     entry.seq = tail.last->seq + 1;
@@ -217,8 +220,8 @@ Result<LedgerReport> verify_ledger(int state_dirfd, const LedgerVisitor& each) {
   }
   auto st = SEALRUN_TRY(fstat_fd(fd->get(), kLedgerFile));
   if (static_cast<uint64_t>(st.st_size) > kMaxLedgerBytes)
-    return Error::make(fmt::format("STATE/{}: is {} bytes, over the limit of {} bytes",
-                                   kLedgerFile, st.st_size, kMaxLedgerBytes));
+    return Error::make(fmt::format("STATE/{}: is {} bytes, over the limit of {} bytes", kLedgerFile,
+                                   st.st_size, kMaxLedgerBytes));
   LedgerReport report;
   ChainWalker walker(&report, each);
   std::string pending;  // the current line so far (bounded by kMaxLedgerLineBytes)
@@ -250,8 +253,8 @@ Result<LedgerReport> verify_ledger(int state_dirfd, const LedgerVisitor& each) {
       chunk.remove_prefix(nl + 1);
       after_last_newline = total - chunk.size();
       if (report.lines >= kMaxLedgerLines)
-        return Error::make(fmt::format("STATE/{}: more than {} lines", kLedgerFile,
-                                       kMaxLedgerLines));
+        return Error::make(
+            fmt::format("STATE/{}: more than {} lines", kLedgerFile, kMaxLedgerLines));
       walker.line(pending, too_long);
       pending.clear();
       too_long = false;

@@ -46,7 +46,8 @@ Result<LedgerEntry> append_to_ledger(int state_dirfd, const LedgerAppend& input)
 
 struct LedgerProblem {
   uint64_t line = 0;  // 1-based line number
-  std::string what;   // "prev_sha256 does not match line 3 (a line was deleted, reordered or edited)"
+  std::string
+      what;  // "prev_sha256 does not match line 3 (a line was deleted, reordered or edited)"
 };
 
 struct LedgerReport {
@@ -71,9 +72,9 @@ using LedgerVisitor = std::function<void(const LedgerEntry& entry, uint64_t line
 Result<LedgerReport> verify_ledger(int state_dirfd, const LedgerVisitor& each = nullptr);
 
 struct LedgerFilter {
-  std::optional<std::string> state;        // only this state
-  std::optional<int64_t> since_unix_s;     // only entries at or after this time
-  std::optional<std::string> id;           // only this run id
+  std::optional<std::string> state;     // only this state
+  std::optional<int64_t> since_unix_s;  // only entries at or after this time
+  std::optional<std::string> id;        // only this run id
 };
 struct LedgerListing {
   std::vector<LedgerEntry> entries;  // in ledger order

@@ -34,8 +34,8 @@ bool is_ledger_timestamp(std::string_view at) {
   // 0123456789012345678901234
   // 2026-01-02T03:04:05.678Z
   if (at.size() != 24) return false;
-  for (auto [pos, c] : {std::pair{4, '-'}, {7, '-'}, {10, 'T'}, {13, ':'}, {16, ':'}, {19, '.'},
-                        {23, 'Z'}})
+  for (auto [pos, c] :
+       {std::pair{4, '-'}, {7, '-'}, {10, 'T'}, {13, ':'}, {16, ':'}, {19, '.'}, {23, 'Z'}})
     if (at[static_cast<size_t>(pos)] != c) return false;
   // Seconds up to 60: a leap second is a valid RFC 3339 time.
   return digits(at, 0, 4, 0, 9999) && digits(at, 5, 2, 1, 12) && digits(at, 8, 2, 1, 31) &&
@@ -57,11 +57,12 @@ Status check_entry_fields(const LedgerEntry& e) {
     return Error::make(fmt::format("id: \"{}\" is not a run id (1-64 of [A-Za-z0-9._-])",
                                    printable_text(e.id, 80)));
   if (!is_receipt_state(e.state))
-    return Error::make(fmt::format("state: \"{}\" is not built, failed or not_run",
-                                   printable_text(e.state, 40)));
+    return Error::make(
+        fmt::format("state: \"{}\" is not built, failed or not_run", printable_text(e.state, 40)));
   if (!is_sha256_hex(e.receipt_sha256))
     return Error::make("receipt_sha256: not 64 lower-case hex digits");
-  if (!is_sha256_hex(e.prev_sha256)) return Error::make("prev_sha256: not 64 lower-case hex digits");
+  if (!is_sha256_hex(e.prev_sha256))
+    return Error::make("prev_sha256: not 64 lower-case hex digits");
   if (!is_ledger_timestamp(e.at))
     return Error::make(fmt::format("at: \"{}\" is not a UTC time like 2026-01-02T03:04:05.678Z",
                                    printable_text(e.at, 40)));
@@ -84,8 +85,8 @@ Result<LedgerEntry> parse_ledger_line(std::string_view line) {
     return Error::make(fmt::format("longer than {} bytes", kMaxLedgerLineBytes));
   auto doc = SEALRUN_TRY(parse_strict_json(line, 2, kMaxLedgerLineBytes));
   if (!doc.is_object()) return Error::make("not a JSON object");
-  static constexpr const char* kKeys[] = {"at", "id", "prev_sha256", "receipt_sha256", "seq",
-                                          "state"};
+  static constexpr const char* kKeys[] = {"at",  "id",   "prev_sha256", "receipt_sha256",
+                                          "seq", "state"};
   for (const auto& [key, value] : doc.items()) {
     bool known = false;
     for (const char* k : kKeys) known = known || key == k;

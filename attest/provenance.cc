@@ -27,8 +27,10 @@ Result<const json*> member(const json& obj, const char* key, const std::string& 
   auto it = obj.find(key);
   std::string at = where + "." + key;
   if (it == obj.end()) return Error::make(fmt::format("{}: missing", at));
-  bool ok = it->type() == want || (want == json::value_t::number_integer && it->is_number_integer());
-  if (!ok) return Error::make(fmt::format("{}: expected {}, got {}", at, want_name, it->type_name()));
+  bool ok =
+      it->type() == want || (want == json::value_t::number_integer && it->is_number_integer());
+  if (!ok)
+    return Error::make(fmt::format("{}: expected {}, got {}", at, want_name, it->type_name()));
   return &*it;
 }
 Result<std::string> string_at(const json& obj, const char* key, const std::string& where) {
@@ -45,8 +47,7 @@ Result<const json*> array_at(const json& obj, const char* key, const std::string
 Status each_is(const json& container, bool (json::*test)() const noexcept, const std::string& where,
                const char* want) {
   for (const auto& [key, value] : container.items())
-    if (!(value.*test)())
-      return Error::make(fmt::format("{}.{}: expected {}", where, key, want));
+    if (!(value.*test)()) return Error::make(fmt::format("{}.{}: expected {}", where, key, want));
   return ok_status();
 }
 
@@ -90,13 +91,13 @@ Result<json> external_parameters(const json& receipt) {
   auto network = SEALRUN_TRY(string_at(containment, "network", where + ".containment"));
   // Mirrors the admission's own spelling, so a verifier can compare field by field with the
   // admission document whose SHA-256 is admission_sha256.
-  return json{{"admission_sha256", sha},
-              {"command", {{"argv", argv}, {"cwd", cwd}}},
-              {"env", env},
-              {"source_date_epoch", epoch},
-              {"limits", limits},
-              {"containment",
-               {{"required", required}, {"mechanism", mechanism}, {"network", network}}}};
+  return json{
+      {"admission_sha256", sha},
+      {"command", {{"argv", argv}, {"cwd", cwd}}},
+      {"env", env},
+      {"source_date_epoch", epoch},
+      {"limits", limits},
+      {"containment", {{"required", required}, {"mechanism", mechanism}, {"network", network}}}};
 }
 
 Result<json> resolved_dependencies(const json& receipt) {
@@ -123,8 +124,8 @@ Result<json> subjects(const json& receipt) {
     if (path.empty()) return Error::make(where + ".path: empty");
     if (!is_sha256_hex(sha)) return Error::make(where + ".sha256: not 64 lower-case hex digits");
     if (!names.insert(path).second)
-      return Error::make(fmt::format("{}.path: \"{}\" is listed twice", where,
-                                     printable_text(path, 200)));
+      return Error::make(
+          fmt::format("{}.path: \"{}\" is listed twice", where, printable_text(path, 200)));
     json subject = {{"name", path}, {"digest", {{"sha256", sha}}}};
     // A name that is not valid UTF-8 is carried losslessly beside its display form.
     if (outputs[i].contains("path_b64")) {
@@ -223,7 +224,7 @@ Result<json> receipt_to_statement(const json& receipt, const std::string& receip
   auto internal = SEALRUN_TRY(internal_parameters(receipt, state));
 
   std::string mode = internal.contains("grant") ? internal["grant"]["mode"].get<std::string>() : "";
-  const char* builder_id = state != "built"     ? kBuilderUnsuccessful
+  const char* builder_id = state != "built"      ? kBuilderUnsuccessful
                            : mode == "enforcing" ? kBuilderEnforcing
                                                  : kBuilderReportOnly;
   json metadata = {{"invocationId", id}};
@@ -258,8 +259,8 @@ namespace {
 Result<json> statement_of(std::string_view receipt_bytes, const ExportOptions& options) {
   // The receipt's own bounds (CONTRACT.md: at most 1 MiB, depth within core's default).
   if (receipt_bytes.size() > 1024 * 1024)
-    return Error::make(fmt::format("the receipt is {} bytes; a receipt is at most 1 MiB",
-                                   receipt_bytes.size()));
+    return Error::make(
+        fmt::format("the receipt is {} bytes; a receipt is at most 1 MiB", receipt_bytes.size()));
   auto receipt = parse_strict_json(receipt_bytes);
   if (!receipt) return std::move(receipt).error().context("receipt");
   return receipt_to_statement(*receipt, sha256_hex_of(receipt_bytes), options);

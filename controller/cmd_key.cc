@@ -31,12 +31,12 @@ void register_key(CLI::App& app, int* exit_code) {
       return;
     }
     if (*json) {
-      print_json({{"key_path", pair->key_path},
-                  {"pub_path", pair->pub_path},
-                  {"key_id", pair->key_id}});
+      print_json(
+          {{"key_path", pair->key_path}, {"pub_path", pair->pub_path}, {"key_id", pair->key_id}});
     } else {
-      fmt::print("{}  (private: keep it; mode 0600)\n{}  (public: give it to verifiers)\nkey id {}\n",
-                 pair->key_path, pair->pub_path, pair->key_id);
+      fmt::print(
+          "{}  (private: keep it; mode 0600)\n{}  (public: give it to verifiers)\nkey id {}\n",
+          pair->key_path, pair->pub_path, pair->key_id);
     }
     *exit_code = kExitOk;
   });

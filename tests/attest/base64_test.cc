@@ -8,9 +8,13 @@ namespace sealrun::attest {
 namespace {
 
 TEST(Base64, Rfc4648Vectors) {
-  const std::pair<const char*, const char*> vectors[] = {
-      {"", ""},         {"f", "Zg=="},         {"fo", "Zm8="},         {"foo", "Zm9v"},
-      {"foob", "Zm9vYg=="}, {"fooba", "Zm9vYmE="}, {"foobar", "Zm9vYmFy"}};
+  const std::pair<const char*, const char*> vectors[] = {{"", ""},
+                                                         {"f", "Zg=="},
+                                                         {"fo", "Zm8="},
+                                                         {"foo", "Zm9v"},
+                                                         {"foob", "Zm9vYg=="},
+                                                         {"fooba", "Zm9vYmE="},
+                                                         {"foobar", "Zm9vYmFy"}};
   for (auto [plain, encoded] : vectors) {
     EXPECT_EQ(base64_encode(plain), encoded);
     auto back = base64_decode(encoded, 100, "x");
@@ -43,14 +47,10 @@ TEST(Base64, AcceptsUrlSafeAndUnpadded) {
 
 TEST(Base64, RefusesMalformed) {
   const std::pair<const char*, const char*> bad[] = {
-      {"Zm9v\n", "byte 0x0a"},
-      {"Zm 9v", "byte 0x20"},  // a space is not base64
-      {"Zm9=v", "'=' before the end"},
-      {"Zg=", "padding"},
-      {"Zg===", "'=' before the end"},
-      {"Z", "truncated"},
-      {"Zh==", "non-zero bits"},
-      {"+_8=", "mixes"},
+      {"Zm9v\n", "byte 0x0a"},         {"Zm 9v", "byte 0x20"},  // a space is not base64
+      {"Zm9=v", "'=' before the end"}, {"Zg=", "padding"},
+      {"Zg===", "'=' before the end"}, {"Z", "truncated"},
+      {"Zh==", "non-zero bits"},       {"+_8=", "mixes"},
       {"Zm9v*", "character '*'"},
   };
   for (auto [text, why] : bad) {
@@ -58,8 +58,8 @@ TEST(Base64, RefusesMalformed) {
     ASSERT_FALSE(r) << text;
     EXPECT_NE(r.error().message().find("envelope.payload: bad base64"), std::string::npos)
         << r.error().message();
-    EXPECT_NE(r.error().message().find(why), std::string::npos) << text << ": "
-                                                                 << r.error().message();
+    EXPECT_NE(r.error().message().find(why), std::string::npos)
+        << text << ": " << r.error().message();
   }
 }
 

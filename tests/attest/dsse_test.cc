@@ -38,7 +38,8 @@ std::unique_ptr<Signer> make_signer() {
   return s;
 }
 
-const std::string kReceipt = R"({"id":"r1","state":"built","exit":0})" "\n";
+const std::string kReceipt = R"({"id":"r1","state":"built","exit":0})"
+                             "\n";
 
 Result<VerifiedPayload> parse_and_verify(const std::string& text, const PublicKey& pub,
                                          std::string_view type = kReceiptPayloadType) {
@@ -78,7 +79,8 @@ TEST(Dsse, ForgedPayloadFails) {
   // The issue's forgery: edit the receipt (state, exit), keep the old signature.
   auto s = make_signer();
   auto doc = json::parse(*sign_envelope(s->key, kReceiptPayloadType, kReceipt));
-  std::string forged = R"({"id":"r1","state":"built","exit":0,"outputs":[1]})" "\n";
+  std::string forged = R"({"id":"r1","state":"built","exit":0,"outputs":[1]})"
+                       "\n";
   doc["payload"] = base64_encode(forged);
   auto r = parse_and_verify(doc.dump(), s->pub);
   ASSERT_FALSE(r);
@@ -163,7 +165,8 @@ TEST(Dsse, UrlSafeUnpaddedBase64IsAccepted) {
   std::string sig = doc["signatures"][0]["sig"];
   for (char& c : sig) c = c == '+' ? '-' : c == '/' ? '_' : c;
   doc["signatures"][0]["sig"] = sig;
-  EXPECT_TRUE(parse_and_verify(doc.dump(), s->pub)) << message_of(parse_and_verify(doc.dump(), s->pub));
+  EXPECT_TRUE(parse_and_verify(doc.dump(), s->pub))
+      << message_of(parse_and_verify(doc.dump(), s->pub));
 }
 
 TEST(Dsse, MalformedEnvelopesAreRefusedWithTheirPlace) {
@@ -196,8 +199,7 @@ TEST(Dsse, MalformedEnvelopesAreRefusedWithTheirPlace) {
        "unknown key \"cert\""},
       {"signatures not an array", with([](json& d) { d["signatures"] = json::object(); }),
        "signatures: expected an array"},
-      {"duplicate key",
-       R"({"payload":"e30=","payload":"e30=","payloadType":"x","signatures":[]})",
+      {"duplicate key", R"({"payload":"e30=","payload":"e30=","payloadType":"x","signatures":[]})",
        "duplicate"},
       {"too many signatures", with([&](json& d) {
          for (int i = 0; i < 20; ++i) d["signatures"].push_back(good["signatures"][0]);
@@ -253,6 +255,27 @@ TEST(Dsse, FilesThatAreNotSmallRegularFilesAreRefusedUnread) {
   auto ok = read_envelope_file(AT_FDCWD, real);
   ASSERT_TRUE(ok) << ok.error().message();
   EXPECT_TRUE(verify_envelope(*ok, s->pub, kReceiptPayloadType));
+}
+
+TEST(Dsse, ReceiptEnvelopeMustCarryTheReceiptsExactBytes) {
+  auto s = make_signer();
+  auto text = sign_receipt(s->key, kReceipt);
+  ASSERT_TRUE(text);
+  auto env = parse_envelope(*text, "envelope");
+  ASSERT_TRUE(env);
+  EXPECT_TRUE(verify_receipt_envelope(*env, s->pub, kReceipt));
+  // The receipt file was edited after signing (the envelope itself is untouched and valid).
+  std::string edited = kReceipt;
+  edited.insert(edited.size() - 1, " ");
+  auto r = verify_receipt_envelope(*env, s->pub, edited);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message().find("its payload is not this receipt (37 bytes signed, 38 bytes "
+                                     "in the receipt file, first difference at byte 36)"),
+            std::string::npos)
+      << r.error().message();
+  // A statement envelope is not a receipt envelope.
+  auto statement = parse_envelope(*sign_envelope(s->key, kInTotoPayloadType, kReceipt), "e");
+  EXPECT_FALSE(verify_receipt_envelope(*statement, s->pub, kReceipt));
 }
 
 }  // namespace

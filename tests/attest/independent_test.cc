@@ -76,8 +76,8 @@ TEST_F(Independent, OpensslVerifiesTheSignatureOverPaeBuiltInPython) {
   ASSERT_TRUE(py.status.success()) << py.err;
   // The payload is the receipt's exact bytes.
   EXPECT_EQ(read_text(dir_ / "payload.bin"), receipt_);
-  auto ok = run({openssl(), "pkeyutl", "-verify", "-rawin", "-pubin", "-inkey", dir_ / "sealrun.pub",
-                 "-sigfile", dir_ / "sig.bin", "-in", dir_ / "pae.bin"});
+  auto ok = run({openssl(), "pkeyutl", "-verify", "-rawin", "-pubin", "-inkey",
+                 dir_ / "sealrun.pub", "-sigfile", dir_ / "sig.bin", "-in", dir_ / "pae.bin"});
   EXPECT_TRUE(ok.status.success()) << ok.out << ok.err;
   EXPECT_NE(ok.out.find("Signature Verified Successfully"), std::string::npos) << ok.out;
 
@@ -85,8 +85,9 @@ TEST_F(Independent, OpensslVerifiesTheSignatureOverPaeBuiltInPython) {
   std::string pae_bytes = read_text(dir_ / "pae.bin");
   pae_bytes[pae_bytes.size() - 5] ^= 1;
   write_text(dir_ / "pae-edited.bin", pae_bytes);
-  auto bad = run({openssl(), "pkeyutl", "-verify", "-rawin", "-pubin", "-inkey",
-                  dir_ / "sealrun.pub", "-sigfile", dir_ / "sig.bin", "-in", dir_ / "pae-edited.bin"});
+  auto bad =
+      run({openssl(), "pkeyutl", "-verify", "-rawin", "-pubin", "-inkey", dir_ / "sealrun.pub",
+           "-sigfile", dir_ / "sig.bin", "-in", dir_ / "pae-edited.bin"});
   EXPECT_FALSE(bad.status.success()) << bad.out;
 }
 
@@ -101,16 +102,16 @@ TEST_F(Independent, SecuresystemslibAndCryptographyVerifyTheEnvelope) {
   forged.replace(forged.find("\"state\": \"built\""), 16, "\"state\": \"built\" ");
   doc["payload"] = base64_encode(forged);
   write_text(dir_ / "forged.dsse.json", doc.dump());
-  auto forged_run = verify_dsse(dir_ / "forged.dsse.json", dir_ / "sealrun.pub",
-                                kReceiptPayloadType);
+  auto forged_run =
+      verify_dsse(dir_ / "forged.dsse.json", dir_ / "sealrun.pub", kReceiptPayloadType);
   EXPECT_FALSE(forged_run.status.success());
   EXPECT_NE(forged_run.err.find("securesystemslib"), std::string::npos) << forged_run.err;
 
   // Another key's public half does not verify it.
   TempDir other;
   ASSERT_TRUE(generate_key_pair(other.str()));
-  auto wrong_key = verify_dsse(dir_ / "receipt.dsse.json", other / "sealrun.pub",
-                               kReceiptPayloadType);
+  auto wrong_key =
+      verify_dsse(dir_ / "receipt.dsse.json", other / "sealrun.pub", kReceiptPayloadType);
   EXPECT_FALSE(wrong_key.status.success()) << wrong_key.out;
 }
 
@@ -158,8 +159,7 @@ TEST_F(Independent, SignedStatementVerifiesAndItsPayloadPassesTheSpecChecks) {
                 "-sigfile", dir_ / "ssig.bin", "-in", dir_ / "spae.bin"});
   EXPECT_TRUE(o.status.success()) << o.out << o.err;
   // The receipt type is not the statement type: the independent verifier refuses the mix-up too.
-  EXPECT_FALSE(verify_dsse(dir_ / "statement.dsse.json", dir_ / "sealrun.pub",
-                           kReceiptPayloadType)
+  EXPECT_FALSE(verify_dsse(dir_ / "statement.dsse.json", dir_ / "sealrun.pub", kReceiptPayloadType)
                    .status.success());
 }
 
@@ -171,7 +171,9 @@ TEST_F(Independent, TheSpecChecksCatchBrokenStatements) {
   };
   const Case cases[] = {
       {"needs both uri and digest",
-       [](json& s) { s["predicate"]["buildDefinition"]["resolvedDependencies"][0].erase("digest"); }},
+       [](json& s) {
+         s["predicate"]["buildDefinition"]["resolvedDependencies"][0].erase("digest");
+       }},
       {"MUST specify one of uri, digest or content",
        [](json& s) {
          auto& d = s["predicate"]["buildDefinition"]["resolvedDependencies"][1];
@@ -182,9 +184,8 @@ TEST_F(Independent, TheSpecChecksCatchBrokenStatements) {
        [](json& s) { s["predicate"]["runDetails"]["builder"]["id"] = "sealrun"; }},
       {"subject: a non-empty array", [](json& s) { s["subject"] = json::array(); }},
       {"a subject MUST have digest set", [](json& s) { s["subject"][0].erase("digest"); }},
-      {"sha256: expected 64 lower-case hex", [](json& s) {
-         s["subject"][0]["digest"]["sha256"] = "ABC";
-       }},
+      {"sha256: expected 64 lower-case hex",
+       [](json& s) { s["subject"][0]["digest"]["sha256"] = "ABC"; }},
       {"startedOn: expected an RFC 3339 timestamp in UTC",
        [](json& s) { s["predicate"]["runDetails"]["metadata"]["startedOn"] = "2026-01-02 03:04"; }},
       {"externalParameters: required object missing",

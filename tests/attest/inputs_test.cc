@@ -25,8 +25,9 @@ TEST(Inputs, FileUriPercentEncodesEverythingButUnreservedAndSlash) {
 
 TEST(Inputs, GitSource) {
   AdmissionPins p;
-  p.source = SourcePin{"git", "/src/repo", std::string(40, '1'), std::string(40, '2'),
-                       std::string(64, '3'), "", "/src"};
+  p.source = SourcePin{
+      "git", "/src/repo", std::string(40, '1'), std::string(40, '2'), std::string(64, '3'),
+      "",    "/src"};
   json in = only(p);
   ASSERT_EQ(in.size(), 1u);
   EXPECT_EQ(in[0], json::parse(R"({
@@ -34,14 +35,20 @@ TEST(Inputs, GitSource) {
     "uri": "git+file:///src/repo@1111111111111111111111111111111111111111",
     "digest": {"gitCommit": "1111111111111111111111111111111111111111",
                "gitTree": "2222222222222222222222222222222222222222",
-               "sealrun_sourceManifestV1": "3333333333333333333333333333333333333333333333333333333333333333"},
+               "sealrun_sourceManifestV1":
+                 "3333333333333333333333333333333333333333333333333333333333333333"},
     "annotations": {"kind": "source", "source_kind": "git", "job_path": "/src"}})"));
 }
 
 TEST(Inputs, BundleSourceIsTheCommitAndTheBundleFile) {
   AdmissionPins p;
-  p.source = SourcePin{"bundle", "/b/x.bundle", std::string(40, '1'), std::string(40, '2'),
-                       std::string(64, '3'), std::string(64, '4'), "/src"};
+  p.source = SourcePin{"bundle",
+                       "/b/x.bundle",
+                       std::string(40, '1'),
+                       std::string(40, '2'),
+                       std::string(64, '3'),
+                       std::string(64, '4'),
+                       "/src"};
   json in = only(p);
   ASSERT_EQ(in.size(), 2u);
   EXPECT_EQ(in[0]["uri"], "git+file:///b/x.bundle@" + std::string(40, '1'));
@@ -70,10 +77,10 @@ TEST(Inputs, EveryKindInOrderWithUriDigestAndKind) {
     EXPECT_TRUE(d["annotations"].contains("kind"));
     EXPECT_TRUE(check_input_descriptor(d, "d"));
   }
-  EXPECT_EQ(names, (std::vector<std::string>{
-                       "source", "toolchain:/usr/lib/gcc/x86_64-linux-gnu/12",
-                       "toolchain:/opt/cross", "tree:/usr/include", "image",
-                       "host_tool:/usr/bin/bwrap", "closure:/usr/lib/x86_64-linux-gnu/libc.so.6"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"source", "toolchain:/usr/lib/gcc/x86_64-linux-gnu/12",
+                                             "toolchain:/opt/cross", "tree:/usr/include", "image",
+                                             "host_tool:/usr/bin/bwrap",
+                                             "closure:/usr/lib/x86_64-linux-gnu/libc.so.6"}));
   EXPECT_EQ(in[1]["digest"], json({{"sealrun_semanticTreeV1", std::string(64, '4')}}));
   EXPECT_EQ(in[1]["annotations"]["kind"], "toolchain");
   EXPECT_EQ(in[3]["annotations"]["kind"], "tree");
@@ -112,7 +119,8 @@ TEST(Inputs, MalformedPinsAreRefusedByName) {
 }
 
 TEST(Inputs, CheckDescriptorNeedsUriAndDigest) {
-  EXPECT_FALSE(check_input_descriptor(json::parse(R"({"name":"x","digest":{"sha256":"00"}})"), "d"));
+  EXPECT_FALSE(
+      check_input_descriptor(json::parse(R"({"name":"x","digest":{"sha256":"00"}})"), "d"));
   EXPECT_FALSE(check_input_descriptor(json::parse(R"({"uri":"file:///x"})"), "d"));
   EXPECT_FALSE(check_input_descriptor(json::parse(R"({"uri":"file:///x","digest":{}})"), "d"));
   EXPECT_FALSE(

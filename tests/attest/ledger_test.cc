@@ -80,10 +80,9 @@ TEST_F(LedgerTest, AppendChainsLinesExactlyAsDocumented) {
   auto ls = lines();
   ASSERT_EQ(ls.size(), 2u);
   // docs/ledger.md: canonical compact JSON, keys sorted; prev_sha256 covers the line with "\n".
-  EXPECT_EQ(ls[0],
-            "{\"at\":\"2026-01-02T03:04:05.678Z\",\"id\":\"run-1\",\"prev_sha256\":\"" +
-                std::string(64, '0') + "\",\"receipt_sha256\":\"" + hex_of('a') +
-                "\",\"seq\":1,\"state\":\"built\"}\n");
+  EXPECT_EQ(ls[0], "{\"at\":\"2026-01-02T03:04:05.678Z\",\"id\":\"run-1\",\"prev_sha256\":\"" +
+                       std::string(64, '0') + "\",\"receipt_sha256\":\"" + hex_of('a') +
+                       "\",\"seq\":1,\"state\":\"built\"}\n");
   EXPECT_EQ(second->prev_sha256, sha256_hex_of(ls[0]));
   EXPECT_EQ(second->seq, 2u);
   auto r = verify();
@@ -178,8 +177,8 @@ TEST_F(LedgerTest, GarbageLineFails) {
 TEST_F(LedgerTest, TornLastLineIsReportedAndNeverExtended) {
   append_n(3);
   std::string whole = read_text(path());
-  std::string next = format_ledger_line({4, "run-4", "built", hex_of('c'), hex_of('d'),
-                                         "2026-01-01T00:00:00.000Z"});
+  std::string next = format_ledger_line(
+      {4, "run-4", "built", hex_of('c'), hex_of('d'), "2026-01-01T00:00:00.000Z"});
   std::string torn = whole + next.substr(0, 40);  // a crash mid-append
   write_text(path(), torn);
 
@@ -194,8 +193,9 @@ TEST_F(LedgerTest, TornLastLineIsReportedAndNeverExtended) {
 
   auto e = append("run-5");
   ASSERT_FALSE(e);
-  EXPECT_NE(e.error().message().find("the last line is incomplete (40 bytes after the last newline"),
-            std::string::npos)
+  EXPECT_NE(
+      e.error().message().find("the last line is incomplete (40 bytes after the last newline"),
+      std::string::npos)
       << e.error().message();
   EXPECT_EQ(read_text(path()), torn);  // nothing changed
 
@@ -284,9 +284,8 @@ TEST_F(LedgerTest, ConcurrentAppendersKeepOneChain) {
     ASSERT_GE(pid, 0);
     if (pid == 0) {
       for (int i = 0; i < 25; ++i)
-        if (!append_to_ledger(dirfd_.get(),
-                              {"p" + std::to_string(p) + "-" + std::to_string(i), "built",
-                               hex_of('e'), ""}))
+        if (!append_to_ledger(dirfd_.get(), {"p" + std::to_string(p) + "-" + std::to_string(i),
+                                             "built", hex_of('e'), ""}))
           ::_exit(1);
       ::_exit(0);
     }

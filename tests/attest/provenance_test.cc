@@ -35,7 +35,8 @@ TEST(Provenance, BuiltReceiptExportsEveryDocumentedField) {
   EXPECT_EQ(s["_type"], "https://in-toto.io/Statement/v1");
   EXPECT_EQ(s["predicateType"], "https://slsa.dev/provenance/v1");
   ASSERT_EQ(s["subject"].size(), 2u);
-  EXPECT_EQ(s["subject"][0], json({{"name", "hello"}, {"digest", {{"sha256", std::string(64, '0')}}}}));
+  EXPECT_EQ(s["subject"][0],
+            json({{"name", "hello"}, {"digest", {{"sha256", std::string(64, '0')}}}}));
   EXPECT_EQ(s["subject"][1]["annotations"]["path_b64"], "b2RkLf8uYmlu");
   const json& bd = s["predicate"]["buildDefinition"];
   EXPECT_EQ(bd["buildType"], kBuildTypeUri);
@@ -119,8 +120,10 @@ TEST(Provenance, RefusalsNameTheField) {
        [](json& r) { r["admission"]["inputs"][2].erase("uri"); }},
       {"receipt.admission.inputs[0]: no digest",
        [](json& r) { r["admission"]["inputs"][0]["digest"] = json::object(); }},
-      {"receipt.admission.sha256: differs", [](json& r) { r["admission_sha256"] = std::string(64, 'e'); }},
-      {"receipt.admission.env.PATH: expected a string", [](json& r) { r["admission"]["env"]["PATH"] = 1; }},
+      {"receipt.admission.sha256: differs",
+       [](json& r) { r["admission_sha256"] = std::string(64, 'e'); }},
+      {"receipt.admission.env.PATH: expected a string",
+       [](json& r) { r["admission"]["env"]["PATH"] = 1; }},
       {"receipt.admission.command.argv", [](json& r) { r["admission"]["command"].erase("argv"); }},
       {"receipt.schema", [](json& r) { r["schema"] = "other"; }},
       {"receipt.started: \"yesterday\" is not an RFC 3339 UTC time",

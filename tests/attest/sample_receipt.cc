@@ -18,8 +18,10 @@ AdmissionPins sample_pins() {
                           std::string(64, '4')});
   p.toolchains.push_back({"/opt/cross", "/opt/cross", std::string(64, '5')});
   p.trees.push_back({"/usr/include", "/usr/include", std::string(64, '6')});
-  p.image = ImagePin{"/var/images/busybox.oci.tar", std::string(64, '7'),
-                     "sha256:" + std::string(64, '8'), {"sha256:" + std::string(64, '9')}};
+  p.image = ImagePin{"/var/images/busybox.oci.tar",
+                     std::string(64, '7'),
+                     "sha256:" + std::string(64, '8'),
+                     {"sha256:" + std::string(64, '9')}};
   p.host_tools.push_back({"/usr/bin/bwrap", std::string(64, 'a')});
   p.closure.push_back({"/usr/lib/x86_64-linux-gnu/libc.so.6", std::string(64, 'b')});
   return p;
@@ -39,7 +41,8 @@ json sample_receipt() {
       {"sealrun_version", {{"version", "0.2.0"}, {"commit", std::string(40, 'd')}}},
       {"admission",
        {{"sha256", std::string(64, 'c')},
-        {"command", {{"argv", {"/usr/bin/gcc", "-O2", "-o", "/out/hello", "hello.c"}}, {"cwd", "/src"}}},
+        {"command",
+         {{"argv", {"/usr/bin/gcc", "-O2", "-o", "/out/hello", "hello.c"}}, {"cwd", "/src"}}},
         {"env", {{"LANG", "C.UTF-8"}, {"PATH", "/usr/bin:/bin"}}},
         {"source_date_epoch", 0},
         {"limits", {{"memory_max_bytes", 8589934592}, {"pids_max", 4096}, {"wall_clock_s", 1500}}},
