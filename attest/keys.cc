@@ -17,18 +17,22 @@
 
 namespace sealrun::attest {
 
+struct OpensslFree {
+  void operator()(unsigned char* p) const { OPENSSL_free(p); }
+};
+
 class KeyAccess {
  public:
   // A PublicKey from any EVP_PKEY holding an Ed25519 key: its SubjectPublicKeyInfo DER is both
   // the key id's input and, read back, a key object that holds no private half.
   static Result<PublicKey> public_from(EVP_PKEY* pkey, std::string_view name) {
-    unsigned char* der = nullptr;
-    int len = i2d_PUBKEY(pkey, &der);
+    unsigned char* raw_der = nullptr;
+    int len = i2d_PUBKEY(pkey, &raw_der);
     if (len <= 0)
       return Error::make(
           fmt::format("{}: cannot encode the public key: {}", name, openssl_errors()));
-    std::string bytes(reinterpret_cast<char*>(der), static_cast<size_t>(len));
-    OPENSSL_free(der);
+    std::unique_ptr<unsigned char, OpensslFree> der(raw_der);
+    std::string bytes(reinterpret_cast<char*>(der.get()), static_cast<size_t>(len));
     const unsigned char* p = reinterpret_cast<const unsigned char*>(bytes.data());
     EVP_PKEY* pub = d2i_PUBKEY(nullptr, &p, len);
     if (pub == nullptr)

@@ -37,6 +37,16 @@ Result<std::string> string_at(const json& obj, const char* key, const std::strin
   auto* v = SEALRUN_TRY(member(obj, key, where, json::value_t::string, "a string"));
   return v->get<std::string>();
 }
+// A string member that may be absent ("" then); any other type is an error naming it. (nlohmann's
+// value() would throw on a wrong type, and no exception may leave the module.)
+Result<std::string> optional_string(const json& obj, const char* key, const std::string& where) {
+  auto it = obj.find(key);
+  if (it == obj.end() || it->is_null()) return std::string();
+  if (!it->is_string())
+    return Error::make(
+        fmt::format("{}.{}: expected a string, got {}", where, key, it->type_name()));
+  return it->get<std::string>();
+}
 Result<const json*> object_at(const json& obj, const char* key, const std::string& where) {
   return member(obj, key, where, json::value_t::object, "an object");
 }
@@ -72,7 +82,7 @@ Result<json> external_parameters(const json& receipt) {
   const json& adm = *SEALRUN_TRY(object_at(receipt, "admission", "receipt"));
   auto sha = SEALRUN_TRY(string_at(adm, "sha256", where));
   if (!is_sha256_hex(sha)) return Error::make(where + ".sha256: not 64 lower-case hex digits");
-  if (receipt.value("admission_sha256", std::string()) != sha)
+  if (SEALRUN_TRY(optional_string(receipt, "admission_sha256", "receipt")) != sha)
     return Error::make(where + ".sha256: differs from receipt.admission_sha256");
   const json& command = *SEALRUN_TRY(object_at(adm, "command", where));
   const json& argv = *SEALRUN_TRY(array_at(command, "argv", where + ".command"));
@@ -156,13 +166,14 @@ Result<json> internal_parameters(const json& receipt, const std::string& state) 
   internal["outcome"] = {
       {"state", state},
       {"exit", exit != receipt.end() && exit->is_number_integer() ? *exit : json(nullptr)},
-      {"reason", receipt.value("reason", std::string())}};
+      {"reason", SEALRUN_TRY(optional_string(receipt, "reason", "receipt"))}};
   size_t listed = receipt.at("outputs").size();
   json outputs = {{"listed", listed}, {"total", listed}};
   auto total = receipt.find("outputs_total");
   if (total != receipt.end() && total->is_number_integer() && total->get<int64_t>() >= 0) {
     outputs["total"] = total->get<uint64_t>();
-    outputs["list_sha256"] = receipt.value("outputs_list_sha256", std::string());
+    outputs["list_sha256"] =
+        SEALRUN_TRY(optional_string(receipt, "outputs_list_sha256", "receipt"));
   }
   internal["outputs"] = std::move(outputs);
   return internal;
@@ -177,11 +188,15 @@ json byproducts(const json& receipt, const std::string& receipt_sha256) {
   if (commands == receipt.end() || !commands->is_array()) return out;
   for (const auto& c : *commands) {
     if (!c.is_object()) continue;
-    std::string label = c.value("label", std::string("command"));
+    auto label_it = c.find("label");
+    std::string label = label_it != c.end() && label_it->is_string() ? label_it->get<std::string>()
+                                                                     : std::string("command");
     for (const char* stream : {"stdout", "stderr"}) {
       auto s = c.find(stream);
       if (s == c.end() || !s->is_object()) continue;
-      std::string sha = s->value("sha256", std::string());
+      auto sha_it = s->find("sha256");
+      if (sha_it == s->end() || !sha_it->is_string()) continue;
+      const std::string& sha = sha_it->get_ref<const std::string&>();
       if (!is_sha256_hex(sha)) continue;
       out.push_back({{"name", fmt::format("{}.{}", label, stream)}, {"digest", {{"sha256", sha}}}});
     }
@@ -191,8 +206,10 @@ json byproducts(const json& receipt, const std::string& receipt_sha256) {
 
 }  // namespace
 
-Result<json> receipt_to_statement(const json& receipt, const std::string& receipt_sha256,
-                                  const ExportOptions& options) {
+namespace {
+
+Result<json> build_statement(const json& receipt, const std::string& receipt_sha256,
+                             const ExportOptions& options) {
   if (!receipt.is_object()) return Error::make("receipt: not a JSON object");
   auto schema = SEALRUN_TRY(string_at(receipt, "schema", "receipt"));
   if (schema != kReceiptSchema)
@@ -229,7 +246,7 @@ Result<json> receipt_to_statement(const json& receipt, const std::string& receip
                                                  : kBuilderReportOnly;
   json metadata = {{"invocationId", id}};
   for (auto [from, to] : {std::pair{"started", "startedOn"}, {"finished", "finishedOn"}}) {
-    std::string t = receipt.value(from, std::string());
+    auto t = SEALRUN_TRY(optional_string(receipt, from, "receipt"));
     if (t.empty()) continue;
     if (!is_utc_timestamp(t))
       return Error::make(fmt::format("receipt.{}: \"{}\" is not an RFC 3339 UTC time", from,
@@ -252,6 +269,19 @@ Result<json> receipt_to_statement(const json& receipt, const std::string& receip
           {"metadata", std::move(metadata)},
           {"byproducts", byproducts(receipt, receipt_sha256)}}}}},
   };
+}
+
+}  // namespace
+
+Result<json> receipt_to_statement(const json& receipt, const std::string& receipt_sha256,
+                                  const ExportOptions& options) {
+  // Every access above checks types first; this is the module's exception boundary all the same,
+  // so a receipt shape nobody foresaw becomes an error, never an escaping exception.
+  try {
+    return build_statement(receipt, receipt_sha256, options);
+  } catch (const json::exception& e) {
+    return Error::make(fmt::format("receipt: unexpected shape ({})", e.what()));
+  }
 }
 
 namespace {

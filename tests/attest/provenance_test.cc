@@ -129,6 +129,11 @@ TEST(Provenance, RefusalsNameTheField) {
       {"receipt.started: \"yesterday\" is not an RFC 3339 UTC time",
        [](json& r) { r["started"] = "yesterday"; }},
       {"receipt.state: \"success\"", [](json& r) { r["state"] = "success"; }},
+      {"receipt.reason: expected a string", [](json& r) { r["reason"] = 5; }},
+      {"receipt.admission_sha256: expected a string", [](json& r) { r["admission_sha256"] = 7; }},
+      {"receipt.finished: expected a string", [](json& r) { r["finished"] = json::array(); }},
+      {"receipt.grant.enforced: expected an array", [](json& r) { r["grant"]["enforced"] = "x"; }},
+      {"receipt: not a JSON object", [](json& r) { r = json::array(); }},
   };
   for (const auto& c : cases) {
     json r = sample_receipt();
