@@ -54,8 +54,8 @@ std::string ledger_timestamp(int64_t unix_seconds) {
 Status check_entry_fields(const LedgerEntry& e) {
   if (e.seq == 0) return Error::make("seq: must be 1 or more");
   if (!is_valid_run_id(e.id))
-    return Error::make(fmt::format("id: \"{}\" is not a run id (1-64 of [A-Za-z0-9._-])",
-                                   printable_text(e.id, 80)));
+    return Error::make(
+        fmt::format("id: \"{}\" is not a run id ({})", printable_text(e.id, 80), kRunIdRule));
   if (!is_receipt_state(e.state))
     return Error::make(
         fmt::format("state: \"{}\" is not built, failed or not_run", printable_text(e.state, 40)));

@@ -216,7 +216,8 @@ Result<json> build_statement(const json& receipt, const std::string& receipt_sha
     return Error::make(fmt::format("receipt.schema: \"{}\", expected \"{}\"",
                                    printable_text(schema, 60), kReceiptSchema));
   auto id = SEALRUN_TRY(string_at(receipt, "id", "receipt"));
-  if (!is_valid_run_id(id)) return Error::make("receipt.id: not a run id");
+  if (!is_valid_run_id(id))
+    return Error::make(fmt::format("receipt.id: not a run id ({})", kRunIdRule));
   auto state = SEALRUN_TRY(string_at(receipt, "state", "receipt"));
   if (state != "built" && state != "failed" && state != "not_run")
     return Error::make(fmt::format("receipt.state: \"{}\" is not built, failed or not_run",
