@@ -18,5 +18,6 @@ void register_demo(CLI::App& app, int* exit_code);
 void register_census(CLI::App& app, int* exit_code);
 void register_run(CLI::App& app, int* exit_code);
 void register_receipt(CLI::App& app, int* exit_code);
+void register_key(CLI::App& app, int* exit_code);  // controller/cmd_key.cc
 
 }  // namespace sealrun::cli

@@ -9,7 +9,7 @@
 
 namespace sealrun {
 
-static const char* kind_name(mode_t mode) {
+const char* file_kind_name(mode_t mode) {
   if (S_ISDIR(mode)) return "a directory";
   if (S_ISFIFO(mode)) return "a FIFO";
   if (S_ISSOCK(mode)) return "a socket";
@@ -31,7 +31,7 @@ Result<std::string> read_bounded_file(int dirfd, const std::string& path, size_t
   auto st = SEALRUN_TRY(fstat_fd(fd->get(), path));
   if (!S_ISREG(st.st_mode))
     return Error::make(
-        fmt::format("{}: is {}; expected a regular file", path, kind_name(st.st_mode)));
+        fmt::format("{}: is {}; expected a regular file", path, file_kind_name(st.st_mode)));
   if (static_cast<uint64_t>(st.st_size) > max_bytes)
     return Error::make(
         fmt::format("{}: is {} bytes, over the limit of {} bytes", path, st.st_size, max_bytes));

@@ -4,6 +4,8 @@
 // read can slip past.
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstddef>
 #include <string>
 
@@ -16,5 +18,8 @@ namespace sealrun {
 // so a file that grows under us is refused too).
 Result<std::string> read_bounded_file(int dirfd, const std::string& path, size_t max_bytes);
 inline constexpr size_t kMiB = 1024 * 1024;
+
+// "a directory", "a FIFO", ... for a message that says what a path is instead of a regular file.
+const char* file_kind_name(mode_t mode);
 
 }  // namespace sealrun
