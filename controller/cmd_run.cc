@@ -50,6 +50,9 @@ void register_run(CLI::App& app, int* exit_code) {
       ->capture_default_str();
   cmd->add_option("--state-dir", req->state_dir, "holds owned/<id>/ and results/<id>/")
       ->capture_default_str();
+  cmd->add_option("--signing-key", req->signing_key,
+                  "Ed25519 key (sealrun key generate) to sign the receipt with; default: "
+                  "STATE/keys/sealrun.key when it exists, else the receipt is unsigned");
   cmd->add_flag("--json", *json,
                 "print one JSON document (id, state, exit, reason, receipt_path, ...) on stdout");
   cmd->callback([=] {

@@ -50,6 +50,9 @@ std::string cut(const std::string& s, size_t max) {
 json to_json(const Receipt& r, const Detail& d, std::vector<std::string> truncated) {
   json doc;
   doc[field::kSchema] = kSchema;
+  doc[field::kSealrunVersion] = r.sealrun_version;
+  doc[field::kAdmission] = r.admission;
+  doc[field::kSigning] = r.signing;
   doc[field::kId] = r.id;
   doc[field::kState] = r.state;
   doc[field::kExit] = r.exit;

@@ -106,6 +106,9 @@ struct Receipt {
   bool stop_confirmed = false;
   std::vector<CleanupAction> cleanup;
   std::vector<std::string> notes;  // warnings the run survived, census notes
+  nlohmann::json admission;        // receipt_admission.h; null when nothing was admitted
+  nlohmann::json sealrun_version;  // {version, commit, dirty}
+  nlohmann::json signing;          // {key_id, envelope} when the run signs its receipt, else null
 };
 
 // Renders, bounds and digests: the bytes to write (always <= max_bytes, and valid JSON).

@@ -17,6 +17,8 @@ inline constexpr std::string_view kState = "state";
 inline constexpr std::string_view kExit = "exit";
 inline constexpr std::string_view kReason = "reason";
 inline constexpr std::string_view kAdmissionSha256 = "admission_sha256";
+inline constexpr std::string_view kAdmission = "admission";
+inline constexpr std::string_view kSigning = "signing";
 inline constexpr std::string_view kStarted = "started";
 inline constexpr std::string_view kFinished = "finished";
 inline constexpr std::string_view kVerifications = "verifications";
@@ -65,12 +67,16 @@ struct FieldSpec {
 
 inline constexpr FieldSpec kReceiptFields[] = {
     {field::kSchema, kJsonString, FieldRole::kVerdict, true},
-    {field::kSealrunVersion, kJsonObject, FieldRole::kRecord, false},
+    {field::kSealrunVersion, kJsonObject | kJsonNull, FieldRole::kRecord, false},
     {field::kId, kJsonString, FieldRole::kTiming, true},
     {field::kState, kJsonString, FieldRole::kVerdict, true},
     {field::kExit, kJsonInteger, FieldRole::kVerdict, true},
     {field::kReason, kJsonString, FieldRole::kVerdict, true},
     {field::kAdmissionSha256, kJsonString, FieldRole::kVerdict, true},
+    // What was admitted (command, env, limits, containment, inputs): kept whole when shrinking.
+    {field::kAdmission, kJsonObject | kJsonNull, FieldRole::kVerdict, false},
+    // Who signs it ({key_id}), or null: an unsigned receipt says so.
+    {field::kSigning, kJsonObject | kJsonNull, FieldRole::kVerdict, false},
     {field::kStarted, kJsonString, FieldRole::kTiming, true},
     {field::kFinished, kJsonString, FieldRole::kTiming, true},
     {field::kVerifications, kJsonArray, FieldRole::kVerdict, true},

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "admission/admitted.h"
+#include "attest/keys.h"
 #include "census/census_thread.h"
 #include "containment/grant.h"
 #include "containment/grant_journal.h"
@@ -91,6 +92,9 @@ struct RunContext {
   // Signals, guards and the outer deadline all stop the job through this switch.
   StopSwitch stop;
   std::optional<SignalWatch> watch;
+
+  // The key the receipt will be signed with (chosen before anything runs), or none.
+  std::optional<attest::SigningKey> signing_key;
 
   // Proven, in stage order.
   std::optional<admission::AuthenticatedAdmission> authenticated;

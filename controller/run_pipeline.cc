@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "controller/exit_codes.h"
+#include "controller/receipt_signing.h"
 #include "controller/run_dirs.h"
 #include "controller/run_stages.h"
 #include "core/atomic_write.h"
@@ -63,6 +64,14 @@ RunOutcome write_receipt(RunContext& run) {
   std::string bytes = receipt::render_receipt(r, run.receipt_max_bytes);
   if (auto st = write_file_atomic(path, bytes, 0644); st) {
     o.receipt_path = path;
+    auto recorded = receipt::sign_and_record(path, bytes,
+                                             run.signing_key ? &*run.signing_key : nullptr,
+                                             run.layout.state_dir, run.req.id, r.state);
+    if (!recorded) {
+      // The receipt stands, but what vouches for it (its signature, its ledger line) is missing.
+      o.message = "the receipt was written but not fully recorded: " + recorded.error().message();
+      o.exit_code = std::max(o.exit_code, static_cast<int>(kExitStopUnconfirmed));
+    }
   } else {
     o.message = "the receipt could not be written: " + st.error().message();
     o.exit_code = std::max(o.exit_code, static_cast<int>(kExitStopUnconfirmed));

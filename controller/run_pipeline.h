@@ -28,6 +28,7 @@ struct RunRequest {
   MechanismChoice mechanism;  // nullopt: auto
   GrantMode mode = GrantMode::kEnforcing;
   std::string state_dir = "sealrun-state";
+  std::string signing_key;  // "": STATE/keys/sealrun.key if it exists, else unsigned
 };
 
 struct RunOutcome {

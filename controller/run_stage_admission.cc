@@ -4,6 +4,8 @@
 #include <cctype>
 
 #include "controller/exit_codes.h"
+#include "controller/receipt_admission.h"
+#include "controller/receipt_signing.h"
 #include "controller/run_dirs.h"
 #include "controller/run_stages.h"
 #include "core/hex.h"
@@ -42,6 +44,13 @@ StageStatus stage_check_request(RunContext& run) {
                                   run.req.sha256));
   if (auto st = check_id_unused(run.layout, run.req.id); !st)
     return stage_fail(kExitUsage, st.error().message());
+  auto key = receipt::choose_signing_key(run.req.signing_key, run.layout.state_dir);
+  if (!key) return stage_fail(kExitUsage, "the signing key: " + key.error().message());
+  run.signing_key = std::move(*key);
+  run.receipt.signing = run.signing_key
+                            ? nlohmann::json{{"key_id", run.signing_key->key_id()},
+                                             {"envelope", "the receipt's name with .dsse.json"}}
+                            : nlohmann::json(nullptr);
   if (GrantJournal::has_record(run.layout.state_dir, run.req.id))
     return stage_fail(kExitUsage,
                       fmt::format("run id {} has a grant record left by a killed run; run "
@@ -83,6 +92,11 @@ StageStatus stage_verify_pins(RunContext& run) {
     run.receipt.verifications.push_back(to_verification(outcome.report.checks[i]));
   if (!outcome.admitted) return stage_fail(kExitAdmissionRefused, refusal_reason(outcome.report));
   run.admitted.emplace(std::move(*outcome.admitted));
+  auto summary = receipt::admission_summary(*run.admitted);
+  if (summary)
+    run.receipt.admission = std::move(*summary);
+  else
+    run.warn("the receipt cannot list the admitted inputs: " + summary.error().message());
   return stage_ok();
 }
 
