@@ -18,5 +18,7 @@ void register_demo(CLI::App& app, int* exit_code);
 void register_census(CLI::App& app, int* exit_code);
 void register_run(CLI::App& app, int* exit_code);
 void register_receipt(CLI::App& app, int* exit_code);
+// Hidden `__generate man|bash-completion`: walks `app` (the root, register it last) at run time.
+void register_generate(CLI::App& app, int* exit_code);
 
 }  // namespace sealrun::cli
