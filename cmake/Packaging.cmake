@@ -4,6 +4,10 @@
 # plus bubblewrap (the default containment mechanism, run as a program); rootless podman and what
 # it needs are Recommends, since bubblewrap alone is a complete sandbox.
 include(GNUInstallDirs)
+# `cmake --install` and `cpack` package what was built, and do not first build every target (the
+# tests and benchmarks included): a packager builds what they package, and a cpack run (as the
+# packaging tests do, while other tests run) must not start a second build in the same tree.
+set(CMAKE_SKIP_INSTALL_ALL_DEPENDENCY TRUE)
 
 # What a site installs for CI (docs/ci.md), and the documentation.
 install(FILES ${CMAKE_SOURCE_DIR}/contrib/ci/buildbot/master.cfg
@@ -28,9 +32,9 @@ set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_MAINTAINER "${SEALRUN_DEB_MAINTAINER}")
 set(CPACK_DEBIAN_PACKAGE_SECTION devel)
 set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
+# The extended description; CPack puts CPACK_PACKAGE_DESCRIPTION_SUMMARY before it as the synopsis.
 set(CPACK_DEBIAN_PACKAGE_DESCRIPTION
-    "hermetic, sandboxed build/run controller with provable receipts
-sealrun runs a build job only after verifying the SHA-256 pins of its admission: source,
+    "sealrun runs a build job only after verifying the SHA-256 pins of its admission: source,
 toolchain, container image and host tools. The job runs contained (bubblewrap or rootless
 podman: no network, no capabilities, seccomp, read-only source) in a memory-limited resource
 group while a census thread watches disk growth, and every run ends with a bounded, digested

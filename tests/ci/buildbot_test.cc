@@ -182,7 +182,7 @@ class Buildbot : public RunTest {
 
   // The receipt the build uploaded to the master.
   nlohmann::json uploaded_receipt(const nlohmann::json& build) {
-    std::string id = build["properties"]["sealrun_id"][0];
+    std::string id = build["properties"]["sealrun_id"];
     std::string path = master_ + "/receipts/sealrun/" + id + "/receipt.json";
     EXPECT_TRUE(fs::is_regular_file(path)) << path;
     auto doc = nlohmann::json::parse(read_text(path), nullptr, false);
@@ -215,7 +215,7 @@ TEST_F(Buildbot, AdmittedChangeBuildsAndATamperedAdmissionTurnsTheBuildRed) {
   nlohmann::json receipt = uploaded_receipt(first);
   EXPECT_EQ(receipt["state"], "built") << receipt.dump(2);
   EXPECT_EQ(receipt["admission_sha256"], good.sha256);
-  EXPECT_EQ(receipt["id"], first["properties"]["sealrun_id"][0]);
+  EXPECT_EQ(receipt["id"], first["properties"]["sealrun_id"]);
 
   // The same approval (SHA-256) with different bytes: the command was changed after approval.
   std::string text = read_text(good.path);
