@@ -8,15 +8,6 @@
 namespace sealrun::cli {
 namespace {
 
-std::string join(const std::vector<std::string>& parts, const char* sep) {
-  std::string out;
-  for (const auto& p : parts) {
-    if (!out.empty()) out += sep;
-    out += p;
-  }
-  return out;
-}
-
 // Single-quoted for bash; option names and choices are plain words, but a quote must not end it.
 std::string quote(const std::string& s) {
   std::string out = "'";
@@ -28,7 +19,7 @@ std::string kind_of(const CliOption& o) {
   if (!o.takes_value) return "flag";
   switch (o.completion) {
     case ValueCompletion::kChoices:
-      return "choices:" + join(o.choices, " ");
+      return "choices:" + join_words(o.choices, " ");
     case ValueCompletion::kDirectory:
       return "dir";
     case ValueCompletion::kFile:
@@ -44,14 +35,15 @@ struct Tables {
 };
 
 void add_command(const CliCommand& cmd, Tables* t) {
-  std::string path = join(cmd.path, " ");
+  std::string path = join_words(cmd.path, " ");
   std::vector<std::string> subs, words;
   for (const auto& s : cmd.subcommands) subs.push_back(s.path.back());
   words = subs;
   for (const auto& o : cmd.options) words.insert(words.end(), o.names.begin(), o.names.end());
-  t->words += fmt::format("    {}) echo {} ;;\n", quote(path), quote(join(words, " ")));
+  t->words += fmt::format("    {}) echo {} ;;\n", quote(path), quote(join_words(words, " ")));
   if (!subs.empty())
-    t->subcommands += fmt::format("    {}) echo {} ;;\n", quote(path), quote(join(subs, " ")));
+    t->subcommands +=
+        fmt::format("    {}) echo {} ;;\n", quote(path), quote(join_words(subs, " ")));
   for (const auto& o : cmd.options)
     for (const auto& n : o.names)
       t->options += fmt::format("    {}) echo {} ;;\n", quote(path + "|" + n), quote(kind_of(o)));
@@ -165,8 +157,9 @@ std::string render_bash_completion(const CliCommand& root) {
   add_command(root, &t);
   std::string out;
   out += "# bash completion for sealrun(1)\n";
-  out += "# Generated from sealrun's command-line definitions by `sealrun __generate "
-         "bash-completion`.\n\n";
+  out +=
+      "# Generated from sealrun's command-line definitions by `sealrun __generate "
+      "bash-completion`.\n\n";
   out += "# The sub-commands and options of the command at path $1 (\"\", \"receipt show\").\n";
   out += "_sealrun_words() {\n  case $1 in\n" + t.words + "  esac\n}\n\n";
   out += "# The sub-commands alone.\n";

@@ -7,7 +7,8 @@ namespace sealrun::cli {
 namespace {
 
 bool ends_with(const std::string& s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 // CLI11 appends each validator's description to the type name: "TEXT:{auto,bwrap,podman}" for an
@@ -56,9 +57,8 @@ CliCommand describe(const CLI::App& app, std::vector<std::string> path) {
     CliOption opt = describe_option(*o);
     (opt.names.empty() ? cmd.positionals : cmd.options).push_back(std::move(opt));
   }
-  for (const CLI::App* sub : app.get_subcommands([](const CLI::App* a) {
-         return !a->get_name().empty() && !a->get_group().empty();
-       })) {
+  for (const CLI::App* sub : app.get_subcommands(
+           [](const CLI::App* a) { return !a->get_name().empty() && !a->get_group().empty(); })) {
     auto sub_path = cmd.path;
     sub_path.push_back(sub->get_name());
     cmd.subcommands.push_back(describe(*sub, std::move(sub_path)));
@@ -72,9 +72,8 @@ ValueCompletion classify_value(const std::vector<std::string>& names, const std:
                                const std::string& type_base, bool has_choices) {
   if (has_choices) return ValueCompletion::kChoices;
   if (ends_with(metavar, "DIR")) return ValueCompletion::kDirectory;
-  if (std::any_of(names.begin(), names.end(), [](const std::string& n) {
-        return ends_with(n, "-dir");
-      }))
+  if (std::any_of(names.begin(), names.end(),
+                  [](const std::string& n) { return ends_with(n, "-dir"); }))
     return ValueCompletion::kDirectory;
   if (type_base == "TEXT" || type_base == "FILE" || type_base == "PATH")
     return ValueCompletion::kFile;
@@ -82,5 +81,14 @@ ValueCompletion classify_value(const std::vector<std::string>& names, const std:
 }
 
 CliCommand describe_cli(const CLI::App& app) { return describe(app, {}); }
+
+std::string join_words(const std::vector<std::string>& words, std::string_view sep) {
+  std::string out;
+  for (size_t i = 0; i < words.size(); ++i) {
+    if (i > 0) out += sep;
+    out += words[i];
+  }
+  return out;
+}
 
 }  // namespace sealrun::cli

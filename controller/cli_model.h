@@ -6,6 +6,7 @@
 
 #include <CLI/CLI.hpp>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace sealrun::cli {
@@ -39,6 +40,9 @@ struct CliCommand {
   std::vector<CliCommand> subcommands;
   bool requires_subcommand = false;
 };
+
+// "receipt show" from {"receipt", "show"} and " ": the generators' one string helper.
+std::string join_words(const std::vector<std::string>& words, std::string_view sep);
 
 // Reads `app` (the program's root) and everything below it.
 CliCommand describe_cli(const CLI::App& app);

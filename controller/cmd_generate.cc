@@ -32,9 +32,9 @@ void register_generate(CLI::App& app, int* exit_code) {
   CLI::App* root = &app;
   cmd->callback([root, what, out, exit_code] {
     CliCommand model = describe_cli(*root);
-    std::string text = *what == "man"
-                           ? render_man_page(model, "sealrun " + std::string(sealrun_version().version))
-                           : render_bash_completion(model);
+    std::string text =
+        *what == "man" ? render_man_page(model, "sealrun " + std::string(sealrun_version().version))
+                       : render_bash_completion(model);
     if (out->empty()) {
       fmt::print("{}", text);
       *exit_code = kExitOk;

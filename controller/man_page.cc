@@ -11,15 +11,6 @@
 namespace sealrun::cli {
 namespace {
 
-std::string join(const std::vector<std::string>& parts, std::string_view sep) {
-  std::string out;
-  for (const auto& p : parts) {
-    if (!out.empty()) out += sep;
-    out += p;
-  }
-  return out;
-}
-
 // One roff line per line of `text`, each escaped; blank lines become paragraph breaks.
 std::string paragraph(const std::string& text) {
   std::string out;
@@ -57,16 +48,16 @@ std::string option_entry(const CliOption& o) {
   } else {
     std::vector<std::string> names;
     for (const auto& n : o.names) names.push_back("\\fB" + roff_escape(n) + "\\fR");
-    head = join(names, ", ");
+    head = join_words(names, ", ");
     if (o.takes_value) head += " \\fI" + roff_escape(o.metavar) + "\\fR";
   }
   std::vector<std::string> notes;
   if (o.required) notes.emplace_back("required");
   if (o.repeatable) notes.emplace_back("repeatable");
-  if (!o.choices.empty()) notes.push_back("one of: " + join(o.choices, ", "));
+  if (!o.choices.empty()) notes.push_back("one of: " + join_words(o.choices, ", "));
   if (!o.default_value.empty()) notes.push_back("default: " + o.default_value);
   std::string body = o.description;
-  if (!notes.empty()) body += (body.empty() ? "(" : " (") + join(notes, "; ") + ")";
+  if (!notes.empty()) body += (body.empty() ? "(" : " (") + join_words(notes, "; ") + ")";
   return ".TP\n" + head + "\n" + roff_escape(body) + "\n";
 }
 
@@ -78,8 +69,8 @@ void render_command(const CliCommand& cmd, std::string* out) {
     if (!cmd.options.empty()) items += " [\\fIOPTIONS\\fR]";
     for (const auto& p : cmd.positionals) items += " " + synopsis_item(p);
     if (!cmd.subcommands.empty()) items += " \\fICOMMAND\\fR";
-    *out += fmt::format(".SS \"{}\"\n", "sealrun " + join(cmd.path, " "));
-    *out += "\\fBsealrun " + roff_escape(join(cmd.path, " ")) + "\\fR" + items + "\n.PP\n";
+    *out += fmt::format(".SS \"{}\"\n", "sealrun " + join_words(cmd.path, " "));
+    *out += "\\fBsealrun " + roff_escape(join_words(cmd.path, " ")) + "\\fR" + items + "\n.PP\n";
     *out += paragraph(cmd.description);
     for (const auto& o : cmd.options) *out += option_entry(o);
     for (const auto& p : cmd.positionals) *out += option_entry(p);
@@ -122,8 +113,9 @@ std::string render_man_page(const CliCommand& root, const std::string& version) 
       "the job contained (bubblewrap or rootless podman) in a memory-limited resource group while "
       "a census watches disk growth, and always writes a bounded, digested receipt of what ran, "
       "how it was stopped and what was cleaned up.");
-  out += ".PP\nEvery command accepts \\fB\\-\\-help\\fR. Commands that print data accept "
-         "\\fB\\-\\-json\\fR. Errors go to standard error and name the offending input.\n";
+  out +=
+      ".PP\nEvery command accepts \\fB\\-\\-help\\fR. Commands that print data accept "
+      "\\fB\\-\\-json\\fR. Errors go to standard error and name the offending input.\n";
   out += ".PP\nGlobal options:\n";
   for (const auto& o : root.options) out += option_entry(o);
   out += ".SH COMMANDS\n";
@@ -134,13 +126,14 @@ std::string render_man_page(const CliCommand& root, const std::string& version) 
     int code;
     const char* meaning;
   };
-  for (const Code& c : {Code{kExitOk, "the receipt says built"}, Code{kExitUsage, "usage error"},
-                        Code{kExitAdmissionRefused, "admission refused, nothing executed"},
-                        Code{kExitContainmentUnavailable,
-                             "containment unavailable for a required dimension, nothing executed"},
-                        Code{kExitJobFailed, "the job failed (non-zero exit, signal, timeout, OOM)"},
-                        Code{kExitGuardTripped, "a growth guard tripped and the job was stopped"},
-                        Code{kExitStopUnconfirmed, "stop or cleanup could not be confirmed"}})
+  for (const Code& c :
+       {Code{kExitOk, "the receipt says built"}, Code{kExitUsage, "usage error"},
+        Code{kExitAdmissionRefused, "admission refused, nothing executed"},
+        Code{kExitContainmentUnavailable,
+             "containment unavailable for a required dimension, nothing executed"},
+        Code{kExitJobFailed, "the job failed (non-zero exit, signal, timeout, OOM)"},
+        Code{kExitGuardTripped, "a growth guard tripped and the job was stopped"},
+        Code{kExitStopUnconfirmed, "stop or cleanup could not be confirmed"}})
     out += fmt::format(".TP\n.B {}\n{}\n", c.code, roff_escape(c.meaning));
   out += ".PP\n" + paragraph(fmt::format(
                        "Other commands exit {} on success, {} on failure (the message is on "
@@ -155,7 +148,8 @@ std::string render_man_page(const CliCommand& root, const std::string& version) 
   out += ".SH FILES\n.TP\n.I STATE/results/ID/receipt.json\n";
   out += roff_escape("The receipt of run ID; STATE is --state-dir (default ./sealrun-state).") +
          "\n.TP\n.I STATE/owned/ID/\n" +
-         roff_escape("The run's owned space (its scratch), sized and watched by the census.") + "\n";
+         roff_escape("The run's owned space (its scratch), sized and watched by the census.") +
+         "\n";
   out += ".SH \"SEE ALSO\"\n.BR bwrap (1),\n.BR podman-run (1),\n.BR systemd-run (1)\n";
   return out;
 }

@@ -73,12 +73,12 @@ class Buildbot : public RunTest {
     if (const char* job_user = ::getenv("SEALRUN_JOB_USER"))
       env_.push_back("SEALRUN_JOB_USER=" + std::string(job_user));
     master_env_ = env_;
-    master_env_.insert(master_env_.end(),
-                       {"SEALRUN_CI_PB=tcp:" + std::to_string(port_) + ":interface=127.0.0.1",
-                        "SEALRUN_CI_WORKER=sealrun-worker",
-                        "SEALRUN_CI_WORKER_PASSWORD=worker-secret",
-                        "SEALRUN_CI_CHANGE_AUTH=change:change-secret",
-                        "SEALRUN_CI_SEALRUN=" + std::string(SEALRUN_BINARY_DIR) + "/sealrun"});
+    master_env_.insert(
+        master_env_.end(),
+        {"SEALRUN_CI_PB=tcp:" + std::to_string(port_) + ":interface=127.0.0.1",
+         "SEALRUN_CI_WORKER=sealrun-worker", "SEALRUN_CI_WORKER_PASSWORD=worker-secret",
+         "SEALRUN_CI_CHANGE_AUTH=change:change-secret",
+         "SEALRUN_CI_SEALRUN=" + std::string(SEALRUN_BINARY_DIR) + "/sealrun"});
     auto create = tool({"/usr/bin/buildbot", "create-master", "-q", master_});
     ASSERT_EQ(create.status.code, 0) << create.out << create.err;
     fs::copy_file(std::string(SEALRUN_SOURCE_DIR) + "/contrib/ci/buildbot/master.cfg",
@@ -133,14 +133,14 @@ class Buildbot : public RunTest {
   }
 
   void start_master_and_worker() {
-    master_proc_ =
-        start({"/usr/bin/buildbot", "start", "--nodaemon", master_}, master_env_, dir_ / "master.out");
+    master_proc_ = start({"/usr/bin/buildbot", "start", "--nodaemon", master_}, master_env_,
+                         dir_ / "master.out");
     ASSERT_TRUE(master_proc_.has_value());
-    ASSERT_TRUE(wait_until(
-        [&] { return log_has(master_ + "/twistd.log", "BuildMaster is running"); }, 90))
+    ASSERT_TRUE(
+        wait_until([&] { return log_has(master_ + "/twistd.log", "BuildMaster is running"); }, 90))
         << read_text(master_ + "/twistd.log") << read_text(dir_ / "master.out");
-    worker_proc_ =
-        start({"/usr/bin/buildbot-worker", "start", "--nodaemon", worker_}, env_, dir_ / "worker.out");
+    worker_proc_ = start({"/usr/bin/buildbot-worker", "start", "--nodaemon", worker_}, env_,
+                         dir_ / "worker.out");
     ASSERT_TRUE(worker_proc_.has_value());
     ASSERT_TRUE(wait_until(
         [&] { return log_has(master_ + "/twistd.log", "Worker sealrun-worker attached"); }, 90))
@@ -148,18 +148,18 @@ class Buildbot : public RunTest {
   }
 
   void send_change(const Frozen& admission, const std::string& revision) {
-    auto c = tool({"/usr/bin/buildbot", "sendchange", "--master",
-                   "127.0.0.1:" + std::to_string(port_), "--auth", "change:change-secret", "--who",
-                   "ci-test", "--branch", "main", "--revision", revision, "--property",
-                   "admission:" + admission.path, "--property",
-                   "admission_sha256:" + admission.sha256, "--comments", "gated build",
-                   "input.txt"});
+    auto c =
+        tool({"/usr/bin/buildbot", "sendchange", "--master", "127.0.0.1:" + std::to_string(port_),
+              "--auth", "change:change-secret", "--who", "ci-test", "--branch", "main",
+              "--revision", revision, "--property", "admission:" + admission.path, "--property",
+              "admission_sha256:" + admission.sha256, "--comments", "gated build", "input.txt"});
     ASSERT_EQ(c.status.code, 0) << c.out << c.err;
   }
 
   nlohmann::json finished_builds() {
-    auto c = tool({"/usr/bin/python3", std::string(SEALRUN_SOURCE_DIR) + "/tests/ci/buildbot_builds.py",
-                   master_ + "/state.sqlite"});
+    auto c =
+        tool({"/usr/bin/python3", std::string(SEALRUN_SOURCE_DIR) + "/tests/ci/buildbot_builds.py",
+              master_ + "/state.sqlite"});
     if (c.status.code != 0) return nlohmann::json::array();  // e.g. the database is being written
     auto doc = nlohmann::json::parse(c.out, nullptr, false);
     return doc.is_array() ? doc : nlohmann::json::array();

@@ -123,10 +123,10 @@ TEST(ManPage, ListsEveryCommandWithOptionsDefaultsAndExitStatus) {
   ToyCli toy;
   std::string page = render_man_page(describe_cli(toy.app), "toy 1");
   EXPECT_NE(page.find(".TH SEALRUN 1 \"\" \"toy 1\""), std::string::npos) << page;
-  for (const char* want : {".SS \"sealrun receipt show\"", ".SS \"sealrun receipt verify\"",
-                           ".SS \"sealrun run\"", ".SS \"sealrun freeze\"", "\\fB\\-\\-json\\fR",
-                           "one of: auto, bwrap", "default: 3", "\\fB\\-\\-sha256\\fR \\fIHEX\\fR",
-                           "repeatable", ".SH \"EXIT STATUS\"", "Exit: 0 built"})
+  for (const char* want :
+       {".SS \"sealrun receipt show\"", ".SS \"sealrun receipt verify\"", ".SS \"sealrun run\"",
+        ".SS \"sealrun freeze\"", "\\fB\\-\\-json\\fR", "one of: auto, bwrap", "default: 3",
+        "\\fB\\-\\-sha256\\fR \\fIHEX\\fR", "repeatable", ".SH \"EXIT STATUS\"", "Exit: 0 built"})
     EXPECT_NE(page.find(want), std::string::npos) << want << "\n" << page;
   EXPECT_EQ(page.find("__hidden"), std::string::npos);
   EXPECT_EQ(page.find("secret"), std::string::npos);
@@ -155,10 +155,14 @@ TEST(ManPage, EscapesRoff) {
 std::vector<std::string> complete(const std::string& script, const std::vector<std::string>& words,
                                   const std::string& cwd) {
   SpawnOptions o;
-  o.argv = {"/bin/bash", "--norc", "--noprofile", "-c",
+  o.argv = {"/bin/bash",
+            "--norc",
+            "--noprofile",
+            "-c",
             "source \"$1\"; shift; COMP_WORDS=(\"$@\"); COMP_CWORD=$(($# - 1)); _sealrun; "
             "printf '%s\\n' \"${COMPREPLY[@]}\" | sort",
-            "bash", script};
+            "bash",
+            script};
   o.argv.insert(o.argv.end(), words.begin(), words.end());
   o.cwd = cwd;
   auto r = run_capture(o, 20000);

@@ -26,8 +26,10 @@ namespace {
 // Makes the .deb from the build directory into `out`; returns its path.
 std::string make_deb(const std::string& out) {
   auto c = shell("cpack -G DEB --config " + shell_quote(binary_dir() + "/CPackConfig.cmake") +
-                     " -B " + shell_quote(out) + " >cpack.log 2>&1 || { cat cpack.log; exit 1; }\n"
-                     "ls " + shell_quote(out) + "/sealrun_*.deb",
+                     " -B " + shell_quote(out) +
+                     " >cpack.log 2>&1 || { cat cpack.log; exit 1; }\n"
+                     "ls " +
+                     shell_quote(out) + "/sealrun_*.deb",
                  out.substr(0, out.rfind('/')));
   EXPECT_EQ(c.status.code, 0) << c.out << c.err;
   return c.out.substr(0, c.out.find('\n'));
@@ -74,18 +76,21 @@ TEST(Deb, InstallsIntoAFreshDebianRootAndRunsFromUsrBin) {
   std::string deb = make_deb(dir / "pkg");
   ASSERT_FALSE(deb.empty());
   std::string root = dir / "root";
-  ASSERT_EQ(shell("cp -a " + shell_quote(fixtures + "/systemd-root") + " " + root + "\n"
-                  "rm -f " + root + "/.complete\n"
-                  "mkdir -p " + root + "/tmp/debs && cp " + shell_quote(deb) + " " + root +
-                  "/tmp/debs/")
+  ASSERT_EQ(shell("cp -a " + shell_quote(fixtures + "/systemd-root") + " " + root +
+                  "\n"
+                  "rm -f " +
+                  root +
+                  "/.complete\n"
+                  "mkdir -p " +
+                  root + "/tmp/debs && cp " + shell_quote(deb) + " " + root + "/tmp/debs/")
                 .status.code,
             0);
   std::string deb_in_root = "/tmp/debs/" + deb.substr(deb.rfind('/') + 1);
   // Everything that mounts runs in a private mount namespace.
   auto in_root = [&](const std::string& script) {
     return shell("unshare --mount --propagation private -- bash -euo pipefail -c " +
-                 shell_quote("mount -t proc proc " + root + "/proc\nmount --rbind /sys " + root +
-                             "/sys\nmount --rbind /dev " + root + "/dev\n" + script),
+                     shell_quote("mount -t proc proc " + root + "/proc\nmount --rbind /sys " +
+                                 root + "/sys\nmount --rbind /dev " + root + "/dev\n" + script),
                  dir.str());
   };
 
@@ -95,19 +100,28 @@ TEST(Deb, InstallsIntoAFreshDebianRootAndRunsFromUsrBin) {
   for (const char* missing : {"bubblewrap", "libfmt9"})
     EXPECT_NE(bare.out.find("Package " + std::string(missing) + " is not installed"),
               std::string::npos)
-        << missing << "\n" << bare.out;
+        << missing << "\n"
+        << bare.out;
 
   // 2. The missing dependencies, from this host's installed packages, then sealrun configures.
-  auto deps = in_root(
-      "cd " + root + "/tmp/debs\n"
-      "missing=$(chroot " + root + " dpkg-query -W -f='${Depends}' sealrun | tr ',' '\\n' |"
-      " sed -e 's/(.*)//' -e 's/|.*//' -e 's/ //g' | while read -r p; do\n"
-      "  [ -z \"$p\" ] || chroot " + root + " dpkg-query -W -f='${Status}' \"$p\" 2>/dev/null |"
-      " grep -q 'ok installed' || echo \"$p\"; done)\n"
-      "echo \"missing: $missing\"\n"
-      "for p in $missing; do dpkg-repack \"$p\" >/dev/null; done\n"
-      "chroot " + root + " sh -c 'dpkg -i /tmp/debs/*.deb' >dpkg.log 2>&1 || { cat dpkg.log; exit 1; }\n"
-      "chroot " + root + " dpkg-query -W -f='${Status}\\n' sealrun");
+  auto deps =
+      in_root("cd " + root +
+              "/tmp/debs\n"
+              "missing=$(chroot " +
+              root +
+              " dpkg-query -W -f='${Depends}' sealrun | tr ',' '\\n' |"
+              " sed -e 's/(.*)//' -e 's/|.*//' -e 's/ //g' | while read -r p; do\n"
+              "  [ -z \"$p\" ] || chroot " +
+              root +
+              " dpkg-query -W -f='${Status}' \"$p\" 2>/dev/null |"
+              " grep -q 'ok installed' || echo \"$p\"; done)\n"
+              "echo \"missing: $missing\"\n"
+              "for p in $missing; do dpkg-repack \"$p\" >/dev/null; done\n"
+              "chroot " +
+              root +
+              " sh -c 'dpkg -i /tmp/debs/*.deb' >dpkg.log 2>&1 || { cat dpkg.log; exit 1; }\n"
+              "chroot " +
+              root + " dpkg-query -W -f='${Status}\\n' sealrun");
   ASSERT_EQ(deps.status.code, 0) << deps.out << deps.err;
   EXPECT_NE(deps.out.find("missing: bubblewrap"), std::string::npos) << deps.out;
   EXPECT_NE(deps.out.find("install ok installed"), std::string::npos) << deps.out;

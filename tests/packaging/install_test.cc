@@ -81,8 +81,8 @@ TEST(Install, GeneratedFilesAreCurrentAndCoverEveryCommand) {
     }
   }
   EXPECT_GE(commands, 15);
-  for (const char* want : {"\\fB\\-\\-sha256\\fR", "\\fB\\-\\-state\\-dir\\fR", ".SH \"EXIT STATUS\"",
-                           "SEALRUN_JOB_USER", "sealrun " SEALRUN_VERSION})
+  for (const char* want : {"\\fB\\-\\-sha256\\fR", "\\fB\\-\\-state\\-dir\\fR",
+                           ".SH \"EXIT STATUS\"", "SEALRUN_JOB_USER", "sealrun " SEALRUN_VERSION})
     EXPECT_NE(page.find(want), std::string::npos) << want;
 }
 
@@ -99,14 +99,19 @@ TEST(Install, ManPageRendersWithoutWarnings) {
 std::vector<std::string> complete(const std::vector<std::string>& words, const std::string& cwd) {
   std::string args;
   for (const auto& w : words) args += " " + shell_quote(w);
-  auto c = shell("set +eu\nsource /usr/share/bash-completion/bash_completion\n"
-                 "source " + shell_quote(binary_dir() + kCompletion) + "\n"
-                 "set -- " + args + "\n"
-                 "COMP_WORDS=(\"$@\"); COMP_CWORD=$(($# - 1)); COMP_LINE=\"$*\"; "
-                 "COMP_POINT=${#COMP_LINE}\n"
-                 "_sealrun sealrun \"${COMP_WORDS[COMP_CWORD]}\" \"${COMP_WORDS[COMP_CWORD-1]}\"\n"
-                 "printf '%s\\n' \"${COMPREPLY[@]}\" | sort",
-                 cwd);
+  auto c = shell(
+      "set +eu\nsource /usr/share/bash-completion/bash_completion\n"
+      "source " +
+          shell_quote(binary_dir() + kCompletion) +
+          "\n"
+          "set -- " +
+          args +
+          "\n"
+          "COMP_WORDS=(\"$@\"); COMP_CWORD=$(($# - 1)); COMP_LINE=\"$*\"; "
+          "COMP_POINT=${#COMP_LINE}\n"
+          "_sealrun sealrun \"${COMP_WORDS[COMP_CWORD]}\" \"${COMP_WORDS[COMP_CWORD-1]}\"\n"
+          "printf '%s\\n' \"${COMPREPLY[@]}\" | sort",
+      cwd);
   EXPECT_EQ(c.status.code, 0) << c.err;
   return lines(c.out);
 }

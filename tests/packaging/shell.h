@@ -11,8 +11,7 @@ namespace sealrun::testing {
 
 // Runs `script` with `bash -c` under `set -euo pipefail` in `cwd` (empty: ours). A failure to
 // start it is a test failure; the result is returned either way.
-Captured shell(const std::string& script, const std::string& cwd = "",
-               int64_t timeout_ms = 300000);
+Captured shell(const std::string& script, const std::string& cwd = "", int64_t timeout_ms = 300000);
 
 // Single-quoted for bash.
 std::string shell_quote(const std::string& s);

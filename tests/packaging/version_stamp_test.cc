@@ -20,7 +20,8 @@ std::string first_line(const std::string& s) { return s.substr(0, s.find('\n'));
 std::string source_commit() {
   auto c = shell("top=$(git -C " + shell_quote(source_dir()) +
                  " rev-parse --show-toplevel 2>/dev/null) || { echo unknown; exit 0; }\n"
-                 "if [ \"$(realpath \"$top\")\" = \"$(realpath " + shell_quote(source_dir()) +
+                 "if [ \"$(realpath \"$top\")\" = \"$(realpath " +
+                 shell_quote(source_dir()) +
                  ")\" ]; then git -C \"$top\" rev-parse HEAD; else echo unknown; fi");
   return first_line(c.out);
 }
@@ -46,14 +47,17 @@ set(CMAKE_CXX_EXTENSIONS ON)
 find_package(fmt REQUIRED)
 find_package(Threads REQUIRED)
 find_package(nlohmann_json REQUIRED)
-include_directories()" + source_dir() + R"()
-add_subdirectory()" + source_dir() + R"(/core core)
+include_directories()" + source_dir() +
+                        R"()
+add_subdirectory()" + source_dir() +
+                        R"(/core core)
 add_executable(show_version main.cc)
 target_link_libraries(show_version sealrun_version)
 )";
     auto c = shell("mkdir -p proj/cmake && cp " + shell_quote(source_dir()) +
                        "/cmake/GenerateVersion.cmake proj/cmake/\n"
-                       "cat > proj/CMakeLists.txt <<'EOF'\n" + cmake + "EOF\n" +
+                       "cat > proj/CMakeLists.txt <<'EOF'\n" +
+                       cmake + "EOF\n" +
                        "cat > proj/main.cc <<'EOF'\n"
                        "#include <cstdio>\n#include \"core/version.h\"\n"
                        "int main() { std::puts(sealrun::version_text(sealrun::sealrun_version())"
@@ -67,9 +71,10 @@ target_link_libraries(show_version sealrun_version)
   std::string build_and_run(const std::string& src, const std::string& build,
                             const std::string& configure_args = "") {
     auto c = shell("[ -e " + build + "/CMakeCache.txt ] || cmake -S " + src + " -B " + build + " " +
-                       configure_args + " >/dev/null\n"
-                       "cmake --build " + build + " --target show_version >/dev/null\n" +
-                       build + "/show_version",
+                       configure_args +
+                       " >/dev/null\n"
+                       "cmake --build " +
+                       build + " --target show_version >/dev/null\n" + build + "/show_version",
                    dir_.str());
     EXPECT_EQ(c.status.code, 0) << c.err << c.out;
     return first_line(c.out);
@@ -122,9 +127,10 @@ TEST_F(VersionStamp, ATreeWithoutGitSaysUnknownUnlessThePackagerNamesTheCommit) 
   EXPECT_EQ(build_and_run("outer/tarball", "t2", "-DSEALRUN_GIT_COMMIT=0123abcd"),
             "9.8.7 (commit 0123abcd)");
   // A malformed commit is refused at build time, naming it.
-  auto c = shell("cmake -S outer/tarball -B t3 -DSEALRUN_GIT_COMMIT=not-hex >/dev/null && "
-                 "cmake --build t3 --target show_version 2>&1",
-                 dir_.str());
+  auto c = shell(
+      "cmake -S outer/tarball -B t3 -DSEALRUN_GIT_COMMIT=not-hex >/dev/null && "
+      "cmake --build t3 --target show_version 2>&1",
+      dir_.str());
   EXPECT_NE(c.status.code, 0);
   EXPECT_NE(c.out.find("is not hexadecimal"), std::string::npos) << c.out;
 }

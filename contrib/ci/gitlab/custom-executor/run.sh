@@ -26,10 +26,14 @@ esac
 admission=${CUSTOM_ENV_SEALRUN_ADMISSION:?}
 sha256=${CUSTOM_ENV_SEALRUN_ADMISSION_SHA256:?}
 id=$(run_id)
-sealrun_cmd run "$admission" --sha256 "$sha256" --id "$id" --state-dir "$SEALRUN_STATE_DIR"
-rc=$?
-receipt=$SEALRUN_STATE_DIR/results/$id/receipt.json
-if [ -f "$receipt" ] && [ -n "${CUSTOM_ENV_CI_PROJECT_DIR:-}" ]; then
+stdout=$(mktemp)
+trap 'rm -f "$stdout"' EXIT
+sealrun_cmd run "$admission" --sha256 "$sha256" --id "$id" --state-dir "$SEALRUN_STATE_DIR" |
+  tee "$stdout"
+rc=${PIPESTATUS[0]}
+# sealrun prints the path of the receipt it wrote as the last line of stdout (none if it wrote none).
+receipt=$(tail -n 1 "$stdout")
+if [[ $receipt == *.json && -f $receipt && -n ${CUSTOM_ENV_CI_PROJECT_DIR:-} ]]; then
   mkdir -p "$CUSTOM_ENV_CI_PROJECT_DIR/sealrun-receipt"
   cp "$receipt" "$CUSTOM_ENV_CI_PROJECT_DIR/sealrun-receipt/receipt.json"
 fi
