@@ -263,7 +263,7 @@ Result<Base> open_base(const CgroupfsSeams& seams) {
       parts.pop_back();
   }
   // Appended in place rather than `b.path = "/"` then join_path(): at -O3 GCC 12 reports a
-  // -Wrestrict false positive on that assignment (GCC bug 105651; fixed in GCC 13).
+  // -Wrestrict false positive on that assignment (GCC bug 105329; fixed in GCC 13).
   b.path.clear();
   for (const auto& p : parts) b.path.append("/").append(p);
   if (b.path.empty()) b.path = std::string(1, '/');
