@@ -14,6 +14,7 @@
 #include "core/atomic_write.h"
 #include "core/run_id.h"
 #include "core/syscall.h"
+#include "core/version.h"
 
 namespace sealrun::run {
 
@@ -125,6 +126,10 @@ RunOutcome run_pipeline(const RunRequest& request, const PipelineDeps& deps) {
   run.receipt.id = request.id;
   run.receipt.admission_sha256 = request.sha256;
   run.receipt.started = utc_timestamp_now();
+  const SealrunVersion version = sealrun_version();
+  run.receipt.sealrun_version = {{"version", version.version},
+                                 {"commit", version.commit},
+                                 {"dirty", version.dirty}};
   // Before any thread exists: block the stop signals and watch them on a thread of our own. The
   // outer deadline is provisional until the admission's outer_s is known.
   run.watch.emplace(run.stop, run.started_ms + 1800 * 1000);
