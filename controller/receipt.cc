@@ -46,7 +46,7 @@ constexpr Detail kLevels[] = {
     {1024, 64, 512 * 1024, 4096, 256, 64},
     {128, 16, 64 * 1024, 1024, 64, 16},
     {0, 4, 8 * 1024, 256, 16, 4},
-    {0, 2, 0, 64, 4, 2},
+    {0, 2, 0, 0, 4, 2},
 };
 
 // The cuts one rendering made, each said once in `truncated`.
@@ -106,6 +106,11 @@ class Renderer {
  private:
   std::string text(const std::string& s) {
     if (s.size() <= d_.text_bytes) return s;
+    if (d_.text_bytes == 0) {
+      cuts_.add("free text (argv elements, notes, cleanup details, limit notes, mechanisms tried) "
+                "dropped");
+      return "";
+    }
     cuts_.add(
         "free text (argv elements, notes, cleanup details, limit notes, mechanisms tried) "
         "cut to " +
@@ -173,6 +178,10 @@ class Renderer {
   json stream(const StreamRecord& s) {
     if (s.tail.size() > d_.tail_bytes)
       cuts_.add("stdout/stderr tails shortened to " + std::to_string(d_.tail_bytes) + " bytes");
+    if (s.cut)
+      cuts_.add(
+          "a job stream was read only up to its bound: its sha256 covers its last read_bytes "
+          "bytes (commands[].stdout/stderr.cut)");
     return {{"sha256", s.sha256},
             {"size", s.size},
             {"read_bytes", s.read_bytes},
@@ -283,10 +292,14 @@ class Renderer {
   Cuts cuts_;
 };
 
-std::string finish(json doc, std::vector<std::string> truncated) {
+// The bytes of `doc`: indented for people when that fits `max_bytes`, else compact (the digest
+// covers the canonical compact form either way, so both spellings verify alike).
+std::string finish(json doc, std::vector<std::string> truncated, size_t max_bytes) {
   doc[field::kTruncated] = std::move(truncated);
   doc[field::kDigest] = {{"algorithm", "sha256"}, {"value", sha256_hex(digest_payload(doc))}};
-  return doc.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+  std::string pretty = doc.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+  if (pretty.size() <= max_bytes) return pretty;
+  return doc.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
 }
 
 // The last resort: every verdict-bearing value still present, the verdict lists folded into
@@ -305,7 +318,7 @@ std::string last_resort(const Receipt& r, Renderer& renderer, size_t max_bytes) 
       doc[field::kReason] = bounded_tail(r.reason.substr(0, 1024), 1024) + "…";
       cuts.push_back("reason cut to 1024 bytes");
     }
-    bytes = finish(std::move(doc), std::move(cuts));
+    bytes = finish(std::move(doc), std::move(cuts), max_bytes);
     if (bytes.size() <= max_bytes || keep == 0) return bytes;
   }
 }
@@ -335,7 +348,7 @@ std::string render_receipt(const Receipt& r, size_t max_bytes) {
   Renderer renderer(r, outputs);
   for (const auto& level : kLevels) {
     json doc = renderer.render(level);
-    std::string bytes = finish(std::move(doc), renderer.take_cuts());
+    std::string bytes = finish(std::move(doc), renderer.take_cuts(), max_bytes);
     if (bytes.size() <= max_bytes) return bytes;
   }
   return last_resort(r, renderer, max_bytes);

@@ -20,6 +20,7 @@ using nlohmann::json;
 namespace {
 
 constexpr size_t kTailLinesShown = 20;
+constexpr size_t kOutputsShown = 50;
 
 // The raw value of a string member, or the JSON of any other value; "" when absent.
 std::string raw(const json& doc, const char* key) {
@@ -113,6 +114,26 @@ std::string output_line(const json& o) {
                      link);
 }
 
+// The outputs for a person: regular files first, then the other kinds, at most kOutputsShown;
+// the receipt (and outputs.jsonl) hold the rest.
+std::string outputs_text(const json& r) {
+  auto outputs = list(r, "outputs");
+  std::string out =
+      fmt::format("  outputs: {} ({} bytes), list sha256:{}\n", str(r, "outputs_total"),
+                  str(r, "outputs_bytes"), str(r, "outputs_list_sha256"));
+  size_t shown = 0;
+  for (bool files : {true, false})
+    for (const auto& o : outputs)
+      if (o.is_object() && o.contains("kind") != files && shown < kOutputsShown) {
+        out += output_line(o);
+        ++shown;
+      }
+  if (shown < outputs.size())
+    out += fmt::format("    ... {} more in the receipt (outputs.jsonl lists them all)\n",
+                       outputs.size() - shown);
+  return out;
+}
+
 std::string details(const json& r) {
   std::string out = "details:\n";
   out += fmt::format("  admission {}\n  {} → {}\n", str(r, "admission_sha256"), str(r, "started"),
@@ -141,11 +162,7 @@ std::string details(const json& r) {
   for (const auto& c : list(r, "commands"))
     out += fmt::format("  command {}: exit {} signal {}{}\n", str(c, "label"), str(c, "exit"),
                        str(c, "signal"), c.value("timed_out", false) ? " (timed out)" : "");
-  auto outputs = list(r, "outputs");
-  out += fmt::format("  outputs: {} ({} bytes), list sha256:{}; {} listed here\n",
-                     str(r, "outputs_total"), str(r, "outputs_bytes"),
-                     str(r, "outputs_list_sha256"), outputs.size());
-  for (const auto& o : outputs) out += output_line(o);
+  out += outputs_text(r);
   out += fmt::format("  stop confirmed: {}\n", str(r, "stop_confirmed"));
   auto cleanup = list(r, "cleanup");
   out += fmt::format("  cleanup: {} actions\n", cleanup.size());
