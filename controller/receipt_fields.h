@@ -34,12 +34,20 @@ inline constexpr std::string_view kCleanup = "cleanup";
 inline constexpr std::string_view kNotes = "notes";
 inline constexpr std::string_view kTruncated = "truncated";
 inline constexpr std::string_view kDigest = "digest";
-// Present only in a receipt that had to shed detail: what the shortened lists no longer show.
+// Every output, pinned however few the receipt lists: the count and the SHA-256 of
+// results/<id>/outputs.jsonl (null when no list was recorded: then the run is not built).
 inline constexpr std::string_view kOutputsTotal = "outputs_total";
 inline constexpr std::string_view kOutputsListSha256 = "outputs_list_sha256";
+inline constexpr std::string_view kOutputsBytes = "outputs_bytes";
+// Post-run work that was interrupted (signal, outer deadline) or refused (too many outputs...).
+inline constexpr std::string_view kNotFinished = "not_finished";
+// Present only in a receipt that had to shed detail: what the shortened lists no longer show.
 inline constexpr std::string_view kCommandsTotal = "commands_total";
 inline constexpr std::string_view kCommandsFailed = "commands_failed";
 inline constexpr std::string_view kVerificationsFailed = "verifications_failed";
+inline constexpr std::string_view kVerificationsTotal = "verifications_total";
+inline constexpr std::string_view kCleanupTotal = "cleanup_total";
+inline constexpr std::string_view kCleanupFailed = "cleanup_failed";
 }  // namespace field
 
 // JSON kinds a field may take, as a bit mask.
@@ -53,9 +61,13 @@ enum JsonKind : uint8_t {
 };
 
 enum class FieldRole : uint8_t {
-  kVerdict,  // bears on the verdict: kept whole however much the receipt must shrink
-  kRecord,   // detail an auditor reads; may be shortened (and `truncated` says so)
-  kTiming,   // differs between two runs of the same thing without meaning anything
+  // Bears on the verdict: kept whole at every shrinking level. Only a receipt that cannot fit its
+  // bound even then (receipt.cc, the last resort) folds the *passing* entries of a verdict list
+  // into counts (verifications_total, cleanup_total, commands_total and their *_failed), keeping
+  // every failing entry.
+  kVerdict,
+  kRecord,  // detail an auditor reads; may be shortened (and `truncated` says so)
+  kTiming,  // differs between two runs of the same thing without meaning anything
 };
 
 struct FieldSpec {
@@ -86,17 +98,23 @@ inline constexpr FieldSpec kReceiptFields[] = {
     {field::kSamplesDropped, kJsonInteger, FieldRole::kTiming, true},
     {field::kGuard, kJsonObject | kJsonNull, FieldRole::kVerdict, true},
     {field::kMemory, kJsonObject | kJsonNull, FieldRole::kVerdict, true},
-    {field::kOutputs, kJsonArray, FieldRole::kVerdict, true},
+    // The listing is detail (it may be shortened); outputs_total and outputs_list_sha256 pin it.
+    {field::kOutputs, kJsonArray, FieldRole::kRecord, true},
     {field::kStopConfirmed, kJsonBool, FieldRole::kVerdict, true},
     {field::kCleanup, kJsonArray, FieldRole::kVerdict, true},
     {field::kNotes, kJsonArray, FieldRole::kRecord, false},
     {field::kTruncated, kJsonArray, FieldRole::kRecord, true},
     {field::kDigest, kJsonObject, FieldRole::kTiming, true},
-    {field::kOutputsTotal, kJsonInteger, FieldRole::kVerdict, false},
-    {field::kOutputsListSha256, kJsonString, FieldRole::kVerdict, false},
+    {field::kOutputsTotal, kJsonInteger | kJsonNull, FieldRole::kVerdict, true},
+    {field::kOutputsListSha256, kJsonString | kJsonNull, FieldRole::kVerdict, true},
+    {field::kOutputsBytes, kJsonInteger, FieldRole::kRecord, true},
+    {field::kNotFinished, kJsonArray, FieldRole::kVerdict, true},
     {field::kCommandsTotal, kJsonInteger, FieldRole::kVerdict, false},
     {field::kCommandsFailed, kJsonInteger, FieldRole::kVerdict, false},
     {field::kVerificationsFailed, kJsonInteger, FieldRole::kVerdict, false},
+    {field::kVerificationsTotal, kJsonInteger, FieldRole::kVerdict, false},
+    {field::kCleanupTotal, kJsonInteger, FieldRole::kVerdict, false},
+    {field::kCleanupFailed, kJsonInteger, FieldRole::kVerdict, false},
 };
 
 // Keys below the top level that are timings too (a diff leaves them out by default).

@@ -1,5 +1,7 @@
-// After the job: what it left in /out (the outputs, hashed), and its standard streams (hashed,
-// with a tail for the receipt, and a bounded copy kept beside the receipt).
+// After the job: its standard streams (digested and tailed for the receipt, a bounded copy kept
+// beside it) and the output list file. Reading is bounded by apparent size: a job can make its
+// own stdout 100 GiB with one ftruncate(2), and that must cost no more than a small log does.
+// The outputs themselves are walked by output_walk.h.
 #pragma once
 
 #include <string>
@@ -10,20 +12,20 @@
 
 namespace sealrun::run {
 
-struct CollectedOutputs {
-  std::vector<receipt::OutputRecord> outputs;  // regular files, sorted by path
-  std::vector<std::string> ignored;            // other kinds, e.g. "link -> target (symlink)"
-  uint64_t total_bytes = 0;
-};
+// How much of a stream is read: its last 16 MiB at most. The receipt's digest covers those bytes
+// (StreamRecord::read_bytes, `cut` when that is not all of it), and the copy kept is their end.
+inline constexpr uint64_t kLogReadMaxBytes = 16ULL << 20;
 
-// Walks `output_dir` without following symlinks; hashes every regular file (race-checked).
-Result<CollectedOutputs> collect_outputs(const std::string& output_dir,
-                                         size_t max_entries = 100000);
-
-// Digest, size and tail of a log file the job wrote.
-Result<receipt::StreamRecord> summarise_stream(const std::string& path);
+// Digest of the last `max_read` bytes, apparent size and tail of a log file the job wrote.
+Result<receipt::StreamRecord> summarise_stream(const std::string& path,
+                                               uint64_t max_read = kLogReadMaxBytes);
 
 // Copies the last `max_bytes` of `from` to `to` (a new file). Returns the bytes copied.
 Result<uint64_t> keep_log_tail(const std::string& from, const std::string& to, uint64_t max_bytes);
+
+// Writes results/<id>/outputs.jsonl: output_list_bytes(), atomically. The receipt's
+// outputs_list_sha256 is the SHA-256 of the same bytes (receipt_outputs.cc).
+Status write_output_list(const std::string& results_root,
+                         const std::vector<receipt::OutputRecord>& outputs);
 
 }  // namespace sealrun::run

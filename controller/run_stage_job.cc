@@ -1,4 +1,5 @@
-// Stages 6–8 of the run (run_stages.h): the census, the contained job, and what follows it.
+// Stages 6 and 7 of the run (run_stages.h): the census and the contained job. What follows the
+// job (stage 8) is run_stage_post.cc.
 #include <fcntl.h>
 #include <fmt/format.h>
 
@@ -7,7 +8,6 @@
 #include "controller/run_stages.h"
 #include "core/proc.h"
 #include "core/syscall.h"
-#include "fingerprint/tree.h"
 
 namespace sealrun::run {
 
@@ -77,65 +77,6 @@ StageStatus stage_run_job(RunContext& run) {
   if (auto s = summarise_stream(logs + "/job.stderr"); s) cmd.stderr_record = *s;
   run.receipt.commands.push_back(cmd);
   return status;
-}
-
-StageStatus stage_post_run(RunContext& run) {
-  const auto& doc = run.doc();
-  // A stop that was asked for (guard, signal, deadline) explains the job's end better than the
-  // signal the job died of; an OOM kill in the job's group better than "signal 9". So they are
-  // recorded first, and the first reason of the most serious code is the one a person reads.
-  if (auto why = run.stop.requested()) run.record_failure({why->exit_code, why->reason});
-  if (run.job_exit && !run.job_exit->status.success()) {
-    std::optional<resgroup::MemoryReport> memory;
-    if (run.group)
-      if (auto m = run.group->memory_report(); m) memory = *m;
-    if (memory && memory->events_oom_kill > 0) {
-      run.record_failure(
-          {kExitJobFailed,
-           fmt::format("out of memory: the job was OOM-killed at its memory limit "
-                       "(memory_max_bytes {}; {} OOM kill(s))",
-                       doc.limits.memory_max_bytes, memory->events_oom_kill)});
-    } else {
-      run.record_failure(
-          {kExitJobFailed,
-           run.job_exit->timed_out
-               ? fmt::format("the job ran past its wall-clock limit of {} s and was stopped",
-                             doc.limits.wall_clock_s)
-               : "the job ended with " + run.job_exit->status.describe()});
-    }
-  }
-
-  // The toolchain must be exactly what was admitted, after the job as before it.
-  auto after = tree_digest(doc.toolchain.root);
-  std::string observed = after ? after->sha256 : after.error().message();
-  bool same = after && after->sha256 == doc.toolchain.tree_sha256;
-  run.receipt.verifications.push_back(
-      {"toolchain.tree_sha256 (after the run)", doc.toolchain.tree_sha256, observed, same});
-  if (!same) run.record_failure({kExitJobFailed, "the toolchain changed during the run"});
-
-  auto outputs = collect_outputs(run.layout.output_dir);
-  if (outputs) {
-    run.receipt.outputs = outputs->outputs;
-    for (const auto& ignored : outputs->ignored)
-      run.receipt.cleanup.push_back({"ignore output " + ignored, true, ""});
-  } else {
-    run.record_failure(
-        {kExitJobFailed, "the outputs could not be collected: " + outputs.error().message()});
-  }
-  // Logs are kept beside the receipt, within what is left of the result allowance.
-  uint64_t used = outputs ? outputs->total_bytes : 0;
-  uint64_t allowance = doc.limits.result_max_bytes > used ? doc.limits.result_max_bytes - used : 0;
-  uint64_t per_log = std::min<uint64_t>(allowance / 2, 16ULL << 20);
-  std::string kept_dir = run.layout.results_root + "/logs";
-  if (make_dir_at(AT_FDCWD, kept_dir, 0755)) {
-    for (const char* name : {"job.stdout", "job.stderr"}) {
-      auto kept = keep_log_tail(run.layout.logs_dir + "/" + name, kept_dir + "/" + name, per_log);
-      run.cleanup_action(fmt::format("keep log {}", name),
-                         kept.ok() ? ok_status() : Status(kept.error()),
-                         kept ? fmt::format("{} bytes kept", *kept) : "");
-    }
-  }
-  return stage_ok();
 }
 
 }  // namespace sealrun::run
