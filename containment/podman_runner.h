@@ -55,7 +55,8 @@ Result<Watchdog> start_watchdog(const JobUser& user, const StorageLayout& layout
 
 // "podman load --quiet --input ...": the subcommand without the global flags, for messages.
 std::string describe_command(const std::vector<std::string>& argv);
-// The last non-empty line of podman's stderr, trimmed: its "Error: ..." message.
+// The last non-empty line of podman's stderr, trimmed: its "Error: ..." message; for `podman
+// load`'s list of every transport's complaint, the complaints that are not about the format.
 std::string last_stderr_line(const std::string& err);
 
 }  // namespace sealrun::podman

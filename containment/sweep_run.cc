@@ -72,7 +72,8 @@ std::vector<SweepStep> sweep_recorded_run(const GrantRecord& r, int64_t grace_ms
   MechanismContext ctx = context;
   if (!r.job_user.empty()) ctx.job_user = r.job_user;
   auto mechanism = make_mechanism(*kind, ctx);
-  for (auto& s : mechanism->sweep_leftovers({r.id, r.owned_root, r.job_user, r.mechanism_locators}))
+  for (auto& s : mechanism->sweep_leftovers(
+           {r.id, r.owned_root, r.job_user, r.controller_start, r.mechanism_locators}))
     steps.push_back(std::move(s));
   return steps;
 }

@@ -48,12 +48,12 @@ Result<CollectedOutputs> collect_outputs(const std::string& output_dir, size_t m
   return c;
 }
 
-Result<receipt::StreamRecord> summarise_stream(const std::string& path) {
+Result<receipt::StreamRecord> summarise_stream(int dirfd, const std::string& path) {
   receipt::StreamRecord r;
-  auto digest = SEALRUN_TRY(hash_file(path));
+  auto digest = SEALRUN_TRY(hash_file_at(dirfd, path));
   r.sha256 = digest.sha256;
   r.size = digest.bytes;
-  auto fd = SEALRUN_TRY(open_at(AT_FDCWD, path, O_RDONLY | O_NOFOLLOW));
+  auto fd = SEALRUN_TRY(open_at(dirfd, path, O_RDONLY | O_NOFOLLOW));
   off_t start = static_cast<off_t>(
       digest.bytes > receipt::kTailBytes ? digest.bytes - receipt::kTailBytes : 0);
   if (::lseek(fd.get(), start, SEEK_SET) < 0) return Error::from_errno("seek " + path);
@@ -61,14 +61,15 @@ Result<receipt::StreamRecord> summarise_stream(const std::string& path) {
   return r;
 }
 
-Result<uint64_t> keep_log_tail(const std::string& from, const std::string& to, uint64_t max_bytes) {
-  auto in = SEALRUN_TRY(open_at(AT_FDCWD, from, O_RDONLY | O_NOFOLLOW));
+Result<uint64_t> keep_log_tail(int from_dirfd, const std::string& from, int to_dirfd,
+                               const std::string& to, uint64_t max_bytes) {
+  auto in = SEALRUN_TRY(open_at(from_dirfd, from, O_RDONLY | O_NOFOLLOW));
   auto st = SEALRUN_TRY(fstat_fd(in.get(), from));
   uint64_t size = static_cast<uint64_t>(st.st_size);
   uint64_t keep = std::min(size, max_bytes);
   if (::lseek(in.get(), static_cast<off_t>(size - keep), SEEK_SET) < 0)
     return Error::from_errno("seek " + from);
-  auto out = SEALRUN_TRY(open_at(AT_FDCWD, to, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0644));
+  auto out = SEALRUN_TRY(open_at(to_dirfd, to, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0644));
   uint64_t copied = 0;
   while (copied < keep) {
     auto chunk =

@@ -20,10 +20,12 @@ struct CollectedOutputs {
 Result<CollectedOutputs> collect_outputs(const std::string& output_dir,
                                          size_t max_entries = 100000);
 
-// Digest, size and tail of a log file the job wrote.
-Result<receipt::StreamRecord> summarise_stream(const std::string& path);
+// Digest, size and tail of a log file the job wrote: `name` in the directory `dirfd` (never a link).
+Result<receipt::StreamRecord> summarise_stream(int dirfd, const std::string& name);
 
-// Copies the last `max_bytes` of `from` to `to` (a new file). Returns the bytes copied.
-Result<uint64_t> keep_log_tail(const std::string& from, const std::string& to, uint64_t max_bytes);
+// Copies the last `max_bytes` of `from` (in `from_dirfd`) to `to` (a new file in `to_dirfd`),
+// neither of them a link. Returns the bytes copied.
+Result<uint64_t> keep_log_tail(int from_dirfd, const std::string& from, int to_dirfd,
+                               const std::string& to, uint64_t max_bytes);
 
 }  // namespace sealrun::run

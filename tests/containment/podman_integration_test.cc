@@ -28,6 +28,7 @@
 #include "containment/podman_runner.h"
 #include "containment/podman_storage.h"
 #include "containment/resgroup/resource_group.h"
+#include "core/proc.h"
 #include "core/syscall.h"
 #include "tests/support/raw_pty.h"
 #include "tests/support/temp_dir.h"
@@ -514,7 +515,8 @@ TEST_F(PodmanIntegration, ControllerDeathEndsTheContainer) {
   // What `sealrun sweep` does next: the storage and the rootless pause process are still there.
   ASSERT_TRUE(fs::exists(layout.base));
   auto swept =
-      podman::sweep_podman_storage(spec_.owned_root, spec_.run_id, testing::test_job_user_name());
+      podman::sweep_podman_storage(spec_.owned_root, spec_.run_id, testing::test_job_user_name(),
+                                   default_short_link_dir(), *own_starttime());
   ASSERT_TRUE(swept.ok()) << swept.error().message();
   expect_nothing_left(*cid);
 }
