@@ -132,7 +132,9 @@ StageStatus stage_post_run(RunContext& run) {
   auto to = run.state->make_dir(kept_dir, 0755)
                 ? run.state->open(kept_dir, O_RDONLY | O_DIRECTORY)
                 : Result<UniqueFd>(Error::make("no " + kept_dir));
-  if (from && to) {
+  if (!from || !to) {
+    run.cleanup_action("keep the job's logs", Status(from ? to.error() : from.error()));
+  } else {
     for (const char* name : {"job.stdout", "job.stderr"}) {
       auto kept = keep_log_tail(from->get(), name, to->get(), name, per_log);
       run.cleanup_action(fmt::format("keep log {}", name),
