@@ -235,7 +235,7 @@ class PodmanMechanism final : public Mechanism {
         fmt::format("load image archive {}", spec.image->archive_path));
     SEALRUN_TRY_CTX(
         podman::run_as_job_user(user, layout, podman::pull_argv(layout, facts_, source),
-                                options_.command_timeout_ms),
+                                options_.command_timeout_ms, layout.base),
         fmt::format("load image archive {}", spec.image->archive_path));
     std::string ids = SEALRUN_TRY(podman::podman_output(
         user, layout, podman::image_ids_argv(layout, facts_), options_.command_timeout_ms));

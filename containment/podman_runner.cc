@@ -91,10 +91,12 @@ std::string last_stderr_line(const std::string& err) {
 }
 
 Result<Captured> run_as_job_user(const JobUser& user, const StorageLayout& layout,
-                                 std::vector<std::string> argv, int64_t timeout_ms) {
+                                 std::vector<std::string> argv, int64_t timeout_ms,
+                                 const std::string& cwd) {
   std::string what = describe_command(argv);
-  auto c =
-      SEALRUN_TRY(run_capture(as_job_user(user, layout, std::move(argv)), timeout_ms, 256 * 1024));
+  SpawnOptions o = as_job_user(user, layout, std::move(argv));
+  if (!cwd.empty()) o.cwd = cwd;
+  auto c = SEALRUN_TRY(run_capture(std::move(o), timeout_ms, 256 * 1024));
   if (c.timed_out)
     return Error::make(fmt::format("{}: no answer within {} ms (killed)", what, timeout_ms));
   if (!c.status.success())

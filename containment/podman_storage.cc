@@ -299,10 +299,9 @@ Status ensure_runroot_link(const StorageLayout& layout, const JobUser& user) {
 Result<std::string> image_source(const JobUser& user, const StorageLayout& layout,
                                  const std::string& archive, int64_t timeout_ms) {
   // podman's transport references are "transport:path[:reference]".
-  for (const std::string* p : {&archive, &layout.image_dir})
-    if (p->find(':') != std::string::npos)
-      return Error::make(fmt::format(
-          "{} contains ':', which podman's image reference syntax cannot carry; move it", *p));
+  if (archive.find(':') != std::string::npos)
+    return Error::make(fmt::format(
+        "{} contains ':', which podman's image reference syntax cannot carry; move it", archive));
   std::string tar = SEALRUN_TRY(find_program("tar"));
   auto listing = SEALRUN_TRY(
       run_capture(as_job_user(user, layout, {tar, "-tf", archive}), timeout_ms, 1024 * 1024));
@@ -332,7 +331,7 @@ Result<std::string> image_source(const JobUser& user, const StorageLayout& layou
     return Error::make(fmt::format("unpack {}: {}: {}", archive,
                                    unpacked.timed_out ? "timed out" : unpacked.status.describe(),
                                    last_stderr_line(unpacked.err)));
-  return "oci:" + layout.image_dir;
+  return "oci:" + layout.image_dir.substr(layout.base.size() + 1);
 }
 
 Result<std::vector<MountSpec>> prepare_mounts(const ContainmentSpec& spec,

@@ -53,8 +53,10 @@ Result<std::string> accessible_image_archive(const StorageLayout& layout, const 
 
 // What `podman pull` should read the (verified, accessible) archive from, with exactly one
 // transport: an OCI archive is unpacked as the job user into layout.image_dir and read as
-// "oci:DIR" (podman unpacks OCI archives into /var/tmp whatever it is told, where a killed run
-// would leave them); a docker archive is read in place as "docker-archive:FILE".
+// "oci:image" — relative, so `podman pull` must run in layout.base: podman names the image after
+// the path, and refuses one with capitals — (podman unpacks OCI archives into /var/tmp whatever it
+// is told, where a killed run would leave them); a docker archive is read in place as
+// "docker-archive:FILE".
 Result<std::string> image_source(const JobUser& user, const StorageLayout& layout,
                                  const std::string& archive, int64_t timeout_ms);
 

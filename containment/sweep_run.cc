@@ -60,6 +60,8 @@ std::vector<SweepStep> sweep_recorded_run(const GrantRecord& r, int64_t grace_ms
   std::vector<SweepStep> steps = resgroup::sweep_recorded(
       {r.group_backend, r.group_locators, r.id, r.controller_pid, r.controller_start}, grace_ms);
   if (r.job_pid > 0) steps.push_back(sweep_job_process(r));
+  // Recorded before a grant named a mechanism: no mechanism was given anything to make.
+  if (r.mechanism.empty() && r.mechanism_locators.empty()) return steps;
   auto kind = parse_mechanism_kind(r.mechanism);
   if (!kind) {
     steps.push_back({"mechanism " + r.mechanism,

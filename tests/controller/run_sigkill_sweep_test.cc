@@ -12,9 +12,11 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <iostream>
 #include <sstream>
 
 #include "containment/mechanism.h"
@@ -147,6 +149,7 @@ class SigkillSweep : public RunTest {
   void expect_swept(const std::string& id, const std::string& marker,
                     const std::vector<std::string>& must_say) {
     auto s = sweep();
+    if (std::getenv("SEALRUN_TEST_VERBOSE") != nullptr) std::cerr << "[" << id << "]\n" << s.out;
     for (const auto& what : must_say)
       EXPECT_NE(s.out.find(what), std::string::npos) << "sweep did not say '" << what << "':\n"
                                                        << s.out;
@@ -157,8 +160,12 @@ class SigkillSweep : public RunTest {
     // A second sweep finds nothing more to do.
     // A second sweep finds nothing more of this run (other runs on the host are not ours to judge).
     auto again = sweep();
-    EXPECT_EQ(again.out.find(id), std::string::npos) << again.out;
-    EXPECT_EQ(again.out.find(dir_.str()), std::string::npos) << again.out;
+    EXPECT_EQ(again.out.find("[" + id + "]"), std::string::npos) << again.out;
+    for (const char* did : {"removed", "killed"})
+      EXPECT_EQ(again.out.find(dir_.str() + "/state/", 0) != std::string::npos &&
+                    again.out.find(did) != std::string::npos,
+                false)
+          << again.out;
   }
 
   bool exists(const std::string& rel) const { return fs::exists(fs::symlink_status(state_ + "/" + rel)); }
