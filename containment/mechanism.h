@@ -87,8 +87,8 @@ struct LeftoverRun {
   std::string run_id;
   std::string owned_root;
   std::string job_user;  // the configured job user's name when the controller was root, else ""
-  std::string controller_start;  // the controller's starttime: what it started came later
   std::map<std::string, std::string> locators;  // journal_locators() as recorded
+  std::string controller_start;  // the controller's starttime: what it started came later
 };
 
 // The short directory for links a mechanism needs at a short path (MechanismContext):
