@@ -8,7 +8,6 @@
 #include "attest/dsse.h"
 #include "attest/ledger.h"
 #include "attest/openssl_util.h"
-#include "core/atomic_write.h"
 
 namespace sealrun::receipt {
 
@@ -21,36 +20,29 @@ std::string envelope_path_for(const std::string& receipt_path) {
 }
 
 Result<std::optional<attest::SigningKey>> choose_signing_key(const std::string& explicit_path,
-                                                             const std::string& state_dir) {
+                                                             const run::StateDir& state) {
   if (!explicit_path.empty())
     return std::optional<attest::SigningKey>(
         SEALRUN_TRY_CTX(attest::load_signing_key(explicit_path), "--signing-key"));
-  struct stat st {};
-  std::string default_key = state_dir + "/" + attest::kDefaultKeyInState;
-  if (::lstat(default_key.c_str(), &st) != 0) return std::optional<attest::SigningKey>();
-  auto dir = SEALRUN_TRY(attest::open_state_dir(state_dir));
+  if (!state.exists(attest::kDefaultKeyInState)) return std::optional<attest::SigningKey>();
   return std::optional<attest::SigningKey>(SEALRUN_TRY(attest::load_signing_key_at(
-      dir.get(), attest::kDefaultKeyInState, "STATE/" + std::string(attest::kDefaultKeyInState))));
+      state.fd(), attest::kDefaultKeyInState, "STATE/" + std::string(attest::kDefaultKeyInState))));
 }
 
-Status sign_and_record(const std::string& receipt_path, const std::string& receipt_bytes,
-                       const attest::SigningKey* key, const std::string& state_dir,
+Status sign_and_record(const run::StateDir& state_dir, const std::string& receipt_path,
+                       const std::string& receipt_bytes, const attest::SigningKey* key,
                        const std::string& id, const std::string& state) {
   std::string problems;
   if (key != nullptr) {
     auto envelope = attest::sign_receipt(*key, receipt_bytes);
-    Status written = envelope ? write_file_atomic(envelope_path_for(receipt_path), *envelope, 0644)
+    Status written = envelope ? state_dir.write_atomic(envelope_path_for(receipt_path), *envelope)
                               : Status(envelope.error());
     if (!written) problems += "signing: " + written.error().message();
   }
-  auto dir = attest::open_state_dir(state_dir);
-  Status appended = dir ? Status() : Status(dir.error());
-  if (dir) {
-    auto line = attest::append_to_ledger(
-        dir->get(), {id, state, attest::sha256_hex_of(receipt_bytes), "", 10000});
-    if (!line) appended = Status(line.error());
-  }
-  if (!appended) problems += (problems.empty() ? "" : "; ") + ("ledger: " + appended.error().message());
+  auto line = attest::append_to_ledger(
+      state_dir.fd(), {id, state, attest::sha256_hex_of(receipt_bytes), "", 10000});
+  if (!line)
+    problems += (problems.empty() ? "" : "; ") + ("ledger: " + line.error().message());
   if (!problems.empty()) return Error::make(problems);
   return ok_status();
 }

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "attest/keys.h"
+#include "controller/state_dir.h"
 #include "core/result.h"
 
 namespace sealrun::receipt {
@@ -19,12 +20,13 @@ std::string envelope_path_for(const std::string& receipt_path);
 // The key a run signs with: `explicit_path` when given (it must load), else the state directory's
 // default key when one exists (it must load too), else nullopt (unsigned).
 Result<std::optional<attest::SigningKey>> choose_signing_key(const std::string& explicit_path,
-                                                             const std::string& state_dir);
+                                                             const run::StateDir& state);
 
 // After the receipt is written: its envelope (when a key is given) and its ledger line. Each is
-// attempted; the error names what failed (the receipt itself stays as written).
-Status sign_and_record(const std::string& receipt_path, const std::string& receipt_bytes,
-                       const attest::SigningKey* key, const std::string& state_dir,
+// attempted, beneath the held state directory; the error names what failed (the receipt itself
+// stays as written).
+Status sign_and_record(const run::StateDir& state_dir, const std::string& receipt_path,
+                       const std::string& receipt_bytes, const attest::SigningKey* key,
                        const std::string& id, const std::string& state);
 
 }  // namespace sealrun::receipt

@@ -37,8 +37,9 @@ Status read_range(int fd, uint64_t offset, uint64_t length, const std::string& w
 
 }  // namespace
 
-Result<receipt::StreamRecord> summarise_stream(const std::string& path, uint64_t max_read) {
-  auto fd = SEALRUN_TRY(open_at(AT_FDCWD, path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK));
+Result<receipt::StreamRecord> summarise_stream(int dirfd, const std::string& path,
+                                               uint64_t max_read) {
+  auto fd = SEALRUN_TRY(open_at(dirfd, path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK));
   auto st = SEALRUN_TRY(fstat_fd(fd.get(), path));
   if (!S_ISREG(st.st_mode)) return Error::make(path + " is not a regular file");
   receipt::StreamRecord r;
@@ -61,13 +62,14 @@ Result<receipt::StreamRecord> summarise_stream(const std::string& path, uint64_t
   return r;
 }
 
-Result<uint64_t> keep_log_tail(const std::string& from, const std::string& to, uint64_t max_bytes) {
-  auto in = SEALRUN_TRY(open_at(AT_FDCWD, from, O_RDONLY | O_NOFOLLOW | O_NONBLOCK));
+Result<uint64_t> keep_log_tail(int from_dirfd, const std::string& from, int to_dirfd,
+                               const std::string& to, uint64_t max_bytes) {
+  auto in = SEALRUN_TRY(open_at(from_dirfd, from, O_RDONLY | O_NOFOLLOW | O_NONBLOCK));
   auto st = SEALRUN_TRY(fstat_fd(in.get(), from));
   if (!S_ISREG(st.st_mode)) return Error::make(from + " is not a regular file");
   uint64_t size = static_cast<uint64_t>(st.st_size);
   uint64_t keep = std::min(size, max_bytes);
-  auto out = SEALRUN_TRY(open_at(AT_FDCWD, to, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0644));
+  auto out = SEALRUN_TRY(open_at(to_dirfd, to, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0644));
   uint64_t copied = 0;
   SEALRUN_TRY(read_range(in.get(), size - keep, keep, from, [&](std::string_view chunk) {
     copied += chunk.size();
@@ -76,10 +78,9 @@ Result<uint64_t> keep_log_tail(const std::string& from, const std::string& to, u
   return copied;
 }
 
-Status write_output_list(const std::string& results_root,
+Status write_output_list(const StateDir& state, const std::string& results_root,
                          const std::vector<receipt::OutputRecord>& outputs) {
-  return write_file_atomic(results_root + "/outputs.jsonl", receipt::output_list_bytes(outputs),
-                           0644)
+  return state.write_atomic(results_root + "/outputs.jsonl", receipt::output_list_bytes(outputs))
       .context("write the output list");
 }
 

@@ -22,7 +22,7 @@ namespace {
 
 // The state directory is made absolute once: mechanisms bind paths into other namespaces.
 RunLayout absolute_layout(const RunRequest& req) {
-  return layout_for(std::filesystem::absolute(req.state_dir).lexically_normal().string(), req.id);
+  return layout_for(state_dir_path(req.state_dir), req.id);
 }
 
 // Nothing was executed and nothing is left: the id is given back and the receipt goes to
@@ -45,16 +45,20 @@ RunOutcome write_receipt(RunContext& run) {
   RunOutcome o;
   o.exit_code = r.exit;
   std::string path = run.layout.receipt_path;
+  if (!run.state) {  // the state directory was refused (or never reached): nothing goes there
+    o.receipt = std::move(r);
+    return o;
+  }
   if (executed_nothing(run) || !run.owned_claimed) {
     if (!is_valid_run_id(run.req.id)) {  // no name to file it under: the message says it all
       o.receipt = std::move(r);
       return o;
     }
     if (run.owned_claimed) {
-      Status released = release_run_claim(run.layout, run.req.id);
+      Status released = release_run_claim(*run.state, run.layout, run.req.id);
       if (!released) run.warn("the run id could not be given back: " + released.error().message());
     }
-    auto refusal = refusal_receipt_path(run.layout.state_dir, run.req.id);
+    auto refusal = refusal_receipt_path(*run.state, run.req.id);
     if (!refusal) {
       o.message = "the receipt could not be written: " + refusal.error().message();
       o.receipt = std::move(r);
@@ -63,11 +67,11 @@ RunOutcome write_receipt(RunContext& run) {
     path = *refusal;
   }
   std::string bytes = receipt::render_receipt(r, run.receipt_max_bytes);
-  if (auto st = write_file_atomic(path, bytes, 0644); st) {
+  if (auto st = run.state->write_atomic(path, bytes, 0644); st) {
     o.receipt_path = path;
-    auto recorded = receipt::sign_and_record(path, bytes,
+    auto recorded = receipt::sign_and_record(*run.state, path, bytes,
                                              run.signing_key ? &*run.signing_key : nullptr,
-                                             run.layout.state_dir, run.req.id, r.state);
+                                             run.req.id, r.state);
     if (!recorded) {
       // The receipt stands, but what vouches for it (its signature, its ledger line) is missing.
       o.message = "the receipt was written but not fully recorded: " + recorded.error().message();
@@ -87,7 +91,8 @@ RunContext::RunContext(RunRequest request, PipelineDeps d)
     : req(std::move(request)),
       deps(std::move(d)),
       layout(absolute_layout(req)),
-      started_ms(monotonic_ms()) {}
+      started_ms(monotonic_ms()),
+      mechanism_context(deps.mechanism_context) {}
 
 void RunContext::record_failure(const StageFailure& f) {
   if (f.exit_code > exit_) {

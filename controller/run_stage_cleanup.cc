@@ -89,11 +89,15 @@ void stage_cleanup(RunContext& run) {
   stop_job_and_group(run);
   clean_mechanism(run);
   if (run.owned_claimed)
-    run.cleanup_action("remove the owned root", remove_owned_root(run.layout, run.req.id),
+    run.cleanup_action("remove the owned root",
+                       remove_owned_root(*run.state, run.layout, run.req.id),
                        run.layout.owned_root);
   if (!run.export_dir.empty())
-    run.cleanup_action("remove the source export", remove_export_dir(run.export_dir),
+    run.cleanup_action("remove the source export", remove_export_dir(*run.state, run.export_dir),
                        run.export_dir);
+  if (!run.temp_dir.empty())
+    run.cleanup_action("remove the controller's temporaries",
+                       remove_temp_dir(*run.state, run.temp_dir), run.temp_dir);
   bool all_ok = true;
   for (const auto& c : run.receipt.cleanup) all_ok = all_ok && c.ok;
   bool confirmed = run.job == nullptr || run.receipt.stop_confirmed;

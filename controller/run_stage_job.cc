@@ -32,8 +32,9 @@ StageStatus stage_prepare_census(RunContext& run) {
 
 StageStatus stage_run_job(RunContext& run) {
   const std::string& logs = run.layout.logs_dir;
-  auto out = open_at(AT_FDCWD, logs + "/job.stdout", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0600);
-  auto err = open_at(AT_FDCWD, logs + "/job.stderr", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0600);
+  auto logs_fd = run.state->open(logs, O_RDONLY | O_DIRECTORY);  // never through a link
+  auto out = logs_fd ? open_at(logs_fd->get(), "job.stdout", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0600) : Result<UniqueFd>(logs_fd.error());
+  auto err = logs_fd ? open_at(logs_fd->get(), "job.stderr", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0600) : Result<UniqueFd>(logs_fd.error());
   if (!out || !err)
     return stage_fail(kExitContainmentUnavailable, "cannot create the job's log files in " + logs);
   receipt::CommandRecord cmd;
@@ -49,12 +50,12 @@ StageStatus stage_run_job(RunContext& run) {
   err->reset();
   // Now sweep can also find the job's outermost process; its starttime with the pid names it, so
   // a recycled pid is never mistaken for the job.
-  run.journal.update(
-      [&](GrantRecord& r) {
+  if (auto st = run.journal.update([&](GrantRecord& r) {
         r.job_pid = run.job->pid();
         if (auto start = process_starttime(run.job->pid()); start) r.job_start = *start;
-      },
-      run.warnings);
+      });
+      !st)
+    run.warn("grant journal: " + st.error().message());
 
   if (auto st = run.census->start(); !st)
     run.stop.request(
@@ -73,8 +74,8 @@ StageStatus stage_run_job(RunContext& run) {
   } else {
     status = stage_fail(kExitJobFailed, "waiting for the job failed: " + exit.error().message());
   }
-  if (auto s = summarise_stream(logs + "/job.stdout"); s) cmd.stdout_record = *s;
-  if (auto s = summarise_stream(logs + "/job.stderr"); s) cmd.stderr_record = *s;
+  if (auto s = summarise_stream(logs_fd->get(), "job.stdout"); s) cmd.stdout_record = *s;
+  if (auto s = summarise_stream(logs_fd->get(), "job.stderr"); s) cmd.stderr_record = *s;
   run.receipt.commands.push_back(cmd);
   return status;
 }

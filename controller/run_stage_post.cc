@@ -109,7 +109,7 @@ uint64_t record_outputs(RunContext& run, const StopCheck& stop) {
     not_finished(run, interruption_code(run), "outputs not recorded", *walk->interrupted);
     return walk->bytes;
   }
-  if (auto st = write_output_list(run.layout.results_root, walk->outputs); !st) {
+  if (auto st = write_output_list(*run.state, run.layout.results_root, walk->outputs); !st) {
     run.receipt.not_finished.push_back("outputs: not recorded: " + st.error().message());
     run.record_failure(
         {kExitJobFailed, "the output list could not be written: " + st.error().message()});
@@ -128,9 +128,17 @@ void keep_logs(RunContext& run, uint64_t used) {
   uint64_t allowance = max > used ? max - used : 0;
   uint64_t per_log = std::min<uint64_t>(allowance / 2, kLogReadMaxBytes);
   std::string kept_dir = run.layout.results_root + "/logs";
-  if (!make_dir_at(AT_FDCWD, kept_dir, 0755)) return;
+  // Both directories are opened beneath the held state directory, never through a link.
+  auto from = run.state->open(run.layout.logs_dir, O_RDONLY | O_DIRECTORY);
+  auto to = run.state->make_dir(kept_dir, 0755)
+                ? run.state->open(kept_dir, O_RDONLY | O_DIRECTORY)
+                : Result<UniqueFd>(Error::make("cannot make " + kept_dir));
+  if (!from || !to) {
+    run.cleanup_action("keep the job's logs", Status(from ? to.error() : from.error()));
+    return;
+  }
   for (const char* name : {"job.stdout", "job.stderr"}) {
-    auto kept = keep_log_tail(run.layout.logs_dir + "/" + name, kept_dir + "/" + name, per_log);
+    auto kept = keep_log_tail(from->get(), name, to->get(), name, per_log);
     run.cleanup_action(fmt::format("keep log {}", name),
                        kept.ok() ? ok_status() : Status(kept.error()),
                        kept ? fmt::format("{} bytes kept", *kept) : "");
