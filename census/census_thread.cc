@@ -52,7 +52,9 @@ Sample CensusThread::observe() {
   if (config_.owned_kind == OwnedKind::kFilesystem) {
     if (auto fs = measure_filesystem(config_.owned_root, owned_dev_); fs) {
       s.owned_bytes = fs->used_bytes;
-      s.owned_inodes = fs->used_inodes;
+      s.owned_inodes = fs->used_inodes > config_.owned_reserved_inodes
+                           ? fs->used_inodes - config_.owned_reserved_inodes
+                           : 0;
       s.owned_room_bytes = fs->room_bytes;
       s.owned_room_inodes = fs->room_inodes;
     } else {
@@ -104,9 +106,13 @@ Status CensusThread::start() {
   };
   SEALRUN_TRY(check_dir(config_.owned_root, "owned"));
   SEALRUN_TRY(check_dir(config_.result_root, "result"));
-  if (config_.owned_kind == OwnedKind::kFilesystem)
+  if (config_.owned_kind == OwnedKind::kFilesystem) {
     owned_dev_ =
         SEALRUN_TRY_CTX(filesystem_device(config_.owned_root), "census: owned file system");
+    if (config_.owned_dev != 0 && owned_dev_ != config_.owned_dev)
+      return Error::make(fmt::format("census: {} is not the owned file system (not mounted?)",
+                                     config_.owned_root));
+  }
   record(observe());
   thread_ = std::thread([this] { loop(); });
   return ok_status();

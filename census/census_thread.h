@@ -34,6 +34,11 @@ enum class OwnedKind {
 struct CensusConfig {
   std::string owned_root;
   OwnedKind owned_kind = OwnedKind::kDirectory;
+  // kFilesystem: the device of the owned file system (ownedfs::OwnedFs::device; 0: whatever is
+  // mounted at owned_root at start), and the inodes in use on it that are not the owned space's
+  // (OwnedFs::reserved_inodes), subtracted from statfs's figure.
+  dev_t owned_dev = 0;
+  uint64_t owned_reserved_inodes = 0;
   std::string result_root;
   // Whose filesystem's free space the free guard watches: the host filesystem that holds the state
   // directory. Empty: owned_root's (right for a directory; for a file system of its own, pass the
