@@ -47,9 +47,10 @@ struct Availability {
 // census when it says no, and records `why`.
 Availability probe_ownedfs(const Host& host = {});
 
-// The default of limits.owned_max_inodes: one inode per 8 KiB of owned_max_bytes (ext4's own
-// default is one per 16 KiB; build trees hold many small files), at least 1024. 1,048,576 for the
-// default 8 GiB.
+// The default of limits.owned_max_inodes: about one inode per 8 KiB of owned_max_bytes (ext4's own
+// default is one per 16 KiB; build trees hold many small files), at least 1024, rounded down to
+// what ext4 allots exactly (whole inode-table blocks per 128 MiB block group, less its 10 reserved
+// inodes), so that the default needs no filler inodes: 1,048,566 for the default 8 GiB.
 uint64_t default_owned_max_inodes(uint64_t owned_max_bytes);
 
 // Why a file system of its own cannot have this shape (empty when it can): at least 16 MiB (below

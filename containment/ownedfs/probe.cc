@@ -4,6 +4,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+
 #include "containment/ownedfs/ownedfs.h"
 #include "containment/ownedfs/shape.h"
 #include "core/bounded_file.h"
@@ -42,7 +44,14 @@ Availability probe_ownedfs(const Host& host) {
 }
 
 uint64_t default_owned_max_inodes(uint64_t owned_max_bytes) {
-  return std::max<uint64_t>(owned_max_bytes / 8192, 1024);
+  uint64_t want = std::max<uint64_t>(owned_max_bytes / 8192, 1024);
+  // Rounded down to whole inode-table blocks in every block group (mke2fs's granularity), less
+  // ext4's reserved inodes: a file system of exactly this many inodes needs no filler inodes.
+  uint64_t groups = std::max<uint64_t>(
+      1, (owned_max_bytes / kBlockBytes + kBlocksPerGroup - 1) / kBlocksPerGroup);
+  uint64_t unit = groups * kInodesPerBlock;
+  uint64_t total = (want + kReservedInodes) / unit * unit;
+  return total > kReservedInodes + unit ? total - kReservedInodes : want;
 }
 
 std::string unfit_shape(uint64_t size_bytes, uint64_t inodes) {
@@ -52,11 +61,11 @@ std::string unfit_shape(uint64_t size_bytes, uint64_t inodes) {
         "own",
         size_bytes, kMinSizeBytes);
   uint64_t blocks = size_bytes / kBlockBytes;
-  if (inodes == 0 || inodes + kSpareInodes > blocks)
+  if (inodes == 0 || inodes + kReservedInodes > blocks)
     return fmt::format(
         "owned_max_inodes {} does not fit {} bytes (ext4 holds at most one inode "
         "per {}-byte block: at most {} here)",
-        inodes, size_bytes, kBlockBytes, blocks > kSpareInodes ? blocks - kSpareInodes : 0);
+        inodes, size_bytes, kBlockBytes, blocks > kReservedInodes ? blocks - kReservedInodes : 0);
   return "";
 }
 

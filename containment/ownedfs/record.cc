@@ -91,14 +91,14 @@ Result<UniqueFd> open_ownedfs_dir(const std::string& state_dir, bool create) {
   return fd;
 }
 
-Status write_record(int dirfd, const Record& r, bool replace) {
+Status write_record(int dirfd, const Record& r, bool replace, bool durable) {
   if (!is_valid_run_id(r.id)) return Error::make(fmt::format("run id '{}' is not valid", r.id));
   std::string tmp = "." + record_name(r.id) + ".tmp";
   ::unlinkat(dirfd, tmp.c_str(), 0);  // a leftover of an interrupted write
   {
     auto fd = SEALRUN_TRY(open_at(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0600));
     SEALRUN_TRY(write_all(fd.get(), record_to_json(r), "ownedfs record"));
-    if (::fsync(fd.get()) != 0) return Error::from_errno("fsync ownedfs record");
+    if (durable && ::fsync(fd.get()) != 0) return Error::from_errno("fsync ownedfs record");
   }
   if (::renameat2(dirfd, tmp.c_str(), dirfd, record_name(r.id).c_str(),
                   replace ? 0 : RENAME_NOREPLACE) != 0) {
@@ -109,7 +109,7 @@ Status write_record(int dirfd, const Record& r, bool replace) {
     ::unlinkat(dirfd, tmp.c_str(), 0);
     return e;
   }
-  if (::fsync(dirfd) != 0) return Error::from_errno("fsync the ownedfs directory");
+  if (durable && ::fsync(dirfd) != 0) return Error::from_errno("fsync the ownedfs directory");
   return ok_status();
 }
 

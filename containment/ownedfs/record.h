@@ -38,9 +38,10 @@ inline std::string image_name(const std::string& id) { return id + ".img"; }
 // unmounted and deleted.
 Result<UniqueFd> open_ownedfs_dir(const std::string& state_dir, bool create);
 
-// Atomic write of <dir>/<id>.json (temporary + fsync + rename + directory fsync). `replace`
-// false: fails with EEXIST when a record of that id is there (a killed run's, for sweep).
-Status write_record(int dirfd, const Record& r, bool replace);
+// Atomic write of <dir>/<id>.json (temporary + rename; with `durable`, fsync of both and of the
+// directory). `replace` false: fails with EEXIST when a record of that id is there (a killed
+// run's, for sweep).
+Status write_record(int dirfd, const Record& r, bool replace, bool durable);
 Result<Record> read_record(int dirfd, const std::string& name);
 Status remove_record(int dirfd, const std::string& id);
 

@@ -12,9 +12,12 @@ namespace sealrun::ownedfs {
 
 inline constexpr uint64_t kBlockBytes = 4096;
 inline constexpr uint64_t kMinSizeBytes = 16ULL << 20;
-// ext4 reserves inodes 1–10 (the root is inode 2) and mke2fs makes lost+found (removed again);
-// one more is the filler directory that makes the inode bound exact.
-inline constexpr uint64_t kSpareInodes = 12;
+inline constexpr uint64_t kBlocksPerGroup = 8 * kBlockBytes;  // one block of block bitmap
+inline constexpr uint64_t kInodesPerBlock = kBlockBytes / 256;
+// Inodes in use on a new file system that are not the owned space's: ext4 reserves 1–10 (the
+// root, inode 2, is the owned space's own) and mke2fs makes lost+found (11), which stays: removing
+// it costs a metadata write through the loop device at every creation.
+inline constexpr uint64_t kReservedInodes = 10;
 
 Result<std::string> find_mkfs(const Host& host);
 

@@ -34,7 +34,7 @@ TEST_F(OwnedFsTest, CreatesAMountedFileSystemReadyForTheJob) {
   ASSERT_EQ(::stat(fs->image_path.c_str(), &img), 0);
   EXPECT_EQ(static_cast<uint64_t>(img.st_size), 64u << 20);
   EXPECT_LT(static_cast<uint64_t>(img.st_blocks) * 512, 8u << 20);
-  // The root is the job user's, private; the marker root's; lost+found gone; nosuid, nodev.
+  // The root is the job user's, private; the marker and lost+found root's; nosuid, nodev.
   struct stat root {};
   ASSERT_EQ(::stat(fs->mount_point.c_str(), &root), 0);
   EXPECT_EQ(root.st_uid, kJobUid);
@@ -44,7 +44,10 @@ TEST_F(OwnedFsTest, CreatesAMountedFileSystemReadyForTheJob) {
   ASSERT_EQ(::stat((fs->mount_point + "/.sealrun-owned").c_str(), &marker), 0);
   EXPECT_EQ(marker.st_uid, 0u);
   EXPECT_EQ(marker.st_mode & 07777, 0600u);
-  EXPECT_FALSE(exists(fs->mount_point + "/lost+found"));
+  struct stat lost {};
+  ASSERT_EQ(::stat((fs->mount_point + "/lost+found").c_str(), &lost), 0);
+  EXPECT_EQ(lost.st_uid, 0u);
+  EXPECT_EQ(lost.st_mode & 07777, 0700u);
   struct statvfs v {};
   ASSERT_EQ(::statvfs(fs->mount_point.c_str(), &v), 0);
   EXPECT_TRUE(v.f_flag & ST_NOSUID);
@@ -177,6 +180,21 @@ TEST_F(OwnedFsTest, TheInodeLimitIsExact) {
   EXPECT_EQ(trip->name, "owned_max_inodes");
   EXPECT_EQ(trip->observed, kInodes);
   EXPECT_FALSE(census.census_failure().has_value());
+  expect_clean(remove_owned_fs(*fs));
+}
+
+// The default inode count is what ext4 allots exactly: no filler inodes, and the room statfs
+// reports is the default less the root and the marker.
+TEST_F(OwnedFsTest, TheDefaultInodeCountNeedsNoFiller) {
+  constexpr uint64_t kSize = 1ULL << 30;
+  uint64_t inodes = default_owned_max_inodes(kSize);
+  auto fs = create_owned_fs(spec("default", kSize, inodes));
+  ASSERT_TRUE(fs.ok()) << fs.error().message();
+  EXPECT_FALSE(exists(fs->mount_point + "/.sealrun-spare-inodes"));
+  auto u = census::measure_filesystem(fs->mount_point, fs->device);
+  ASSERT_TRUE(u.ok());
+  EXPECT_EQ(u->room_inodes, inodes - 2);
+  EXPECT_EQ(u->used_inodes - fs->reserved_inodes, 2u);
   expect_clean(remove_owned_fs(*fs));
 }
 

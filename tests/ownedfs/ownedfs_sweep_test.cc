@@ -52,7 +52,9 @@ TEST_F(OwnedFsTest, AKilledControllersFileSystemIsFoundAndRemovedBySweep) {
   auto steps = sweep_owned_fs(state_);
   expect_clean(steps);
   std::string text = describe(steps);
-  EXPECT_NE(text.find("unmount " + s.mount_point + ": unmounted"), std::string::npos) << text;
+  EXPECT_NE(text.find("unmount " + s.mount_point + ": contents discarded, unmounted"),
+            std::string::npos)
+      << text;
   EXPECT_NE(text.find("loop device " + loop + ": released"), std::string::npos) << text;
   EXPECT_NE(text.find("image killed.img: removed"), std::string::npos) << text;
   EXPECT_NE(text.find("record killed.json: removed"), std::string::npos) << text;
@@ -79,7 +81,7 @@ TEST_F(OwnedFsTest, AnImageLeftBeforeMountingIsRemoved) {
   auto dir = open_ownedfs_dir(state_, true);
   ASSERT_TRUE(dir.ok());
   Record r{"early", dead_pid(), "1", state_ + "/ownedfs/early.img", mp, "", 64 << 20, 1000, "t"};
-  ASSERT_TRUE(write_record(dir->get(), r, false).ok());
+  ASSERT_TRUE(write_record(dir->get(), r, false, true).ok());
   int img = ::openat(dir->get(), "early.img", O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   ASSERT_GE(img, 0);
   ASSERT_EQ(::ftruncate(img, 64 << 20), 0);
@@ -99,7 +101,7 @@ TEST_F(OwnedFsTest, AForeignMountIsRefused) {
   ASSERT_TRUE(dir.ok());
   Record r{"foreign", dead_pid(), "1", state_ + "/ownedfs/foreign.img", mp, "",
            64 << 20,  1000,       "t"};
-  ASSERT_TRUE(write_record(dir->get(), r, false).ok());
+  ASSERT_TRUE(write_record(dir->get(), r, false, true).ok());
   int img = ::openat(dir->get(), "foreign.img", O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   ASSERT_GE(img, 0);
   ::close(img);

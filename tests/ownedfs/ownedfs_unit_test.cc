@@ -39,8 +39,20 @@ TEST(OwnedFsShape, SizesAndInodeCountsThatExt4CannotHoldAreNamed) {
   EXPECT_NE(unfit_shape(1 << 20, 100).find("too small"), std::string::npos);
   EXPECT_NE(unfit_shape(64ULL << 20, 64ULL << 20).find("at most"), std::string::npos);
   EXPECT_NE(unfit_shape(64ULL << 20, 0), "");
-  EXPECT_EQ(default_owned_max_inodes(8ULL << 30), 1048576u);
-  EXPECT_EQ(default_owned_max_inodes(1 << 20), 1024u);
+  // About one per 8 KiB, rounded down to whole inode-table blocks (16 inodes) in every 128 MiB
+  // block group, less ext4's 10 reserved inodes.
+  EXPECT_EQ(default_owned_max_inodes(8ULL << 30), 1048566u);
+  EXPECT_EQ(default_owned_max_inodes(1ULL << 30), 131062u);
+  EXPECT_EQ(default_owned_max_inodes(16ULL << 20), 2038u);
+  EXPECT_EQ(default_owned_max_inodes(1 << 20), 1014u);
+  for (uint64_t size : {100ULL << 20, 3ULL << 30, 10ULL << 30, 100ULL << 30}) {
+    uint64_t groups = (size / 4096 + 32767) / 32768;
+    uint64_t d = default_owned_max_inodes(size);
+    EXPECT_EQ((d + 10) % (16 * groups), 0u) << size;
+    EXPECT_LE(d, size / 8192) << size;
+    EXPECT_GT(d + 16 * groups, size / 8192) << size;
+    EXPECT_EQ(unfit_shape(size, d), "") << size;
+  }
 }
 
 // The probe's seam: a host without loop devices is reported as such, with the reason.
