@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "core/syscall.h"
+#include "core/unique_fd.h"
 
 namespace sealrun::census {
 
@@ -66,6 +67,7 @@ struct Node {
   dev_t dev = 0;
   ino_t ino = 0;
   bool in_lru = false;
+  bool evicted = false;  // its fd was given up while subdirectories were still to be opened
   std::list<NodePtr>::iterator lru_pos;
 };
 
@@ -80,6 +82,7 @@ struct InodeHash {
 
 struct Counters {
   uint64_t logical = 0, allocated = 0, paths = 0, inodes = 0, unreadable = 0, changed = 0;
+  uint64_t reopened = 0;
   uint64_t paths_flushed = 0;  // of `paths`, already added to the walk's shared count
   unsigned since_check = 0;
 };
@@ -303,11 +306,16 @@ class Walk {
         }
       }
       std::lock_guard<std::mutex> lock(mu_);
+      if (next->identified) ++c.reopened;
       if (next->fd >= 0) {  // another walker opened it meanwhile
         ::close(fd);
       } else {
         next->fd = fd;
         ++open_fds_;
+        if (next->evicted) {
+          next->evicted = false;
+          --evicted_pending_;
+        }
       }
       pin_locked(next.get());
       unpin_locked(cur);
@@ -350,8 +358,13 @@ class Walk {
     n->open_attempted = true;
     --pending_dirs_;
     Node* p = n->parent.get();
-    if (p != nullptr && p->unopened_children > 0 && --p->unopened_children == 0 && p->pins == 0)
-      finish_locked(p);
+    if (p != nullptr && p->unopened_children > 0 && --p->unopened_children == 0) {
+      if (p->evicted) {
+        p->evicted = false;
+        --evicted_pending_;
+      }
+      if (p->pins == 0) finish_locked(p);
+    }
   }
 
   void pin_locked(Node* n) {
@@ -374,26 +387,40 @@ class Walk {
       evict_locked();
     }
   }
-  // `n` needs its fd no more. If its parent's fd was evicted while the parent still has
-  // subdirectories to open, the parent is reopened from here through "..": one step up instead of
-  // a walk down from the nearest open ancestor, which keeps backtracking out of a deep tree linear.
-  // The parent is accepted only if ".." is the very inode first opened under its name.
+  // `n` needs its fd no more. If the nearest ancestor that still has subdirectories to open lost
+  // its fd to eviction, it is reopened from here by climbing "..", level by level, each level
+  // checked to be the very inode first opened under its name: one step per level passed, and a
+  // finished level is never climbed twice, so backtracking out of a deep tree stays linear (a walk
+  // down from the nearest open ancestor would cost its whole depth, again and again).
   void finish_locked(Node* n) {
-    Node* p = n->parent.get();
-    if (n->fd >= 0 && p != nullptr && p->fd < 0 && p->unopened_children > 0 && p->identified) {
-      int up = static_cast<int>(
-          retry_eintr([&] { return ::openat(n->fd, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC); }));
-      struct stat st {};
-      if (up >= 0 && ::fstat(up, &st) == 0 && st.st_dev == p->dev && st.st_ino == p->ino) {
-        p->fd = up;
-        ++open_fds_;
-        p->lru_pos = lru_.insert(lru_.end(), n->parent);
-        p->in_lru = true;
-      } else if (up >= 0) {
-        ::close(up);
-      }
-    }
+    if (n->fd >= 0 && evicted_pending_ > 0) restore_ancestor_locked(n);
     close_locked(n);
+  }
+  void restore_ancestor_locked(Node* n) {
+    NodePtr p = n->parent;
+    while (p && p->fd < 0 && p->unopened_children == 0) p = p->parent;
+    if (!p || p->fd >= 0 || !p->identified) return;
+    int from = n->fd;
+    UniqueFd climbed;  // the level below the one being opened, once above `n`
+    for (NodePtr a = n->parent; a; a = a->parent) {
+      UniqueFd up(static_cast<int>(
+          retry_eintr([&] { return ::openat(from, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC); })));
+      struct stat st {};
+      if (!up || ::fstat(up.get(), &st) != 0 || st.st_dev != a->dev || st.st_ino != a->ino)
+        return;  // moved meanwhile: the walk down from an open ancestor will judge
+      if (a == p) {
+        p->fd = up.release();
+        ++open_fds_;
+        p->evicted = false;
+        --evicted_pending_;
+        p->lru_pos = lru_.insert(lru_.end(), p);
+        p->in_lru = true;
+        ++usage_.reopened;
+        return;
+      }
+      climbed = std::move(up);
+      from = climbed.get();
+    }
   }
   void close_locked(Node* n) {
     if (n->fd < 0 || n == root_.get()) return;
@@ -406,8 +433,10 @@ class Walk {
   }
   void evict_locked() {
     while (open_fds_ > std::max(budget_.max_open_fds, 8u) && !lru_.empty()) {
-      NodePtr victim = lru_.front();
+      NodePtr victim = lru_.front();  // unpinned, with subdirectories still to open
       close_locked(victim.get());
+      victim->evicted = true;
+      ++evicted_pending_;
     }
   }
 
@@ -462,6 +491,7 @@ class Walk {
     usage_.inodes += c.inodes;
     usage_.unreadable += c.unreadable;
     usage_.changed += c.changed;
+    usage_.reopened += c.reopened;
   }
 
   WalkBudget budget_;
@@ -476,7 +506,8 @@ class Walk {
   unsigned busy_ = 0;
   uint64_t pending_dirs_ = 0;
   unsigned open_fds_ = 0;
-  std::list<NodePtr> lru_;  // unpinned open directories, least recently used first
+  uint64_t evicted_pending_ = 0;  // nodes with `evicted` set
+  std::list<NodePtr> lru_;        // unpinned open directories, least recently used first
   std::mutex links_mu_;
   std::unordered_set<InodeKey, InodeHash> seen_;
   TreeUsage usage_;

@@ -32,6 +32,9 @@ struct TreeUsage {
   bool complete = true;     // false: a budget ran out, the figures are lower bounds
   uint64_t unreadable = 0;  // directories or entries that could not be read (see errors)
   uint64_t changed = 0;     // directories replaced or moved while the walk reached them (skipped)
+  // Directories whose descriptor was given up (max_open_fds) and opened again: through ".." from a
+  // child, or name by name from an open ancestor. How the walk coped with depth, for the curious.
+  uint64_t reopened = 0;
   std::vector<std::string> errors;  // the first few read failures, each naming its path
   std::string cut_short;            // which budget ran out, when !complete
 

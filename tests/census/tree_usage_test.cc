@@ -73,26 +73,6 @@ TEST(TreeUsage, MissingRootAndSymlinkRootAreErrors) {
   EXPECT_FALSE(measure_tree(dir / "link").ok());
 }
 
-// A tree 3,000 levels deep (paths of ~27 KB, far past PATH_MAX) with a file and a sibling
-// directory at every level, walked with only 8 descriptors: every directory and byte is found,
-// which needs reopening evicted parents (the sibling directories are opened after the descent).
-TEST(TreeUsage, DeepTreesPastPathMaxAreWalkedWholeWithFewDescriptors) {
-  TempDir dir;
-  UniqueFd root(::open(dir.str().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  constexpr int kDepth = 3000;
-  ASSERT_TRUE(testing::make_deep_tree(root.get(), kDepth, "deepdir", 10));
-  for (unsigned threads : {1u, 2u}) {
-    auto u = measure_tree(dir.str(), WalkBudget{.threads = threads, .max_open_fds = 8});
-    ASSERT_TRUE(u.ok()) << u.error().message();
-    EXPECT_TRUE(u->measured()) << u->unmeasured_reason();
-    EXPECT_EQ(u->paths, 1u + 3u * kDepth) << "threads " << threads;
-    EXPECT_EQ(u->inodes, 1u + 3u * kDepth);
-    EXPECT_EQ(u->logical_bytes, 10u * kDepth);
-    EXPECT_EQ(u->changed, 0u);
-  }
-  testing::remove_below(root.get());
-}
-
 // The same figures with one walker and with several, on a tree with a large directory (whose
 // getdents chunks are shared between walkers), hard links across directories and symlinks.
 TEST(TreeUsage, WalkersAgreeWhateverTheirNumber) {

@@ -15,18 +15,24 @@
 
 namespace sealrun::census::testing {
 
-// Builds `depth` nested directories named `name` under dir_fd; at every level also an empty
-// directory "side" and a file "f" of `file_bytes` bytes. Returns false on any failure.
+// Builds `depth` nested directories (named `name` + level, so that their order beside the sibling
+// varies with the directory hash) under dir_fd; at every level also a directory "side<level>" with
+// one empty file, and a file "f" of `file_bytes` bytes. Returns false on any failure.
 inline bool make_deep_tree(int dir_fd, int depth, const std::string& name, size_t file_bytes) {
   int fd = ::dup(dir_fd);
   std::string bytes(file_bytes, 'd');
   for (int i = 0; i < depth && fd >= 0; ++i) {
-    if (::mkdirat(fd, name.c_str(), 0755) != 0 || ::mkdirat(fd, "side", 0755) != 0) break;
+    std::string next_name = name + std::to_string(i), side = "side" + std::to_string(i);
+    if (::mkdirat(fd, next_name.c_str(), 0755) != 0 || ::mkdirat(fd, side.c_str(), 0755) != 0)
+      break;
+    int e = ::openat(fd, (side + "/e").c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (e < 0) break;
+    ::close(e);
     int f = ::openat(fd, "f", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (f < 0 || ::write(f, bytes.data(), bytes.size()) != static_cast<ssize_t>(bytes.size()))
       break;
     ::close(f);
-    int next = ::openat(fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int next = ::openat(fd, next_name.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     ::close(fd);
     fd = next;
     if (i == depth - 1) {
