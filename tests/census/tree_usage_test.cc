@@ -5,7 +5,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <filesystem>
+#include <thread>
 
 #include "core/unique_fd.h"
 #include "tests/census/walk_helpers.h"
@@ -132,6 +134,38 @@ TEST(TreeUsage, WhatCannotBeReadIsReportedNotZero) {
   EXPECT_EQ(out.rfind("unmeasured|2|", 0), 0u) << out;
   EXPECT_NE(out.find("locked"), std::string::npos) << out;
   EXPECT_NE(out.find("hidden"), std::string::npos) << out;
+}
+
+// The job keeps writing while the census walks: entries vanish, directories are renamed and
+// replaced. The walk copes (vanished entries skipped, moved directories counted as changed), never
+// reports a read error for what merely changed, and never crashes or hangs.
+TEST(TreeUsage, AWalkRacingAWriterCopes) {
+  TempDir dir;
+  for (int d = 0; d < 20; ++d) {
+    std::filesystem::create_directories(dir / ("d" + std::to_string(d) + "/sub"));
+    for (int f = 0; f < 50; ++f)
+      write_text(dir / ("d" + std::to_string(d) + "/sub/f" + std::to_string(f)), "x");
+  }
+  std::atomic<bool> stop{false};
+  std::thread writer([&] {
+    for (int i = 0; !stop; ++i) {
+      std::string d = dir / ("d" + std::to_string(i % 20));
+      std::error_code ec;
+      std::filesystem::rename(d + "/sub", d + "/moved", ec);
+      std::filesystem::create_directories(d + "/sub", ec);
+      write_text(d + "/sub/new" + std::to_string(i), "y");
+      std::filesystem::remove_all(d + "/moved", ec);
+    }
+  });
+  for (int i = 0; i < 30; ++i) {
+    auto u = measure_tree(dir.str(), WalkBudget{.threads = 2, .max_open_fds = 8});
+    ASSERT_TRUE(u.ok()) << u.error().message();
+    EXPECT_EQ(u->unreadable, 0u) << u->unmeasured_reason();
+    EXPECT_TRUE(u->complete);
+    EXPECT_GE(u->paths, 21u);
+  }
+  stop = true;
+  writer.join();
 }
 
 TEST(FreeBytes, ReportsSomethingPlausible) {
