@@ -69,6 +69,24 @@ struct Node {
   bool in_lru = false;
   bool evicted = false;  // its fd was given up while subdirectories were still to be opened
   std::list<NodePtr>::iterator lru_pos;
+  // Set once this directory is done (every subdirectory opened): an ancestor at or below the
+  // nearest one that is not done, so that searching upwards skips finished levels (path
+  // compression; an ancestor always outlives its descendants, which hold it).
+  Node* skip = nullptr;
+
+  Node(NodePtr p, std::string n) : parent(std::move(p)), name(std::move(n)) {}
+  Node(const Node&) = delete;
+  Node& operator=(const Node&) = delete;
+  // A chain of thousands of directories must not be destroyed by thousands of nested destructor
+  // calls (each releasing its parent): release the ancestors one by one instead.
+  ~Node() {
+    NodePtr p = std::move(parent);
+    while (p && p.use_count() == 1) {  // the last reference: nobody else can take one now
+      NodePtr next = std::move(p->parent);
+      p.reset();
+      p = std::move(next);
+    }
+  }
 };
 
 struct InodeKey {
@@ -236,7 +254,7 @@ class Walk {
       if (++c.since_check >= kCheckEvery && !check_budget(c)) break;
       if (d->d_type == DT_DIR) {  // counted when it is opened (its own fstat)
         ++c.paths;
-        dirs.push_back(std::make_shared<Node>(Node{n, name}));
+        dirs.push_back(std::make_shared<Node>(n, name));
         continue;
       }
       struct stat st {};
@@ -246,7 +264,7 @@ class Walk {
       }
       ++c.paths;
       if (S_ISDIR(st.st_mode))  // d_type unknown to this filesystem, or replaced meanwhile
-        dirs.push_back(std::make_shared<Node>(Node{n, name}));
+        dirs.push_back(std::make_shared<Node>(n, name));
       else
         count_other(st, c);
     }
@@ -397,9 +415,14 @@ class Walk {
     close_locked(n);
   }
   void restore_ancestor_locked(Node* n) {
-    NodePtr p = n->parent;
-    while (p && p->fd < 0 && p->unopened_children == 0) p = p->parent;
-    if (!p || p->fd >= 0 || !p->identified) return;
+    Node* p = n->parent.get();
+    std::vector<Node*> passed;
+    while (p != nullptr && p->fd < 0 && p->unopened_children == 0) {
+      passed.push_back(p);
+      p = p->skip != nullptr ? p->skip : p->parent.get();
+    }
+    for (Node* done : passed) done->skip = p;
+    if (p == nullptr || p->fd >= 0 || !p->identified) return;
     int from = n->fd;
     UniqueFd climbed;  // the level below the one being opened, once above `n`
     for (NodePtr a = n->parent; a; a = a->parent) {
@@ -408,12 +431,12 @@ class Walk {
       struct stat st {};
       if (!up || ::fstat(up.get(), &st) != 0 || st.st_dev != a->dev || st.st_ino != a->ino)
         return;  // moved meanwhile: the walk down from an open ancestor will judge
-      if (a == p) {
+      if (a.get() == p) {
         p->fd = up.release();
         ++open_fds_;
         p->evicted = false;
         --evicted_pending_;
-        p->lru_pos = lru_.insert(lru_.end(), p);
+        p->lru_pos = lru_.insert(lru_.end(), a);
         p->in_lru = true;
         ++usage_.reopened;
         return;
@@ -534,7 +557,7 @@ Result<TreeUsage> measure_tree(const std::string& root, const WalkBudget& budget
   int64_t start = monotonic_ms();
   auto fd = SEALRUN_TRY(open_at(AT_FDCWD, root, O_RDONLY | O_DIRECTORY | O_NOFOLLOW));
   auto st = SEALRUN_TRY(fstat_fd(fd.get(), root));
-  auto node = std::make_shared<Node>(Node{nullptr, root});
+  auto node = std::make_shared<Node>(nullptr, root);
   node->fd = fd.get();
   TreeUsage usage = Walk(budget, node, st).run();
   usage.walk_ms = monotonic_ms() - start;
