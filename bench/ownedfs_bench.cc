@@ -25,6 +25,7 @@
 #include "census/fs_usage.h"
 #include "census/tree_usage.h"
 #include "containment/ownedfs/ownedfs.h"
+#include "containment/ownedfs/shape.h"
 #include "core/process.h"
 #include "core/syscall.h"
 #include "core/unique_fd.h"
@@ -110,24 +111,7 @@ int main(int argc, char** argv) {
     sealrun::UniqueFd f(::open(img.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
     if (!f || ::ftruncate(f.get(), static_cast<off_t>(k8G)) != 0) return 1;
     sealrun::SpawnOptions o;
-    o.argv = {"/sbin/mkfs.ext4",
-              "-q",
-              "-F",
-              "-O",
-              "^has_journal,^resize_inode,sparse_super2",
-              "-E",
-              "num_backup_sb=0,lazy_itable_init=1,lazy_journal_init=1,nodiscard",
-              "-G",
-              "64",
-              "-m",
-              "0",
-              "-b",
-              "4096",
-              "-I",
-              "256",
-              "-N",
-              std::to_string(default_owned_max_inodes(k8G) + 10),
-              img};
+    o.argv = mkfs_argv("/sbin/mkfs.ext4", img, default_owned_max_inodes(k8G) + kReservedInodes);
     double m0 = now_us();
     auto r = sealrun::run_capture(o, 60000);
     double m1 = now_us();

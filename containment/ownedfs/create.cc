@@ -52,28 +52,7 @@ Status fs_config(int fsfd, unsigned cmd, const char* key, const char* value) {
 
 Status run_mkfs(const std::string& mkfs, const std::string& image, uint64_t inodes) {
   SpawnOptions o;
-  // Only what one run needs: no journal (the file system is thrown away after the run), no online
-  // resize reserve and no backup superblocks, the metadata of 64 block groups packed together
-  // (-G 64: fewer, larger extents in the image, which also makes unlinking it cheaper), no
-  // root-reserved blocks, inode tables not zeroed (noinit_itable at mount): the image stays sparse.
-  o.argv = {mkfs,
-            "-q",
-            "-F",
-            "-O",
-            "^has_journal,^resize_inode,sparse_super2",
-            "-E",
-            "num_backup_sb=0,lazy_itable_init=1,lazy_journal_init=1,nodiscard",
-            "-G",
-            "64",
-            "-m",
-            "0",
-            "-b",
-            std::to_string(kBlockBytes),
-            "-I",
-            "256",
-            "-N",
-            std::to_string(inodes),
-            image};
+  o.argv = mkfs_argv(mkfs, image, inodes);
   o.env = std::vector<std::string>{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C"};
   auto r = SEALRUN_TRY(run_capture(o, kMkfsTimeoutMs, 64 * 1024));
   if (r.timed_out) return Error::make(fmt::format("{} did not finish within 60 s", mkfs));

@@ -1,4 +1,5 @@
-// probe_ownedfs(), default_owned_max_inodes() and unfit_shape(): see ownedfs.h.
+// probe_ownedfs(), default_owned_max_inodes(), unfit_shape() (ownedfs.h) and the shape's mkfs
+// command line (shape.h).
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <sys/stat.h>
@@ -41,6 +42,28 @@ Availability probe_ownedfs(const Host& host) {
     return {false, fmt::format("the kernel has no ext4 ({}/filesystems)", host.proc_dir)};
   if (auto mkfs = find_mkfs(host); !mkfs) return {false, mkfs.error().message()};
   return {true, ""};
+}
+
+std::vector<std::string> mkfs_argv(const std::string& mkfs, const std::string& image,
+                                   uint64_t inodes) {
+  return {mkfs,
+          "-q",
+          "-F",
+          "-O",
+          "^has_journal,^resize_inode,sparse_super2",
+          "-E",
+          "num_backup_sb=0,lazy_itable_init=1,lazy_journal_init=1,nodiscard",
+          "-G",
+          "64",
+          "-m",
+          "0",
+          "-b",
+          std::to_string(kBlockBytes),
+          "-I",
+          "256",
+          "-N",
+          std::to_string(inodes),
+          image};
 }
 
 uint64_t default_owned_max_inodes(uint64_t owned_max_bytes) {
