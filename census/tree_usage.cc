@@ -5,8 +5,10 @@
 // - A directory's fd is useful while it is being read (pinned), while a batch of its entries is
 //   being stat'ed by another walker (pinned), and until each of its subdirectories has been opened
 //   from it. When none of these holds, it is closed at once. Past `max_open_fds`, the least
-//   recently used unpinned fd is closed early, and a later open of one of its subdirectories first
-//   reopens it, name by name, from its nearest open ancestor (checking it is still the same inode).
+//   recently used unpinned fd is closed early. It is reopened when a descendant finishes, by
+//   climbing ".." (the common case: backtracking out of a deep subtree), or else, when one of its
+//   subdirectories is to be opened, name by name from its nearest open ancestor; either way it must
+//   be the very inode first opened under its name.
 // - Work items are directories to read, or a batch of one directory's entries to stat: a walker
 //   that reads a large getdents64 chunk while another walker is idle hands half of it over.
 #include "census/tree_usage.h"
@@ -39,8 +41,8 @@ namespace sealrun::census {
 namespace {
 
 constexpr size_t kDirentBufferBytes = 64 * 1024;
-constexpr long kShareChunkBytes =
-    8 * 1024;  // a chunk at least this large is split with idle walkers
+// A getdents64 chunk at least this large is split with an idle walker.
+constexpr long kShareChunkBytes = 8 * 1024;
 constexpr size_t kMaxErrors = 8;
 constexpr unsigned kCheckEvery = 64;  // entries between budget checks
 
