@@ -220,7 +220,9 @@ class Walk {
       long got =
           retry_eintr([&] { return ::syscall(SYS_getdents64, fd, buf, kDirentBufferBytes); });
       if (got < 0) {
-        read_error(n.get(), nullptr, "getdents64", c);
+        // ENOENT: the directory was removed while being read (the kernel refuses to list a dead
+        // directory); what it held is gone, as for any entry that vanishes.
+        if (errno != ENOENT) read_error(n.get(), nullptr, "getdents64", c);
         break;
       }
       if (got == 0 || stop_.load(std::memory_order_relaxed)) break;
