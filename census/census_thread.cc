@@ -162,9 +162,17 @@ std::optional<GuardTrip> CensusThread::census_failure() const {
   return failure_;
 }
 
-std::vector<CensusNote> CensusThread::notes() const {
+std::vector<CensusNote> CensusThread::note_records() const {
   std::lock_guard<std::mutex> lock(mu_);
   return notes_;
+}
+
+std::vector<std::string> CensusThread::notes() const {
+  std::vector<std::string> out;
+  for (const auto& n : note_records())
+    out.push_back(fmt::format("{}: {}{}", n.tree, n.what,
+                              n.count > 1 ? fmt::format(" ({} samples)", n.count) : ""));
+  return out;
 }
 
 uint64_t CensusThread::notes_dropped() const {

@@ -83,8 +83,11 @@ class CensusThread {
   std::optional<GuardTrip> trip() const;
   // The first sample that could not be measured, as a trip named kCensusFailed.
   std::optional<GuardTrip> census_failure() const;
-  std::vector<CensusNote> notes() const;
+  // The problems met, as data for the receipt (repeats folded into one note with a count).
+  std::vector<CensusNote> note_records() const;
   uint64_t notes_dropped() const;
+  // The same, one line each for a person: "owned: 1 entry could not be read (...) (3 samples)".
+  std::vector<std::string> notes() const;
 
  private:
   Sample observe();

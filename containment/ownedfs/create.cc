@@ -21,7 +21,7 @@
 #include "containment/ownedfs/ownedfs.h"
 #include "containment/ownedfs/record.h"
 #include "containment/ownedfs/shape.h"
-#include "containment/resgroup/cgroupfs_io.h"
+#include "core/proc.h"
 #include "core/process.h"
 #include "core/run_id.h"
 #include "core/syscall.h"
@@ -139,8 +139,7 @@ Result<OwnedFs> create_owned_fs(const OwnedFsSpec& spec) {
   Progress made{dir.get(), spec.id};
   Record rec{spec.id, ::getpid(),    "",        fs.image_path,      mount_point,
              "",      fs.size_bytes, fs.inodes, utc_timestamp_now()};
-  rec.controller_start =
-      SEALRUN_TRY_CTX(resgroup::process_starttime("/proc", ::getpid()), "owned file system");
+  rec.controller_start = SEALRUN_TRY_CTX(own_starttime(), "owned file system");
   SEALRUN_TRY_CTX(write_record(dir.get(), rec, false, true),
                   "owned file system: record before creating");
   made.record = true;

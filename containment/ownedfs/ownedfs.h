@@ -22,12 +22,12 @@
 #include <string>
 #include <vector>
 
-#include "containment/resgroup/cgroupfs_sweep.h"  // SweepStep: one reported action
 #include "core/result.h"
+#include "core/sweep_step.h"
 
 namespace sealrun::ownedfs {
 
-using Step = resgroup::SweepStep;
+using Step = SweepStep;  // one reported action, as `sealrun sweep` reports them
 
 // Where the host's facilities are looked for: the seam the tests use to see the fallback.
 struct Host {

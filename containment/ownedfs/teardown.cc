@@ -21,7 +21,7 @@
 #include "containment/ownedfs/mounts.h"
 #include "containment/ownedfs/ownedfs.h"
 #include "containment/ownedfs/record.h"
-#include "containment/resgroup/cgroupfs_io.h"
+#include "core/proc.h"
 #include "core/syscall.h"
 #include "core/unique_fd.h"
 
@@ -244,7 +244,7 @@ std::vector<Step> sweep_owned_fs(const std::string& state_dir, const Host& host)
       steps.push_back({what, fmt::format("refused: it names run {}", r->id), true});
       continue;
     }
-    if (resgroup::process_alive(host.proc_dir, r->controller_pid, r->controller_start)) {
+    if (process_is_alive(r->controller_pid, r->controller_start, host.proc_dir)) {
       steps.push_back(
           {what, fmt::format("controller pid {} is alive: not touched", r->controller_pid), false});
       continue;

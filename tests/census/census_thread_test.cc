@@ -94,13 +94,13 @@ TEST(CensusThread, InodeGuardTripsInADirectory) {
   std::filesystem::create_directories(dir / "result");
   CensusConfig c = small_config(dir);
   c.limits.owned_max_inodes = 100;
-  std::atomic<int> calls{0};
+  std::promise<void> tripped;
   CensusThread census(c, [&](const GuardTrip& t) {
-    if (!t.census_failed()) calls++;
+    if (!t.census_failed()) tripped.set_value();  // called once at most
   });
   ASSERT_TRUE(census.start().ok());
   for (int i = 0; i < 150; ++i) write_text(dir / ("owned/f" + std::to_string(i)), "");
-  for (int i = 0; i < 300 && calls == 0; ++i) ::usleep(10 * 1000);
+  EXPECT_EQ(tripped.get_future().wait_for(std::chrono::seconds(10)), std::future_status::ready);
   census.stop();
   auto trip = census.trip();
   ASSERT_TRUE(trip.has_value());
@@ -133,10 +133,13 @@ TEST(CensusThread, AnUnreadableTreeIsACensusFailureNotAZero) {
       }
     });
     if (!census.start().ok()) return std::string("start failed");
-    ::usleep(100 * 1000);  // a few more samples meet the same problem
+    // Until a few more samples met the same problem (bounded).
+    for (int64_t deadline = monotonic_ms() + 10000;
+         census.samples().size() < 4 && monotonic_ms() < deadline;)
+      std::this_thread::yield();
     census.stop();
     auto samples = census.samples();
-    auto notes = census.notes();
+    auto notes = census.note_records();
     std::string r = std::to_string(failures.load()) + "|" + seen + "|";
     r += samples.empty() || samples.front().measured() ? "measured|" : "unmeasured|";
     r += notes.size() == 1 ? notes[0].tree + "/" + notes[0].kind + "/" +
@@ -155,20 +158,21 @@ TEST(CensusThread, AVanishedRootIsACensusFailure) {
   std::filesystem::create_directories(dir / "result");
   CensusConfig c = small_config(dir);
   std::atomic<int> failures{0};
+  std::promise<void> failed;
   CensusThread census(c, [&](const GuardTrip& t) {
-    if (t.census_failed()) failures++;
+    if (t.census_failed() && failures++ == 0) failed.set_value();
   });
   ASSERT_TRUE(census.start().ok());
   EXPECT_FALSE(census.census_failure().has_value());
   std::filesystem::remove(dir / "owned");
-  for (int i = 0; i < 300 && failures == 0; ++i) ::usleep(10 * 1000);
+  EXPECT_EQ(failed.get_future().wait_for(std::chrono::seconds(10)), std::future_status::ready);
   census.stop();
   EXPECT_EQ(failures.load(), 1);
   auto failure = census.census_failure();
   ASSERT_TRUE(failure.has_value());
   EXPECT_NE(failure->detail.find("owned"), std::string::npos) << failure->detail;
   EXPECT_FALSE(census.trip().has_value());  // no guard is named for a figure nobody measured
-  auto notes = census.notes();
+  auto notes = census.note_records();
   ASSERT_FALSE(notes.empty());
   EXPECT_EQ(notes[0].kind, "root_error");
 }
