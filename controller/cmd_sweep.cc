@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "containment/ownedfs/ownedfs.h"
 #include "containment/grant_journal.h"
 #include "containment/resgroup/cgroupfs_sweep.h"
 #include "containment/sweep_run.h"
@@ -126,6 +127,9 @@ int run_sweep(const SweepOptions& opt) {
       return kExitUsage;
     }
     state.emplace(std::move(*opened));
+    // Owned file systems first: a killed run's owned root is a mount point until its file system
+    // is gone, and only then can the record's owned root be removed.
+    for (auto& s : ownedfs::sweep_owned_fs(opt.state_dir)) report.push_back({"", std::move(s)});
     sweep_records(*state, opt, context, report, records_removed);
   }
   for (auto& s : resgroup::sweep_stray_groups(opt.grace_ms)) report.push_back({"", std::move(s)});

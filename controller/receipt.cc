@@ -93,6 +93,7 @@ class Renderer {
                                          {"t_ms", r_.guard->t_ms}}
                                   : json(nullptr);
     doc[field::kMemory] = memory();
+    doc[field::kOwnedSpace] = owned_space();
     doc[field::kOutputs] = list_outputs(summary ? 0 : d.outputs_bytes, cuts_);
     doc[field::kOutputsTotal] = outputs_.recorded ? json(outputs_.total) : json(nullptr);
     doc[field::kOutputsListSha256] = outputs_.recorded ? json(outputs_.list_sha256) : json(nullptr);
@@ -232,6 +233,14 @@ class Renderer {
                       {"free_bytes", s.free_bytes}});
     doc[field::kSamples] = list;
     doc[field::kSamplesDropped] = r_.samples_dropped + thinned;
+  }
+
+  json owned_space() {
+    if (!r_.owned_space) return nullptr;
+    const auto& o = *r_.owned_space;
+    json j = {{"kind", o.kind}, {"size_bytes", o.size_bytes}, {"inodes", o.inodes}};
+    if (!o.why_not.empty()) j["why_not"] = text(o.why_not);
+    return j;
   }
 
   json memory() {

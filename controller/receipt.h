@@ -113,6 +113,15 @@ struct CleanupAction {
   std::string detail;
 };
 
+// What the owned space was (CONTRACT.md, "Growth enforced by the kernel"): a file system of its
+// own, or a directory guarded by the walking census, and why not a file system when not.
+struct OwnedSpaceRecord {
+  std::string kind;  // "filesystem" | "directory"
+  uint64_t size_bytes = 0;
+  uint64_t inodes = 0;
+  std::string why_not;  // kind "directory": what the host lacked, else empty
+};
+
 struct Receipt {
   std::string id;
   std::string state = "not_run";  // built | failed | not_run
@@ -127,6 +136,7 @@ struct Receipt {
   uint64_t samples_dropped = 0;
   std::optional<GuardRecord> guard;
   std::optional<MemoryRecord> memory;
+  std::optional<OwnedSpaceRecord> owned_space;  // null when no owned space was made
   // Every output, sorted by raw path bytes; empty unless outputs_recorded. The receipt may list
   // only some of them; outputs_total and outputs_list_sha256 always pin them all.
   std::vector<OutputRecord> outputs;

@@ -17,6 +17,7 @@
 #include "containment/grant.h"
 #include "containment/grant_journal.h"
 #include "containment/mechanism.h"
+#include "containment/ownedfs/ownedfs.h"
 #include "containment/resgroup/resource_group.h"
 #include "controller/receipt.h"
 #include "controller/run_pipeline.h"
@@ -112,6 +113,7 @@ struct RunContext {
   MechanismContext mechanism_context;
   std::string export_dir;  // a git or bundle source's verified export (outside the owned root)
   bool owned_claimed = false;
+  std::optional<ownedfs::OwnedFs> owned_fs;  // mounted over the owned root (run_owned_space.h)
   RunJournal journal;
   std::vector<std::unique_ptr<Mechanism>> mechanisms;
   Mechanism* chosen = nullptr;

@@ -123,6 +123,7 @@ PipelineDeps default_pipeline_deps(const MechanismContext& context) {
   d.make_group = [](const std::string& id, const resgroup::GroupLimits& limits) {
     return resgroup::create_group(id, limits);
   };
+  d.probe_owned_fs = [] { return ownedfs::probe_ownedfs(); };
   return d;
 }
 

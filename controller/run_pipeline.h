@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "containment/ownedfs/ownedfs.h"
 #include "containment/mechanism_registry.h"
 #include "containment/resgroup/resource_group.h"
 #include "containment/spec.h"
@@ -47,6 +48,8 @@ struct PipelineDeps {
   std::function<Result<std::unique_ptr<resgroup::ResourceGroup>>(const std::string& run_id,
                                                                  const resgroup::GroupLimits&)>
       make_group;
+  // Whether the owned space can be a file system of its own here; unset: it stays a directory.
+  std::function<ownedfs::Availability()> probe_owned_fs;
 };
 PipelineDeps default_pipeline_deps(const MechanismContext& context);
 

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include "controller/run_owned_space.h"
 #include "controller/exit_codes.h"
 #include "controller/run_dirs.h"
 #include "controller/run_stages.h"
@@ -35,6 +36,7 @@ StageStatus stage_claim_owned_roots(RunContext& run) {
   if (auto st = claim_run_dirs(*run.state, run.layout, run.req.id); !st)
     return stage_fail(kExitUsage, st.error().message());
   run.owned_claimed = true;
+  make_owned_space(run);
   if (auto st = prepare_job_dirs(*run.state, run.layout, *user); !st)
     return stage_fail(kExitContainmentUnavailable,
                       "cannot prepare the job's directories: " + st.error().message());

@@ -5,6 +5,7 @@
 
 #include "controller/exit_codes.h"
 #include "controller/run_outputs.h"
+#include "controller/run_owned_space.h"
 #include "controller/run_stages.h"
 #include "core/proc.h"
 #include "core/syscall.h"
@@ -23,9 +24,20 @@ void stop_job_now(RunContext& run) {
 }  // namespace
 
 StageStatus stage_prepare_census(RunContext& run) {
+  const auto& limits = run.doc().limits;
+  const bool enforcing = run.grant && run.grant->mode == GrantMode::kEnforcing;
   run.census = std::make_unique<census::CensusThread>(
-      census_config(run.doc().limits, run.layout), [&run](const census::GuardTrip& trip) {
-        run.stop.request({"growth guard tripped: " + trip.describe(), kExitGuardTripped});
+      census_config(limits, run.layout, run.owned_fs ? &*run.owned_fs : nullptr,
+                    owned_max_inodes(limits)),
+      [&run, enforcing](const census::GuardTrip& trip) {
+        // A census that cannot measure is not a zero: its guards do not hold, so in enforcing
+        // mode the job stops as if one had tripped (ACCEPTANCE 32); report-only mode records it.
+        if (trip.census_failed() && !enforcing) return;
+        run.stop.request({trip.census_failed()
+                              ? "the growth census could not measure, so its guards do not hold: " +
+                                    trip.describe()
+                              : "growth guard tripped: " + trip.describe(),
+                          kExitGuardTripped});
       });
   return stage_ok();
 }
