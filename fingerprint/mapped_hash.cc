@@ -86,7 +86,8 @@ struct Mapping {
 }  // namespace
 
 Status hash_mapped(int fd, uint64_t size, Sha256& sha, const std::string& display,
-                   size_t first_chunk_bytes, const std::function<void()>& after_first_chunk) {
+                   size_t first_chunk_bytes, const std::function<void()>& after_first_chunk,
+                   std::atomic<uint64_t>* progress_bytes) {
   install_sigbus_handler_once();
   auto shrunk = [&] {
     return Error::make(fmt::format(
@@ -113,6 +114,7 @@ Status hash_mapped(int fd, uint64_t size, Sha256& sha, const std::string& displa
       after_first_chunk();
     }
     if (!hash_guarded(sha, data + done, window.len - done)) return shrunk();
+    if (progress_bytes != nullptr) progress_bytes->fetch_add(window.len, std::memory_order_relaxed);
   }
   return ok_status();
 }

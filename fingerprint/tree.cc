@@ -102,20 +102,19 @@ Result<UniqueFd> open_root(const std::string& root) {
   return Error::with_errno(err, fmt::format("open directory {}", root));
 }
 
-Result<TreeSummary> inventory(const std::string& root, InventorySink& sink,
-                              const TreeOptions& options,
-                              const std::optional<WalkExclusion>& exclude) {
-  auto root_fd = SEALRUN_TRY(open_root(root));
-  auto tree = SEALRUN_TRY(walk_and_hash(root_fd.get(), root, options, exclude));
-
-  // "." first, then everything else by raw bytes (std::string compares as unsigned char), so
-  // "a.b" (0x2e) comes before "a/b" (0x2f) and a name with byte 0xff after every ASCII name.
+// "." first, then everything else by raw bytes (std::string compares as unsigned char), so
+// "a.b" (0x2e) comes before "a/b" (0x2f) and a name with byte 0xff after every ASCII name.
+std::vector<const TreeEntry*> inventory_order(const WalkedTree& tree) {
   std::vector<const TreeEntry*> order;
   order.reserve(tree.entries.size());
   for (size_t i = 1; i < tree.entries.size(); ++i) order.push_back(&tree.entries[i]);
   std::sort(order.begin(), order.end(),
             [](const TreeEntry* a, const TreeEntry* b) { return a->path < b->path; });
+  return order;
+}
 
+Result<TreeSummary> write_records(const WalkedTree& tree,
+                                  const std::vector<const TreeEntry*>& order, InventorySink& sink) {
   SEALRUN_TRY(sink.append(kHeader));
   std::string line;
   format_record(tree.entries[0], line);
@@ -126,6 +125,14 @@ Result<TreeSummary> inventory(const std::string& root, InventorySink& sink,
   }
   SEALRUN_TRY(sink.flush());
   return TreeSummary{sink.finish_hex(), tree.entries.size(), tree.regular_bytes};
+}
+
+Result<TreeSummary> inventory(const std::string& root, InventorySink& sink,
+                              const TreeOptions& options,
+                              const std::optional<WalkExclusion>& exclude) {
+  auto root_fd = SEALRUN_TRY(open_root(root));
+  auto tree = SEALRUN_TRY(walk_and_hash(root_fd.get(), root, options, exclude));
+  return write_records(tree, inventory_order(tree), sink);
 }
 
 }  // namespace
@@ -170,6 +177,18 @@ Result<TreeSummary> write_tree_inventory(const std::string& root, const std::str
 Result<TreeSummary> tree_digest(const std::string& root, const TreeOptions& options) {
   InventorySink sink;
   return inventory(root, sink, options, std::nullopt).context("fingerprint tree");
+}
+
+Result<DigestedTree> tree_digest_keeping_walk(const std::string& root, const TreeOptions& options,
+                                              const DigestLookup* reuse) {
+  auto root_fd = SEALRUN_TRY_CTX(open_root(root), "fingerprint tree");
+  DigestedTree out;
+  out.tree = SEALRUN_TRY_CTX(walk_and_hash(root_fd.get(), root, options, std::nullopt, reuse),
+                             "fingerprint tree");
+  out.order = inventory_order(out.tree);
+  InventorySink sink;
+  out.summary = SEALRUN_TRY_CTX(write_records(out.tree, out.order, sink), "fingerprint tree");
+  return out;
 }
 
 }  // namespace sealrun

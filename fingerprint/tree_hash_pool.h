@@ -1,19 +1,35 @@
-// A bounded queue of opened regular files and the threads that hash them. The walker submits each
-// file already opened (so the pool never resolves a name); at most `capacity` descriptors wait at
-// a time, which bounds open files whatever the tree's size. The first error stops the pool: later
-// jobs are dropped unhashed and the error is reported once, from finish().
+// The hashing side of the tree walk. The walk submits each regular file it finds as a name and the
+// inode it saw, without a descriptor; hashing threads take the largest waiting file, re-open it
+// beneath the root without following anything (open_beneath.h), check that it is the inode the
+// walk saw, and hash it.
 //
-// The submitting thread is one of the hashing threads: a pool of N threads starts N - 1 workers,
-// and the walker, instead of sleeping when the queue is full, hashes the smallest queued file
-// itself (and drains the queue alongside the workers in finish()). So N threads keep N cores busy
-// without a walker thread competing with them for a core and waking them once per file, which
-// measurably cost a tenth of the run on a 2-core machine (bench/README.md).
+// Why this shape:
+// - No descriptor is held while a file waits, so the walk never waits for the hashing: it runs
+//   ahead at stat speed whatever the tree's size, and the totals it counts are final early (a
+//   progress percentage can be shown as soon as the walk is done, and never runs backwards).
+// - Largest first: the files left at the end are the smallest, so the threads finish together,
+//   and a tree of a few huge files keeps every thread on its own file until the last one.
+//   (SHA-256 is sequential within a file, so one file can never use two cores.)
+// - Opened ahead: a thread that finds fewer than kReadyLow files opened opens the next largest
+//   ones in a batch. When reads are missing the page cache (a cold tree: a hashing thread's first
+//   read came back EAGAIN under RWF_NOWAIT), each file opened ahead is also handed to the kernel's
+//   readahead (posix_fadvise WILLNEED), so up to kReadyHigh reads are in flight while the threads
+//   hash, instead of one per thread. On a warm tree that hint would only cost a system call per
+//   file, so it is not given.
+// - Two hashing threads on two cores, and the walking thread besides: the walk is cheap next to
+//   hashing, and the hashing threads sleep only when nothing at all is waiting (never once per
+//   file), so the extra thread costs few context switches.
+//
+// The first error stops the pool: waiting files are dropped and the error is reported once, from
+// finish().
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -21,6 +37,7 @@
 #include <vector>
 
 #include "core/result.h"
+#include "core/syscall.h"
 #include "fingerprint/file_hash.h"
 #include "fingerprint/tree_walk.h"
 
@@ -28,69 +45,98 @@ namespace sealrun {
 
 class HashPool {
  public:
-  // threads <= 1: no worker threads; submit() hashes on the caller's thread.
-  explicit HashPool(unsigned threads, size_t capacity = 128);
-  ~HashPool();  // stops and joins (dropping queued work) if finish() was not called
+  // Files opened ahead of the hashing (descriptors held at once: at most kReadyHigh + threads).
+  static constexpr size_t kReadyLow = 32;
+  static constexpr size_t kReadyHigh = 64;
+
+  // `root_fd` (the walk's root directory) must stay open until finish() returned. threads <= 1:
+  // no worker threads; finish() hashes everything on the caller's thread.
+  // `stamp_clock` (may be empty: coarse real time) gives each stamp's hashed_at.
+  HashPool(int root_fd, const std::string& root_display, unsigned threads,
+           std::function<int64_t()> stamp_clock = {});
+  ~HashPool();  // stops and joins (dropping waiting work) if finish() was not called
   HashPool(const HashPool&) = delete;
   HashPool& operator=(const HashPool&) = delete;
 
   struct Job {
-    TreeEntry* entry;  // filled in with bytes and sha256; must outlive the pool's work
-    OpenedRegularFile file;
-    std::string display;  // names the file in errors
+    TreeEntry* entry;  // path set; filled in with bytes, sha256 and stamp; must outlive the pool
+    uint64_t size;     // from the walk's lstat, for the order
+    dev_t dev;         // the inode the walk saw: the opened file must be this one
+    ino_t ino;
   };
-  // Queues a job; when the queue is full, hashes one queued job on the caller's thread first.
-  // Returns false once the pool has failed.
-  bool submit(Job job);
-  bool failed() const { return failed_.load(std::memory_order_relaxed); }
-  // Drops queued work and refuses more (the walk failed: its error is the one to report).
+  // From the walking thread.
+  void submit(const Job& job);
+  // The walk is over: no more submissions.
+  void walk_finished();
+  // Drops waiting work and refuses more (the walk failed: its error is the one to report).
   void cancel();
-  uint64_t done_bytes() const { return done_bytes_.load(std::memory_order_relaxed); }
+  bool failed() const { return failed_.load(std::memory_order_relaxed); }
 
-  // Hashes the queued work on this thread alongside the workers, then waits for theirs. `tick` is
-  // called on this thread between jobs and about every tick_ms while waiting (for progress).
-  // Returns the first error any job hit.
+  uint64_t done_bytes() const { return done_bytes_.load(std::memory_order_relaxed); }
+  uint64_t done_files() const { return done_files_.load(std::memory_order_relaxed); }
+
+  // Waits until every submitted file was hashed (hashing them on this thread when the pool has no
+  // workers), calling `tick` on this thread about every tick_ms (for progress). Call after
+  // walk_finished() or cancel(). Returns the first error any file hit.
   template <typename Tick>
   Status finish(Tick&& tick, int tick_ms = 200);
 
  private:
+  struct Opened {
+    TreeEntry* entry;
+    OpenedRegularFile file;
+    int64_t opened_at_ns;  // coarse real time before the open: the stamp's hashed_at
+  };
+
   void work();
-  // Takes the queued job with the fewest bytes, if any (the caller holds mu_).
-  std::optional<Job> take_smallest_locked();
-  void run(Job& job, FileHasher& hasher);
+  // Hashes one file (opening a batch first when few are ready), waiting for one if none is
+  // waiting yet. False when there is nothing left to hash or the pool failed.
+  bool hash_one(FileHasher& hasher);
+  Job take_largest_locked();
+  void open_batch(std::vector<Job>& jobs, std::vector<Opened>& out);
+  void hash(Opened& job, FileHasher& hasher);
   void record_error(Error error);
+  bool all_done_locked() const;
   void stop_workers();
 
+  const int root_fd_;
+  const std::string& root_display_;
+  const std::function<int64_t()> stamp_clock_;
   std::mutex mu_;
-  std::condition_variable not_empty_;
-  std::condition_variable idle_;
-  std::deque<Job> queue_;
-  size_t capacity_;
-  size_t busy_ = 0;
+  std::condition_variable wake_;     // workers: something to do, or the end
+  std::condition_variable all_done_; // finish(): the last file was hashed
+  std::vector<Job> waiting_;         // a max-heap by size
+  std::deque<Opened> ready_;
+  size_t opening_ = 0;  // taken from waiting_ by a thread that is opening them right now
+  size_t hashing_ = 0;
+  size_t sleepers_ = 0;
+  bool walk_done_ = false;
   bool closing_ = false;
   std::optional<Error> error_;
   std::atomic<bool> failed_{false};
   std::atomic<uint64_t> done_bytes_{0};
-  FileHasher caller_hasher_;  // the submitting thread's own digest state and buffer
+  std::atomic<uint64_t> done_files_{0};
+  // > 0 while recent first reads missed the page cache: files opened now get a readahead hint.
+  std::atomic<int> cold_score_{0};
+  FileHasher caller_hasher_;  // the caller's, for a pool without workers
   std::vector<std::thread> workers_;
 };
 
 template <typename Tick>
 Status HashPool::finish(Tick&& tick, int tick_ms) {
-  for (;;) {
-    std::optional<Job> job;
-    {
-      std::lock_guard lock(mu_);
-      job = take_smallest_locked();
+  if (workers_.empty()) {
+    int64_t last = monotonic_ms();
+    while (hash_one(caller_hasher_)) {
+      if (monotonic_ms() - last >= tick_ms) {
+        tick();
+        last = monotonic_ms();
+      }
     }
-    if (!job) break;
-    if (!failed()) run(*job, caller_hasher_);
-    tick();
-  }
-  {
+  } else {
     std::unique_lock lock(mu_);
-    while (!(queue_.empty() && busy_ == 0)) {
-      if (idle_.wait_for(lock, std::chrono::milliseconds(tick_ms)) == std::cv_status::timeout) {
+    while (!all_done_locked()) {
+      if (all_done_.wait_for(lock, std::chrono::milliseconds(tick_ms)) ==
+          std::cv_status::timeout) {
         lock.unlock();
         tick();
         lock.lock();

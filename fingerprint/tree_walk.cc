@@ -10,9 +10,11 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <sched.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstring>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -81,19 +83,29 @@ Result<std::string> read_link_at(int dirfd, const std::string& name, const struc
 
 class Walker {
  public:
-  Walker(const std::string& root_display, const TreeOptions& options,
-         const std::optional<WalkExclusion>& exclude, unsigned threads)
-      : root_display_(root_display), options_(options), exclude_(exclude), pool_(threads) {}
+  Walker(int root_fd, const std::string& root_display, const TreeOptions& options,
+         const std::optional<WalkExclusion>& exclude, const DigestLookup* reuse, unsigned threads)
+      : root_display_(root_display),
+        options_(options),
+        exclude_(exclude),
+        reuse_(reuse),
+        pool_(root_fd, root_display_, threads, options.stamp_clock) {}
 
   Result<WalkedTree> run(int root_fd) {
     auto root_st = SEALRUN_TRY(fstat_fd(root_fd, root_display_));
     tree_.entries.push_back(directory_entry(".", root_st));
-    Status walked = walk_dir(root_fd, "");
+    auto root_fs = filesystem_of(root_fd, root_st, root_display_);
+    Status walked =
+        root_fs.ok() ? walk_dir(root_fd, "", *root_fs) : Status(std::move(root_fs).error());
     // A failed walk needs no more hashing; but the pool is always drained before returning, since
     // its jobs point into tree_.
-    if (!walked.ok()) pool_.cancel();
-    // Throttled like the walk's own reports: finish() ticks after every file it drains.
-    Status hashed = pool_.finish([&] { report_progress(false); });
+    if (walked.ok()) {
+      pool_.walk_finished();
+      walk_complete_ = true;
+    } else {
+      pool_.cancel();
+    }
+    Status hashed = pool_.finish([&] { report_progress(true); });
     if (!walked.ok()) return std::move(walked).error();
     if (!hashed.ok()) return std::move(hashed).error();
     report_progress(true);
@@ -112,65 +124,106 @@ class Walker {
   }
 
   std::string display(const std::string& rel) const {
-    return root_display_ == "." ? rel : fmt::format("{}/{}", root_display_, rel);
+    return tree_entry_display(root_display_, rel);
+  }
+
+  // The index of the file system that `dirfd` (whose fstat is `st`) is on, adding it when new.
+  // Called for the root and for each directory on another device than its parent: a mount point.
+  Result<uint32_t> filesystem_of(int dirfd, const struct stat& st, const std::string& shown) {
+    struct statfs sfs {};
+    if (::fstatfs(dirfd, &sfs) != 0) return Error::from_errno(fmt::format("statfs {}", shown));
+    uint64_t fsid = 0;
+    static_assert(sizeof(sfs.f_fsid) == sizeof(fsid));
+    std::memcpy(&fsid, &sfs.f_fsid, sizeof(fsid));
+    const FsIdentity id{static_cast<uint64_t>(st.st_dev), fsid, static_cast<uint64_t>(sfs.f_type)};
+    for (uint32_t i = 0; i < tree_.filesystems.size(); ++i)
+      if (tree_.filesystems[i] == id) return i;
+    tree_.filesystems.push_back(id);
+    return static_cast<uint32_t>(tree_.filesystems.size() - 1);
   }
 
   void report_progress(bool force) {
-    if (!options_.progress) return;
-    int64_t now = monotonic_ms();
+    if (!options_.on_progress && !options_.progress) return;
+    const int64_t now = monotonic_ms();
     if (!force && now - last_progress_ms_ < 200) return;
     last_progress_ms_ = now;
-    options_.progress(pool_.done_bytes(), tree_.regular_bytes);
+    HashProgress p;
+    p.files_found = tree_.files;
+    p.bytes_found = tree_.regular_bytes;
+    p.files_from_cache = tree_.files_from_cache;
+    p.files_done = pool_.done_files() + tree_.files_from_cache;
+    p.bytes_done = pool_.done_bytes() + bytes_from_cache_;
+    p.walk_complete = walk_complete_;
+    if (options_.on_progress) options_.on_progress(p);
+    if (options_.progress && walk_complete_) options_.progress(p.bytes_done, p.bytes_found);
   }
 
-  Status walk_dir(int dirfd, const std::string& prefix) {
+  Status walk_dir(int dirfd, const std::string& prefix, uint32_t fs) {
     const std::string here = prefix.empty() ? root_display_ : display(prefix);
     auto names = SEALRUN_TRY(list_names(dirfd, here));
     for (const std::string& name : names) {
       if (pool_.failed()) return ok_status();  // finish() reports the pool's error
       report_progress(false);
       std::string rel = prefix.empty() ? name : prefix + "/" + name;
-      SEALRUN_TRY(visit(dirfd, name, rel));
+      SEALRUN_TRY(visit(dirfd, name, std::move(rel), fs));
     }
     return ok_status();
   }
 
-  Status visit(int dirfd, const std::string& name, const std::string& rel) {
-    const std::string shown = display(rel);
+  void add_file(std::string rel, const struct stat& st, uint32_t dir_fs) {
+    TreeEntry& e = tree_.entries.emplace_back();
+    e.path = std::move(rel);
+    e.kind = EntryKind::kFile;
+    // A file on another device than its directory (a bind-mounted file) has a file system the
+    // walk never identified: it is hashed, and not cached.
+    if (tree_.filesystems[dir_fs].dev == static_cast<uint64_t>(st.st_dev)) e.fs = dir_fs;
+    const auto size = static_cast<uint64_t>(st.st_size);
+    ++tree_.files;
+    tree_.regular_bytes += size;
+    if (reuse_ != nullptr && e.fs != TreeEntry::kNoFs) {
+      if (auto hit = (*reuse_)(e.path, st, tree_.filesystems[e.fs])) {
+        e.mode = st.st_mode & 07777;
+        e.uid = st.st_uid;
+        e.gid = st.st_gid;
+        e.bytes = size;
+        e.sha256 = std::move(hit->sha256);
+        e.stamp = hit->stamp;
+        e.from_cache = true;
+        ++tree_.files_from_cache;
+        bytes_from_cache_ += size;
+        return;
+      }
+    }
+    pool_.submit(HashPool::Job{&e, size, st.st_dev, st.st_ino});
+  }
+
+  Status visit(int dirfd, const std::string& name, std::string rel, uint32_t fs) {
     struct stat st {};
     if (::fstatat(dirfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0)
       return Error::from_errno(
-          fmt::format("stat {} (did the tree change during the walk?)", shown));
+          fmt::format("stat {} (did the tree change during the walk?)", display(rel)));
     if (exclude_ && st.st_dev == exclude_->dev && st.st_ino == exclude_->ino)
       return Error::make(
           fmt::format("{} ({}) is inside the tree being inventoried; write it "
                       "outside {}",
-                      exclude_->what, shown, root_display_));
+                      exclude_->what, display(rel), root_display_));
 
     if (S_ISREG(st.st_mode)) {
-      auto file = SEALRUN_TRY(open_regular_at(dirfd, name, shown, &st));
-      TreeEntry& e = tree_.entries.emplace_back();
-      e.path = rel;
-      e.kind = EntryKind::kFile;
-      // Metadata from the opened descriptor: the same inode whose bytes are hashed.
-      e.mode = file.st.st_mode & 07777;
-      e.uid = file.st.st_uid;
-      e.gid = file.st.st_gid;
-      tree_.regular_bytes += static_cast<uint64_t>(file.st.st_size);
-      pool_.submit(HashPool::Job{&e, std::move(file), shown});
+      add_file(std::move(rel), st, fs);
       return ok_status();
     }
     if (S_ISLNK(st.st_mode)) {
       TreeEntry& e = tree_.entries.emplace_back();
-      e.path = rel;
+      e.path = std::move(rel);
       e.kind = EntryKind::kSymlink;
       e.mode = st.st_mode & 07777;
       e.uid = st.st_uid;
       e.gid = st.st_gid;
-      e.target = SEALRUN_TRY(read_link_at(dirfd, name, st, shown));
+      e.target = SEALRUN_TRY(read_link_at(dirfd, name, st, display(e.path)));
       return ok_status();
     }
     if (S_ISDIR(st.st_mode)) {
+      const std::string shown = display(rel);
       int fd = retry_eintr([&] {
         return ::openat(dirfd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
       });
@@ -180,20 +233,26 @@ class Walker {
       auto opened = SEALRUN_TRY(fstat_fd(child.get(), shown));
       if (opened.st_dev != st.st_dev || opened.st_ino != st.st_ino)
         return Error::make(fmt::format("directory {} was replaced during the walk", shown));
+      uint32_t child_fs = fs;
+      if (static_cast<uint64_t>(opened.st_dev) != tree_.filesystems[fs].dev)
+        child_fs = SEALRUN_TRY(filesystem_of(child.get(), opened, shown));
       tree_.entries.push_back(directory_entry(rel, opened));
-      return walk_dir(child.get(), rel);
+      return walk_dir(child.get(), rel, child_fs);
     }
     return Error::make(fmt::format(
         "{} is a {}; semantic-tree-v1 records only regular files, directories and symlinks: "
         "remove it or inventory a copy of the tree without it",
-        shown, special_kind(st.st_mode)));
+        display(rel), special_kind(st.st_mode)));
   }
 
-  const std::string& root_display_;
+  const std::string root_display_;
   const TreeOptions& options_;
   const std::optional<WalkExclusion>& exclude_;
+  const DigestLookup* reuse_;
   WalkedTree tree_;
   HashPool pool_;
+  uint64_t bytes_from_cache_ = 0;
+  bool walk_complete_ = false;
   int64_t last_progress_ms_ = 0;
 };
 
@@ -210,11 +269,16 @@ unsigned default_hash_threads() {
   return hw > 0 ? hw : 1;
 }
 
+std::string tree_entry_display(const std::string& root_display, const std::string& rel) {
+  return root_display == "." ? rel : fmt::format("{}/{}", root_display, rel);
+}
+
 Result<WalkedTree> walk_and_hash(int root_fd, const std::string& root_display,
                                  const TreeOptions& options,
-                                 const std::optional<WalkExclusion>& exclude) {
+                                 const std::optional<WalkExclusion>& exclude,
+                                 const DigestLookup* reuse) {
   unsigned threads = options.threads == 0 ? default_hash_threads() : options.threads;
-  Walker walker(root_display, options, exclude, threads);
+  Walker walker(root_fd, root_display, options, exclude, reuse, threads);
   return walker.run(root_fd);
 }
 

@@ -1,17 +1,23 @@
 // The walk behind semantic-tree-v1: visits a directory tree by directory descriptor (openat and
-// fstatat relative to the parent, O_NOFOLLOW everywhere, never re-resolving a full path), records
-// directories and symlinks, and hands each regular file, already opened, to a pool of hashing
-// threads. Entries come back unsorted; tree.cc orders and writes them.
+// fstatat relative to the parent, O_NOFOLLOW everywhere), records directories and symlinks, and
+// hands each regular file to a pool of hashing threads (tree_hash_pool.h), which re-open it
+// beneath the root without following anything and check it is the inode the walk saw. With a
+// digest cache (digest_cache.h), a file whose stamp still holds takes its digest from the cache
+// and is never opened. Entries come back unsorted; tree.cc orders and writes them.
 #pragma once
 
 #include <sys/stat.h>
 
 #include <cstdint>
 #include <deque>
+#include <functional>
+#include <limits>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/result.h"
+#include "fingerprint/file_stamp.h"
 #include "fingerprint/tree.h"
 
 namespace sealrun {
@@ -27,13 +33,36 @@ struct TreeEntry {
   uint64_t bytes = 0;  // files
   std::string sha256;  // files, lower-case hex
   std::string target;  // symlinks, raw bytes
+  // Files, for the digest cache: what was hashed (or verified by stat), and on which file system
+  // (an index into WalkedTree::filesystems; kNoFs for a file on a file system the walk did not
+  // enter as a directory, e.g. a bind-mounted file, which is never cached).
+  static constexpr uint32_t kNoFs = std::numeric_limits<uint32_t>::max();
+  FileStamp stamp;
+  uint32_t fs = kNoFs;
+  bool from_cache = false;
 };
 
 struct WalkedTree {
   // A deque, so that hashing threads can fill in entries while the walk appends more.
   std::deque<TreeEntry> entries;  // entries[0] is "."
+  std::vector<FsIdentity> filesystems;  // [0] is the root's
   uint64_t regular_bytes = 0;
+  uint64_t files = 0;
+  uint64_t files_from_cache = 0;
 };
+
+// A digest the cache still vouches for: lower-case hex, and the stamp it was taken with.
+struct ReusedDigest {
+  std::string sha256;
+  FileStamp stamp;
+};
+// Asked by the walk for each regular file (its path relative to the root, its lstat, its file
+// system): the cached digest when a trusted stamp still holds, else nullopt (the file is hashed).
+using DigestLookup = std::function<std::optional<ReusedDigest>(
+    const std::string& rel, const struct stat& st, const FsIdentity& fs)>;
+
+// The name of `rel` for people: "<root_display>/<rel>".
+std::string tree_entry_display(const std::string& root_display, const std::string& rel);
 
 struct WalkExclusion {
   dev_t dev = 0;
@@ -42,11 +71,24 @@ struct WalkExclusion {
 };
 
 // Walks the tree under `root_fd` (an O_DIRECTORY descriptor; `root_display` names it in errors)
-// and hashes every regular file on `options.threads` threads (1: on the calling thread). An entry
-// whose inode is `exclude` is an error: the inventory must not describe itself.
+// and hashes every regular file on `options.threads` threads (1: on the calling thread), except
+// those `reuse` (may be null) vouches for. An entry whose inode is `exclude` is an error: the
+// inventory must not describe itself.
 Result<WalkedTree> walk_and_hash(int root_fd, const std::string& root_display,
                                  const TreeOptions& options,
-                                 const std::optional<WalkExclusion>& exclude);
+                                 const std::optional<WalkExclusion>& exclude,
+                                 const DigestLookup* reuse = nullptr);
+
+// An inventory's digest with the walk it came from, for the digest cache: `order` holds every
+// entry of `tree` but "." sorted by raw path bytes (the inventory's order).
+struct DigestedTree {
+  TreeSummary summary;
+  WalkedTree tree;
+  std::vector<const TreeEntry*> order;
+};
+// tree_digest() (tree.h) that keeps the walk and consults `reuse` (may be null).
+Result<DigestedTree> tree_digest_keeping_walk(const std::string& root, const TreeOptions& options,
+                                              const DigestLookup* reuse);
 
 // Threads to use when TreeOptions::threads is 0: the CPUs this process may run on.
 unsigned default_hash_threads();
