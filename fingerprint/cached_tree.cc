@@ -3,9 +3,6 @@
 
 #include <fmt/format.h>
 
-#include <cstring>
-
-#include "core/hex.h"
 #include "fingerprint/digest_cache.h"
 #include "fingerprint/tree_walk.h"
 
@@ -17,6 +14,7 @@ namespace {
 // anyway, so storing it would only cost space).
 bool storable(const TreeEntry& e, const std::vector<FsIdentity>& filesystems) {
   return e.kind == EntryKind::kFile && e.fs != TreeEntry::kNoFs &&
+         e.path.size() <= kDigestCacheMaxPathBytes &&
          ctime_is_trustworthy(filesystems[e.fs].type) && stamp_is_settled(e.stamp);
 }
 
@@ -25,15 +23,13 @@ DigestCacheContent cache_of(const std::string& root, const DigestedTree& walked)
   out.root = root;
   out.filesystems = walked.tree.filesystems;
   out.files.reserve(walked.tree.files);
-  for (const TreeEntry* e : walked.order) {
+  for (const TreeEntry* e : walked.tree.order) {
     if (!storable(*e, out.filesystems)) continue;
-    auto raw = from_hex(e->sha256);
-    if (!raw || raw->size() != 32) continue;
     CachedFile& f = out.files.emplace_back();
     f.path = e->path;
     f.fs = e->fs;
     f.stamp = e->stamp;
-    std::memcpy(f.sha256.data(), raw->data(), 32);
+    f.sha256 = e->sha256;
   }
   return out;
 }
@@ -44,7 +40,7 @@ bool cache_is_current(const DigestCacheContent& loaded, const DigestedTree& walk
   if (walked.tree.files_from_cache != loaded.files.size() ||
       loaded.filesystems != walked.tree.filesystems)
     return false;
-  for (const TreeEntry* e : walked.order)
+  for (const TreeEntry* e : walked.tree.order)
     if (!e->from_cache && storable(*e, walked.tree.filesystems)) return false;
   return true;
 }
@@ -110,12 +106,12 @@ Result<CachedTreeResult> tree_digest_cached(const CachedTreeRequest& request) {
   }
 
   const DigestCacheContent& known = cache.content;
-  const DigestLookup lookup = [&known](const std::string& rel, const struct stat& st,
+  const DigestLookup lookup = [&known](std::string_view rel, const struct stat& st,
                                        const FsIdentity& fs) -> std::optional<ReusedDigest> {
     const CachedFile* c = known.find(rel);
     if (c == nullptr || !stamp_still_holds(c->stamp, known.filesystems[c->fs], st, fs))
       return std::nullopt;
-    return ReusedDigest{to_hex(c->sha256.data(), c->sha256.size()), c->stamp};
+    return ReusedDigest{c->sha256, c->stamp};
   };
   const bool use_cache = cache.state == LoadedDigestCache::State::kLoaded;
   auto walked = SEALRUN_TRY(

@@ -107,11 +107,33 @@ std::string cache_file_name(const std::string& root) { return sha256_hex(root) +
 
 }  // namespace
 
+constexpr uint32_t kEmptySlot = UINT32_MAX;
+
 const CachedFile* DigestCacheContent::find(std::string_view path) const {
-  auto it = std::lower_bound(files.begin(), files.end(), path,
-                             [](const CachedFile& f, std::string_view p) { return f.path < p; });
-  if (it == files.end() || it->path != path) return nullptr;
-  return &*it;
+  if (slots_.empty()) {
+    auto it = std::lower_bound(files.begin(), files.end(), path,
+                               [](const CachedFile& f, std::string_view p) { return f.path < p; });
+    if (it == files.end() || it->path != path) return nullptr;
+    return &*it;
+  }
+  const size_t mask = slots_.size() - 1;
+  for (size_t i = std::hash<std::string_view>{}(path) & mask;; i = (i + 1) & mask) {
+    const uint32_t slot = slots_[i];
+    if (slot == kEmptySlot) return nullptr;
+    if (files[slot].path == path) return &files[slot];
+  }
+}
+
+void DigestCacheContent::index() {
+  size_t size = 16;
+  while (size < 2 * files.size()) size *= 2;  // at most half full: short probe sequences
+  slots_.assign(size, kEmptySlot);
+  const size_t mask = size - 1;
+  for (uint32_t k = 0; k < files.size(); ++k) {
+    size_t i = std::hash<std::string_view>{}(files[k].path) & mask;
+    while (slots_[i] != kEmptySlot) i = (i + 1) & mask;
+    slots_[i] = k;
+  }
 }
 
 std::string encode_digest_cache(const DigestCacheContent& content) {
@@ -189,10 +211,10 @@ Result<DigestCacheContent> decode_digest_cache(std::string_view bytes) {
   if (!file_count || *file_count > r.remaining() / kMinFileBytes)
     return corrupt("bad file count");
   out.files.reserve(*file_count);
+  auto paths = std::make_shared<PathArena>();
   for (uint64_t i = 0; i < *file_count; ++i) {
-    // A view of the previous path: out.files was reserved above, so it never reallocates.
     const std::string_view previous =
-        out.files.empty() ? std::string_view() : std::string_view(out.files.back().path);
+        out.files.empty() ? std::string_view() : out.files.back().path;
     const auto shared = r.le(4);
     const auto suffix_len = r.le(4);
     if (!shared || !suffix_len || *shared > previous.size() || *suffix_len == 0)
@@ -202,11 +224,13 @@ Result<DigestCacheContent> decode_digest_cache(std::string_view bytes) {
     // Canonical and sorted: the shared prefix is the longest one, and the path grows.
     if (*shared < previous.size() && (*suffix)[0] == previous[*shared])
       return corrupt(fmt::format("non-canonical path in entry {}", i));
+    if (*shared + suffix->size() > kDigestCacheMaxPathBytes ||
+        paths->bytes() > kDigestCacheMaxDecodedBytes)
+      return corrupt(fmt::format("entry {}: paths longer than the limits", i));
     CachedFile f;
-    f.path = std::string(previous.substr(0, *shared));
-    f.path.append(*suffix);
+    f.path = paths->concat(previous.substr(0, *shared), *suffix);
     if (i > 0 && !(previous < f.path)) return corrupt(fmt::format("entry {} is out of order", i));
-    if (f.path.find('\0') != std::string::npos)
+    if (f.path.find('\0') != std::string_view::npos)
       return corrupt(fmt::format("entry {} has a NUL byte in its path", i));
     const auto fs = r.le(4);
     const auto ino = r.le(8), size = r.le(8), mtime = r.le(8), ctime = r.le(8), at = r.le(8);
@@ -220,8 +244,10 @@ Result<DigestCacheContent> decode_digest_cache(std::string_view bytes) {
     f.stamp = FileStamp{*ino, *size, static_cast<int64_t>(*mtime), static_cast<int64_t>(*ctime),
                         static_cast<int64_t>(*at)};
     std::memcpy(f.sha256.data(), sha256->data(), kDigestBytes);
-    out.files.push_back(std::move(f));
+    out.files.push_back(f);
   }
+  out.storage = std::move(paths);
+  out.index();
   if (r.remaining() != 0) return corrupt(fmt::format("{} bytes after the last entry", r.remaining()));
   return out;
 }

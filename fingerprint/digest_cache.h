@@ -23,17 +23,21 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "core/result.h"
 #include "fingerprint/file_stamp.h"
+#include "fingerprint/path_arena.h"
 
 namespace sealrun {
 
 struct CachedFile {
-  std::string path;  // relative to the root, as in the inventory
+  // Relative to the root, as in the inventory. Points into the walk's paths when writing, and
+  // into DigestCacheContent::storage when read back.
+  std::string_view path;
   uint32_t fs = 0;   // index into DigestCacheContent::filesystems
   FileStamp stamp;
   std::array<uint8_t, 32> sha256{};
@@ -44,14 +48,26 @@ struct DigestCacheContent {
   std::vector<FsIdentity> filesystems;
   std::vector<CachedFile> files;  // strictly increasing by raw path bytes
 
-  // The entry for `path`, or null.
+  // The entry for `path`, or null. A hash lookup once index() was called (decode does), else a
+  // binary search.
   const CachedFile* find(std::string_view path) const;
+  // Builds the hash index over `files` (open addressing: one probe sequence of 32-bit slots).
+  void index();
+
+  // The decoded paths' bytes (shared, so that copies of a decoded content stay valid).
+  std::shared_ptr<const PathArena> storage;
+
+ private:
+  std::vector<uint32_t> slots_;
 };
 
 // Bounds: a cache file larger than this is neither read nor written (about 2.5 million files).
 inline constexpr size_t kDigestCacheMaxBytes = 256u << 20;
 inline constexpr size_t kDigestCacheMaxRootBytes = 64u << 10;
 inline constexpr size_t kDigestCacheMaxFilesystems = 4096;
+// A longer path is not cached (its file is always hashed); all paths together, decoded, at most:
+inline constexpr size_t kDigestCacheMaxPathBytes = 64u << 10;
+inline constexpr size_t kDigestCacheMaxDecodedBytes = 1u << 30;
 
 std::string encode_digest_cache(const DigestCacheContent& content);
 // Refuses anything that is not exactly a valid encoding: wrong magic or version, a bad integrity

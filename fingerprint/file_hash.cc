@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include "core/hex.h"
 #include "core/syscall.h"
 #include "fingerprint/mapped_hash.h"
 
@@ -148,7 +149,8 @@ Result<FileDigest> FileHasher::hash_opened(const OpenedRegularFile& file,
     return std::move(hashed).error();
   }
   const uint64_t total = *hashed;
-  FileDigest digest{sha_.finish_hex(), total};
+  const auto raw = sha_.finish();
+  FileDigest digest{to_hex(raw.data(), raw.size()), total, raw};
 
   struct stat after {};
   if (::fstat(fd, &after) != 0) return Error::from_errno(fmt::format("fstat {}", display));

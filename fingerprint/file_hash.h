@@ -5,6 +5,7 @@
 
 #include <sys/stat.h>
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -20,6 +21,7 @@ namespace sealrun {
 struct FileDigest {
   std::string sha256;  // lower-case hex
   uint64_t bytes = 0;
+  std::array<uint8_t, 32> raw{};  // the same digest as bytes
 };
 
 // Test seam: called once after the first chunk was read (lets a test rewrite the file mid-hash).

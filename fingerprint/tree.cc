@@ -80,7 +80,11 @@ void format_record(const TreeEntry& e, std::string& line) {
     line += ',';
     tree_json::append_uint_field(line, "bytes", e.bytes);
     line += ",\"sha256\":\"";
-    line += e.sha256;
+    static constexpr char kHex[] = "0123456789abcdef";
+    for (uint8_t b : e.sha256) {
+      line += kHex[b >> 4];
+      line += kHex[b & 0xf];
+    }
     line += '"';
   } else if (e.kind == EntryKind::kSymlink) {
     line += ',';
@@ -102,29 +106,16 @@ Result<UniqueFd> open_root(const std::string& root) {
   return Error::with_errno(err, fmt::format("open directory {}", root));
 }
 
-// "." first, then everything else by raw bytes (std::string compares as unsigned char), so
-// "a.b" (0x2e) comes before "a/b" (0x2f) and a name with byte 0xff after every ASCII name.
-std::vector<const TreeEntry*> inventory_order(const WalkedTree& tree) {
-  std::vector<const TreeEntry*> order;
-  order.reserve(tree.entries.size());
-  for (size_t i = 1; i < tree.entries.size(); ++i) order.push_back(&tree.entries[i]);
-  std::sort(order.begin(), order.end(),
-            [](const TreeEntry* a, const TreeEntry* b) { return a->path < b->path; });
-  return order;
-}
-
-Result<TreeSummary> write_records(const WalkedTree& tree,
-                                  const std::vector<const TreeEntry*>& order, InventorySink& sink) {
+// The records in the walk's order: "." first, then by raw path bytes (tree_order.h).
+Result<TreeSummary> write_records(const WalkedTree& tree, InventorySink& sink) {
   SEALRUN_TRY(sink.append(kHeader));
   std::string line;
-  format_record(tree.entries[0], line);
-  SEALRUN_TRY(sink.append(line));
-  for (const TreeEntry* e : order) {
+  for (const TreeEntry* e : tree.order) {
     format_record(*e, line);
     SEALRUN_TRY(sink.append(line));
   }
   SEALRUN_TRY(sink.flush());
-  return TreeSummary{sink.finish_hex(), tree.entries.size(), tree.regular_bytes};
+  return TreeSummary{sink.finish_hex(), tree.order.size(), tree.regular_bytes};
 }
 
 Result<TreeSummary> inventory(const std::string& root, InventorySink& sink,
@@ -132,7 +123,7 @@ Result<TreeSummary> inventory(const std::string& root, InventorySink& sink,
                               const std::optional<WalkExclusion>& exclude) {
   auto root_fd = SEALRUN_TRY(open_root(root));
   auto tree = SEALRUN_TRY(walk_and_hash(root_fd.get(), root, options, exclude));
-  return write_records(tree, inventory_order(tree), sink);
+  return write_records(tree, sink);
 }
 
 }  // namespace
@@ -185,9 +176,8 @@ Result<DigestedTree> tree_digest_keeping_walk(const std::string& root, const Tre
   DigestedTree out;
   out.tree = SEALRUN_TRY_CTX(walk_and_hash(root_fd.get(), root, options, std::nullopt, reuse),
                              "fingerprint tree");
-  out.order = inventory_order(out.tree);
   InventorySink sink;
-  out.summary = SEALRUN_TRY_CTX(write_records(out.tree, out.order, sink), "fingerprint tree");
+  out.summary = SEALRUN_TRY_CTX(write_records(out.tree, sink), "fingerprint tree");
   return out;
 }
 

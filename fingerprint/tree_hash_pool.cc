@@ -156,7 +156,8 @@ void HashPool::open_batch(std::vector<Job>& jobs, std::vector<Opened>& out) {
     if (failed()) return;
     const int64_t now = stamp_clock_ ? stamp_clock_() : coarse_realtime_ns();
     const std::string display = tree_entry_display(root_display_, j.entry->path);
-    auto file = open_regular_beneath(root_fd_, j.entry->path, display, j.dev, j.ino);
+    auto file =
+        open_regular_beneath(root_fd_, std::string(j.entry->path), display, j.dev, j.ino);
     if (!file.ok()) {
       record_error(std::move(file).error());
       return;
@@ -186,7 +187,7 @@ void HashPool::hash(Opened& job, FileHasher& hasher) {
   e.uid = st.st_uid;
   e.gid = st.st_gid;
   e.bytes = digest->bytes;
-  e.sha256 = std::move(digest->sha256);
+  e.sha256 = digest->raw;
   e.stamp = FileStamp{static_cast<uint64_t>(st.st_ino), static_cast<uint64_t>(st.st_size),
                       timespec_ns(st.st_mtim), timespec_ns(st.st_ctim), job.opened_at_ns};
   done_files_.fetch_add(1, std::memory_order_relaxed);

@@ -3,31 +3,36 @@
 // O_NOFOLLOW (plus O_DIRECTORY for directories) to enter or read it, and an inode check that what
 // was opened is what was looked at. A symlink swapped in for a directory mid-walk is therefore
 // never followed, and a directory that is replaced is an error rather than a silent detour.
-// Descriptors held at once: one per directory level on the current path plus the pool's queue.
+//
+// Several threads walk at once, each taking the most recently found directory still to be read
+// (depth first, which keeps few directories waiting). A directory waiting to be read holds no
+// descriptor of its own, only a share of its parent's, so the descriptors held at once stay near
+// the walking threads times the depth, whatever the tree's width.
 #include "fingerprint/tree_walk.h"
 
 #include <dirent.h>
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <sched.h>
+#include <sys/syscall.h>
 #include <sys/vfs.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <condition_variable>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <thread>
 #include <vector>
 
 #include "core/syscall.h"
 #include "fingerprint/tree_hash_pool.h"
+#include "fingerprint/tree_order.h"
 
 namespace sealrun {
 namespace {
-
-struct DirCloser {
-  void operator()(DIR* d) const { ::closedir(d); }
-};
 
 const char* special_kind(mode_t mode) {
   if (S_ISFIFO(mode)) return "FIFO";
@@ -37,41 +42,50 @@ const char* special_kind(mode_t mode) {
   return "file of unknown type";
 }
 
-// Names in one directory, read through its descriptor. The names are collected before any of
-// them is visited, so the DIR stream (and its buffer) is closed before we descend.
-Result<std::vector<std::string>> list_names(int dirfd, const std::string& display) {
-  int dup_fd = ::fcntl(dirfd, F_DUPFD_CLOEXEC, 0);
-  if (dup_fd < 0) return Error::from_errno(fmt::format("dup directory {}", display));
-  std::unique_ptr<DIR, DirCloser> dir(::fdopendir(dup_fd));
-  if (!dir) {
-    int err = errno;
-    ::close(dup_fd);
-    return Error::with_errno(err, fmt::format("read directory {}", display));
-  }
-  ::rewinddir(dir.get());
-  std::vector<std::string> names;
+// The names in one directory, read with getdents64(2) into a buffer the walking thread reuses,
+// so that reading a directory costs no descriptor and no allocation of its own. Each name is
+// NUL-terminated in `bytes` (for fstatat) and found by its offset.
+struct NameList {
+  std::vector<char> bytes;
+  std::vector<uint32_t> starts;
+  const char* at(size_t i) const { return bytes.data() + starts[i]; }
+};
+
+Status list_names(int dirfd, const std::string& display, std::vector<char>& buffer,
+                  NameList& out) {
+  out.bytes.clear();
+  out.starts.clear();
+  // From the start, whoever read this descriptor before (the root's belongs to the caller).
+  if (::lseek(dirfd, 0, SEEK_SET) != 0)
+    return Error::from_errno(fmt::format("read directory {}", display));
+  if (buffer.empty()) buffer.resize(64 * 1024);
   for (;;) {
-    errno = 0;
-    struct dirent* de = ::readdir(dir.get());
-    if (de == nullptr) {
-      if (errno != 0) return Error::from_errno(fmt::format("read directory {}", display));
-      break;
+    const long n = ::syscall(SYS_getdents64, dirfd, buffer.data(), buffer.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return Error::from_errno(fmt::format("read directory {}", display));
     }
-    std::string_view name(de->d_name);
-    if (name == "." || name == "..") continue;
-    names.emplace_back(name);
+    if (n == 0) return ok_status();
+    for (long pos = 0; pos < n;) {
+      const auto* de = reinterpret_cast<const struct dirent64*>(buffer.data() + pos);
+      pos += de->d_reclen;
+      const std::string_view name(de->d_name);
+      if (name == "." || name == "..") continue;
+      out.starts.push_back(static_cast<uint32_t>(out.bytes.size()));
+      out.bytes.insert(out.bytes.end(), name.begin(), name.end());
+      out.bytes.push_back('\0');
+    }
   }
-  return names;
 }
 
-Result<std::string> read_link_at(int dirfd, const std::string& name, const struct stat& st,
+Result<std::string> read_link_at(int dirfd, const char* name, const struct stat& st,
                                  const std::string& display) {
   // st_size is the target's length for ordinary filesystems, 0 for some (procfs): start there and
   // grow until the result is not truncated.
   size_t size = std::max<size_t>(static_cast<size_t>(st.st_size) + 1, 256);
   for (;;) {
     std::string buf(size, '\0');
-    ssize_t n = ::readlinkat(dirfd, name.c_str(), buf.data(), buf.size());
+    ssize_t n = ::readlinkat(dirfd, name, buf.data(), buf.size());
     if (n < 0) return Error::from_errno(fmt::format("readlink {}", display));
     if (static_cast<size_t>(n) < buf.size()) {
       buf.resize(static_cast<size_t>(n));
@@ -81,24 +95,38 @@ Result<std::string> read_link_at(int dirfd, const std::string& name, const struc
   }
 }
 
+// One directory found and not yet read.
+struct DirTask {
+  std::shared_ptr<UniqueFd> parent;  // its parent's descriptor (null for the root)
+  std::string name;                  // in the parent
+  TreeEntry* entry;                  // its record, completed when it is opened
+  DirNode* node;                     // where its children go
+  struct stat seen {};               // the parent's lstat of it
+  uint32_t parent_fs = 0;
+};
+
 class Walker {
  public:
   Walker(int root_fd, const std::string& root_display, const TreeOptions& options,
          const std::optional<WalkExclusion>& exclude, const DigestLookup* reuse, unsigned threads)
-      : root_display_(root_display),
+      : root_fd_(root_fd),
+        root_display_(root_display),
         options_(options),
         exclude_(exclude),
         reuse_(reuse),
-        pool_(root_fd, root_display_, threads, options.stamp_clock) {}
+        walkers_(std::max(1u, threads)),
+        pool_(root_fd, root_display_, threads, options.stamp_clock) {
+    for (unsigned i = 0; i < walkers_; ++i) {
+      tree_.arenas.push_back(std::make_unique<std::deque<TreeEntry>>());
+      tree_.paths.push_back(std::make_unique<PathArena>());
+      nodes_.push_back(std::make_unique<std::deque<DirNode>>());
+    }
+  }
 
-  Result<WalkedTree> run(int root_fd) {
-    auto root_st = SEALRUN_TRY(fstat_fd(root_fd, root_display_));
-    tree_.entries.push_back(directory_entry(".", root_st));
-    auto root_fs = filesystem_of(root_fd, root_st, root_display_);
-    Status walked =
-        root_fs.ok() ? walk_dir(root_fd, "", *root_fs) : Status(std::move(root_fs).error());
+  Result<WalkedTree> run() {
+    Status walked = walk();
     // A failed walk needs no more hashing; but the pool is always drained before returning, since
-    // its jobs point into tree_.
+    // its jobs point into the arenas.
     if (walked.ok()) {
       pool_.walk_finished();
       walk_complete_ = true;
@@ -108,23 +136,80 @@ class Walker {
     Status hashed = pool_.finish([&] { report_progress(true); });
     if (!walked.ok()) return std::move(walked).error();
     if (!hashed.ok()) return std::move(hashed).error();
+    tree_.files = files_.load();
+    tree_.regular_bytes = bytes_.load();
+    tree_.files_from_cache = files_from_cache_.load();
+    size_t count = 0;
+    for (const auto& arena : tree_.arenas) count += arena->size();
+    tree_.order = assemble_order(&root_entry(), root_node_, count);
     report_progress(true);
     return std::move(tree_);
   }
 
  private:
-  static TreeEntry directory_entry(std::string path, const struct stat& st) {
-    TreeEntry e;
-    e.path = std::move(path);
-    e.kind = EntryKind::kDirectory;
+  TreeEntry& root_entry() { return tree_.arenas[0]->front(); }
+  bool failed() const { return failed_.load(std::memory_order_relaxed); }
+
+  Status walk() {
+    auto root_st = SEALRUN_TRY(fstat_fd(root_fd_, root_display_));
+    TreeEntry& root = tree_.arenas[0]->emplace_back();
+    root.path = ".";
+    root.kind = EntryKind::kDirectory;
+    set_metadata(root, root_st);
+    const uint32_t root_fs = SEALRUN_TRY(filesystem_of(root_fd_, root_st, root_display_));
+    root_node_.prefix_len = 0;
+    {
+      std::lock_guard lock(mu_);
+      pending_.push_back(DirTask{nullptr, "", &root, &root_node_, root_st, root_fs});
+    }
+    std::vector<std::thread> helpers;
+    for (unsigned i = 1; i < walkers_; ++i) helpers.emplace_back([this, i] { work(i); });
+    work(0);
+    for (auto& t : helpers) t.join();
+    std::lock_guard lock(mu_);
+    if (error_) return *error_;
+    return ok_status();
+  }
+
+  static void set_metadata(TreeEntry& e, const struct stat& st) {
     e.mode = st.st_mode & 07777;
     e.uid = st.st_uid;
     e.gid = st.st_gid;
-    return e;
   }
 
-  std::string display(const std::string& rel) const {
-    return tree_entry_display(root_display_, rel);
+  std::string display(std::string_view rel) const {
+    return rel.empty() ? root_display_ : tree_entry_display(root_display_, rel);
+  }
+
+  // Thread `index` reads directories until none is left and none is being read (which could
+  // find more). Thread 0 is the caller's and reports progress.
+  void work(unsigned index) {
+    std::vector<char> buffer;  // getdents64's, reused for every directory this thread reads
+    NameList names;
+    for (;;) {
+      DirTask task;
+      {
+        std::unique_lock lock(mu_);
+        idle_.wait(lock, [&] { return failed() || !pending_.empty() || busy_ == 0; });
+        if (failed() || pending_.empty()) break;
+        task = std::move(pending_.back());
+        pending_.pop_back();
+        ++busy_;
+      }
+      Status read = read_dir(index, task, buffer, names);
+      task = DirTask{};  // lets go of the parent's descriptor now
+      bool last;
+      {
+        std::lock_guard lock(mu_);
+        --busy_;
+        if (!read.ok() && !error_) error_ = std::move(read).error();
+        if (!read.ok()) failed_.store(true, std::memory_order_relaxed);
+        last = busy_ == 0 && pending_.empty();
+      }
+      if (last || failed()) idle_.notify_all();
+      if (index == 0) report_progress(false);
+    }
+    idle_.notify_all();
   }
 
   // The index of the file system that `dirfd` (whose fstat is `st`) is on, adding it when new.
@@ -136,10 +221,16 @@ class Walker {
     static_assert(sizeof(sfs.f_fsid) == sizeof(fsid));
     std::memcpy(&fsid, &sfs.f_fsid, sizeof(fsid));
     const FsIdentity id{static_cast<uint64_t>(st.st_dev), fsid, static_cast<uint64_t>(sfs.f_type)};
+    std::lock_guard lock(fs_mu_);
     for (uint32_t i = 0; i < tree_.filesystems.size(); ++i)
       if (tree_.filesystems[i] == id) return i;
     tree_.filesystems.push_back(id);
+    fs_copy_.push_back(id);
     return static_cast<uint32_t>(tree_.filesystems.size() - 1);
+  }
+  FsIdentity fs_at(uint32_t index) {
+    std::lock_guard lock(fs_mu_);
+    return fs_copy_[index];
   }
 
   void report_progress(bool force) {
@@ -148,112 +239,149 @@ class Walker {
     if (!force && now - last_progress_ms_ < 200) return;
     last_progress_ms_ = now;
     HashProgress p;
-    p.files_found = tree_.files;
-    p.bytes_found = tree_.regular_bytes;
-    p.files_from_cache = tree_.files_from_cache;
-    p.files_done = pool_.done_files() + tree_.files_from_cache;
-    p.bytes_done = pool_.done_bytes() + bytes_from_cache_;
+    p.files_found = files_.load(std::memory_order_relaxed);
+    p.bytes_found = bytes_.load(std::memory_order_relaxed);
+    p.files_from_cache = files_from_cache_.load(std::memory_order_relaxed);
+    p.files_done = pool_.done_files() + p.files_from_cache;
+    p.bytes_done = pool_.done_bytes() + bytes_from_cache_.load(std::memory_order_relaxed);
     p.walk_complete = walk_complete_;
     if (options_.on_progress) options_.on_progress(p);
     if (options_.progress && walk_complete_) options_.progress(p.bytes_done, p.bytes_found);
   }
 
-  Status walk_dir(int dirfd, const std::string& prefix, uint32_t fs) {
-    const std::string here = prefix.empty() ? root_display_ : display(prefix);
-    auto names = SEALRUN_TRY(list_names(dirfd, here));
-    for (const std::string& name : names) {
-      if (pool_.failed()) return ok_status();  // finish() reports the pool's error
-      report_progress(false);
-      std::string rel = prefix.empty() ? name : prefix + "/" + name;
-      SEALRUN_TRY(visit(dirfd, name, std::move(rel), fs));
+  // Opens the directory of `task`, checks it is what its parent saw, and reads it: every child
+  // gets its record, files go to the hashing pool (or come from the cache), directories become
+  // tasks.
+  Status read_dir(unsigned index, DirTask& task, std::vector<char>& buffer, NameList& names) {
+    const std::string_view rel = task.parent ? task.entry->path : std::string_view();
+    const std::string here = display(rel);
+    UniqueFd own;
+    int fd = root_fd_;
+    uint32_t fs = task.parent_fs;
+    if (task.parent) {
+      const int opened_fd = retry_eintr([&] {
+        return ::openat(task.parent->get(), task.name.c_str(),
+                        O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      });
+      if (opened_fd < 0)
+        return Error::from_errno(fmt::format("open directory {} (did the tree change?)", here));
+      own.reset(opened_fd);
+      fd = own.get();
+      auto opened = SEALRUN_TRY(fstat_fd(fd, here));
+      if (opened.st_dev != task.seen.st_dev || opened.st_ino != task.seen.st_ino)
+        return Error::make(fmt::format("directory {} was replaced during the walk", here));
+      set_metadata(*task.entry, opened);
+      if (static_cast<uint64_t>(opened.st_dev) != fs_at(fs).dev)
+        fs = SEALRUN_TRY(filesystem_of(fd, opened, here));
+    }
+    const FsIdentity fs_id = fs_at(fs);
+    SEALRUN_TRY(list_names(fd, here, buffer, names));
+    std::shared_ptr<UniqueFd> self;  // shared by the subdirectory tasks, made on the first
+    std::vector<DirTask> found;
+    DirNode& node = *task.node;
+    node.prefix_len = rel.empty() ? 0 : rel.size() + 1;
+    node.records.reserve(names.starts.size());
+    std::deque<TreeEntry>& arena = *tree_.arenas[index];
+    PathArena& paths = *tree_.paths[index];
+    for (size_t i = 0; i < names.starts.size(); ++i) {
+      const char* name = names.at(i);
+      // A failed pool: finish() reports its error; a failed walk: another thread reports its own.
+      if (pool_.failed() || failed()) return ok_status();
+      if (index == 0) report_progress(false);
+      struct stat st {};
+      const std::string_view child_rel = paths.join(rel, name);
+      if (::fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+        return Error::from_errno(
+            fmt::format("stat {} (did the tree change during the walk?)", display(child_rel)));
+      if (exclude_ && st.st_dev == exclude_->dev && st.st_ino == exclude_->ino)
+        return Error::make(fmt::format(
+            "{} ({}) is inside the tree being inventoried; write it outside {}", exclude_->what,
+            display(child_rel), root_display_));
+      if (!S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode) && !S_ISDIR(st.st_mode))
+        return Error::make(fmt::format(
+            "{} is a {}; semantic-tree-v1 records only regular files, directories and symlinks: "
+            "remove it or inventory a copy of the tree without it",
+            display(child_rel), special_kind(st.st_mode)));
+      TreeEntry& e = arena.emplace_back();
+      e.path = child_rel;
+      node.records.push_back(&e);
+      if (S_ISREG(st.st_mode)) {
+        add_file(e, st, fs, fs_id);
+      } else if (S_ISLNK(st.st_mode)) {
+        e.kind = EntryKind::kSymlink;
+        set_metadata(e, st);
+        e.target = SEALRUN_TRY(read_link_at(fd, name, st, display(e.path)));
+      } else {
+        e.kind = EntryKind::kDirectory;
+        if (!self) self = own ? std::make_shared<UniqueFd>(std::move(own)) : root_share();
+        DirNode& child = nodes_[index]->emplace_back();
+        node.subdirs.emplace_back(&e, &child);
+        found.push_back(DirTask{self, name, &e, &child, st, fs});
+      }
+    }
+    sort_children(node);
+    if (!found.empty()) {
+      {
+        std::lock_guard lock(mu_);
+        for (auto& t : found) pending_.push_back(std::move(t));
+      }
+      if (found.size() == 1)
+        idle_.notify_one();
+      else
+        idle_.notify_all();
     }
     return ok_status();
   }
 
-  void add_file(std::string rel, const struct stat& st, uint32_t dir_fs) {
-    TreeEntry& e = tree_.entries.emplace_back();
-    e.path = std::move(rel);
+  void add_file(TreeEntry& e, const struct stat& st, uint32_t dir_fs, const FsIdentity& fs_id) {
     e.kind = EntryKind::kFile;
     // A file on another device than its directory (a bind-mounted file) has a file system the
     // walk never identified: it is hashed, and not cached.
-    if (tree_.filesystems[dir_fs].dev == static_cast<uint64_t>(st.st_dev)) e.fs = dir_fs;
+    if (fs_id.dev == static_cast<uint64_t>(st.st_dev)) e.fs = dir_fs;
     const auto size = static_cast<uint64_t>(st.st_size);
-    ++tree_.files;
-    tree_.regular_bytes += size;
+    files_.fetch_add(1, std::memory_order_relaxed);
+    bytes_.fetch_add(size, std::memory_order_relaxed);
     if (reuse_ != nullptr && e.fs != TreeEntry::kNoFs) {
-      if (auto hit = (*reuse_)(e.path, st, tree_.filesystems[e.fs])) {
-        e.mode = st.st_mode & 07777;
-        e.uid = st.st_uid;
-        e.gid = st.st_gid;
+      if (auto hit = (*reuse_)(e.path, st, fs_id)) {
+        set_metadata(e, st);
         e.bytes = size;
-        e.sha256 = std::move(hit->sha256);
+        e.sha256 = hit->sha256;
         e.stamp = hit->stamp;
         e.from_cache = true;
-        ++tree_.files_from_cache;
-        bytes_from_cache_ += size;
+        files_from_cache_.fetch_add(1, std::memory_order_relaxed);
+        bytes_from_cache_.fetch_add(size, std::memory_order_relaxed);
         return;
       }
     }
     pool_.submit(HashPool::Job{&e, size, st.st_dev, st.st_ino});
   }
 
-  Status visit(int dirfd, const std::string& name, std::string rel, uint32_t fs) {
-    struct stat st {};
-    if (::fstatat(dirfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0)
-      return Error::from_errno(
-          fmt::format("stat {} (did the tree change during the walk?)", display(rel)));
-    if (exclude_ && st.st_dev == exclude_->dev && st.st_ino == exclude_->ino)
-      return Error::make(
-          fmt::format("{} ({}) is inside the tree being inventoried; write it "
-                      "outside {}",
-                      exclude_->what, display(rel), root_display_));
-
-    if (S_ISREG(st.st_mode)) {
-      add_file(std::move(rel), st, fs);
-      return ok_status();
-    }
-    if (S_ISLNK(st.st_mode)) {
-      TreeEntry& e = tree_.entries.emplace_back();
-      e.path = std::move(rel);
-      e.kind = EntryKind::kSymlink;
-      e.mode = st.st_mode & 07777;
-      e.uid = st.st_uid;
-      e.gid = st.st_gid;
-      e.target = SEALRUN_TRY(read_link_at(dirfd, name, st, display(e.path)));
-      return ok_status();
-    }
-    if (S_ISDIR(st.st_mode)) {
-      const std::string shown = display(rel);
-      int fd = retry_eintr([&] {
-        return ::openat(dirfd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-      });
-      if (fd < 0)
-        return Error::from_errno(fmt::format("open directory {} (did the tree change?)", shown));
-      UniqueFd child(fd);
-      auto opened = SEALRUN_TRY(fstat_fd(child.get(), shown));
-      if (opened.st_dev != st.st_dev || opened.st_ino != st.st_ino)
-        return Error::make(fmt::format("directory {} was replaced during the walk", shown));
-      uint32_t child_fs = fs;
-      if (static_cast<uint64_t>(opened.st_dev) != tree_.filesystems[fs].dev)
-        child_fs = SEALRUN_TRY(filesystem_of(child.get(), opened, shown));
-      tree_.entries.push_back(directory_entry(rel, opened));
-      return walk_dir(child.get(), rel, child_fs);
-    }
-    return Error::make(fmt::format(
-        "{} is a {}; semantic-tree-v1 records only regular files, directories and symlinks: "
-        "remove it or inventory a copy of the tree without it",
-        display(rel), special_kind(st.st_mode)));
+  // The root's descriptor belongs to the caller: children share a duplicate.
+  std::shared_ptr<UniqueFd> root_share() {
+    return std::make_shared<UniqueFd>(::fcntl(root_fd_, F_DUPFD_CLOEXEC, 0));
   }
 
+  const int root_fd_;
   const std::string root_display_;
   const TreeOptions& options_;
   const std::optional<WalkExclusion>& exclude_;
   const DigestLookup* reuse_;
+  const unsigned walkers_;
   WalkedTree tree_;
-  HashPool pool_;
-  uint64_t bytes_from_cache_ = 0;
+  DirNode root_node_;
+  std::vector<std::unique_ptr<std::deque<DirNode>>> nodes_;  // per walking thread
+  std::mutex mu_;
+  std::condition_variable idle_;
+  std::vector<DirTask> pending_;  // a stack: the newest directory first
+  size_t busy_ = 0;
+  std::atomic<bool> failed_{false};  // a walking thread failed: the others stop
+  std::optional<Error> error_;
+  std::mutex fs_mu_;
+  std::vector<FsIdentity> fs_copy_;  // tree_.filesystems, read under fs_mu_
+  std::atomic<uint64_t> files_{0}, bytes_{0}, files_from_cache_{0}, bytes_from_cache_{0};
   bool walk_complete_ = false;
   int64_t last_progress_ms_ = 0;
+  HashPool pool_;  // last: destroyed (joined) first, while everything its jobs point to lives
 };
 
 }  // namespace
@@ -269,8 +397,8 @@ unsigned default_hash_threads() {
   return hw > 0 ? hw : 1;
 }
 
-std::string tree_entry_display(const std::string& root_display, const std::string& rel) {
-  return root_display == "." ? rel : fmt::format("{}/{}", root_display, rel);
+std::string tree_entry_display(const std::string& root_display, std::string_view rel) {
+  return root_display == "." ? std::string(rel) : fmt::format("{}/{}", root_display, rel);
 }
 
 Result<WalkedTree> walk_and_hash(int root_fd, const std::string& root_display,
@@ -279,7 +407,7 @@ Result<WalkedTree> walk_and_hash(int root_fd, const std::string& root_display,
                                  const DigestLookup* reuse) {
   unsigned threads = options.threads == 0 ? default_hash_threads() : options.threads;
   Walker walker(root_fd, root_display, options, exclude, reuse, threads);
-  return walker.run(root_fd);
+  return walker.run();
 }
 
 }  // namespace sealrun

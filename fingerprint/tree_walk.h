@@ -3,21 +3,27 @@
 // hands each regular file to a pool of hashing threads (tree_hash_pool.h), which re-open it
 // beneath the root without following anything and check it is the inode the walk saw. With a
 // digest cache (digest_cache.h), a file whose stamp still holds takes its digest from the cache
-// and is never opened. Entries come back unsorted; tree.cc orders and writes them.
+// and is never opened. Directories are walked by several threads at once (as many as hashing
+// threads), and each directory's children are sorted as it is read, so the inventory's order
+// (raw path bytes) is assembled at the end without one large sort over long common prefixes.
 #pragma once
 
 #include <sys/stat.h>
 
+#include <array>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <limits>
+#include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/result.h"
 #include "fingerprint/file_stamp.h"
+#include "fingerprint/path_arena.h"
 #include "fingerprint/tree.h"
 
 namespace sealrun {
@@ -25,13 +31,15 @@ namespace sealrun {
 enum class EntryKind { kFile, kDirectory, kSymlink };
 
 struct TreeEntry {
-  std::string path;  // raw name bytes relative to the root, '/'-separated; "." is the root
+  // Raw name bytes relative to the root, '/'-separated; "." is the root. Kept in the walk's
+  // PathArena (and followed by a NUL there); valid as long as the WalkedTree.
+  std::string_view path;
   EntryKind kind = EntryKind::kFile;
   uint32_t mode = 0;  // permission bits, st_mode & 07777
   uint32_t uid = 0;
   uint32_t gid = 0;
   uint64_t bytes = 0;  // files
-  std::string sha256;  // files, lower-case hex
+  std::array<uint8_t, 32> sha256{};  // files: the content's SHA-256
   std::string target;  // symlinks, raw bytes
   // Files, for the digest cache: what was hashed (or verified by stat), and on which file system
   // (an index into WalkedTree::filesystems; kNoFs for a file on a file system the walk did not
@@ -43,26 +51,31 @@ struct TreeEntry {
 };
 
 struct WalkedTree {
-  // A deque, so that hashing threads can fill in entries while the walk appends more.
-  std::deque<TreeEntry> entries;  // entries[0] is "."
+  // Deques (one per walking thread), so that entries never move while hashing threads fill
+  // them in and the walk appends more.
+  std::vector<std::unique_ptr<std::deque<TreeEntry>>> arenas;
+  std::vector<std::unique_ptr<PathArena>> paths;  // one per walking thread
+  // Every entry in the inventory's order: "." first, then by raw path bytes.
+  std::vector<const TreeEntry*> order;
   std::vector<FsIdentity> filesystems;  // [0] is the root's
   uint64_t regular_bytes = 0;
   uint64_t files = 0;
   uint64_t files_from_cache = 0;
 };
 
-// A digest the cache still vouches for: lower-case hex, and the stamp it was taken with.
+// A digest the cache still vouches for, and the stamp it was taken with.
 struct ReusedDigest {
-  std::string sha256;
+  std::array<uint8_t, 32> sha256;
   FileStamp stamp;
 };
 // Asked by the walk for each regular file (its path relative to the root, its lstat, its file
 // system): the cached digest when a trusted stamp still holds, else nullopt (the file is hashed).
+// Called from every walking thread at once: it must only read.
 using DigestLookup = std::function<std::optional<ReusedDigest>(
-    const std::string& rel, const struct stat& st, const FsIdentity& fs)>;
+    std::string_view rel, const struct stat& st, const FsIdentity& fs)>;
 
 // The name of `rel` for people: "<root_display>/<rel>".
-std::string tree_entry_display(const std::string& root_display, const std::string& rel);
+std::string tree_entry_display(const std::string& root_display, std::string_view rel);
 
 struct WalkExclusion {
   dev_t dev = 0;
@@ -79,12 +92,10 @@ Result<WalkedTree> walk_and_hash(int root_fd, const std::string& root_display,
                                  const std::optional<WalkExclusion>& exclude,
                                  const DigestLookup* reuse = nullptr);
 
-// An inventory's digest with the walk it came from, for the digest cache: `order` holds every
-// entry of `tree` but "." sorted by raw path bytes (the inventory's order).
+// An inventory's digest with the walk it came from, for the digest cache.
 struct DigestedTree {
   TreeSummary summary;
   WalkedTree tree;
-  std::vector<const TreeEntry*> order;
 };
 // tree_digest() (tree.h) that keeps the walk and consults `reuse` (may be null).
 Result<DigestedTree> tree_digest_keeping_walk(const std::string& root, const TreeOptions& options,

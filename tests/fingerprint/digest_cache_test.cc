@@ -118,7 +118,11 @@ TEST(DigestCacheFormat, ContentWithAValidDigestIsStillParsedStrictly) {
       {"duplicate", [](DigestCacheContent& c) { c.files[1].path = c.files[0].path; },
        "bad path lengths"},
       {"fs index", [](DigestCacheContent& c) { c.files[3].fs = 2; }, "file system 2 of 2"},
-      {"nul in path", [](DigestCacheContent& c) { c.files[4].path = std::string("\xff\xfe\0x", 4); },
+      {"nul in path",
+       [](DigestCacheContent& c) {
+         static const std::string with_nul("\xff\xfe\0x", 4);
+         c.files[4].path = with_nul;
+       },
        "NUL"},
   };
   for (const Case& k : cases) {
