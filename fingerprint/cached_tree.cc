@@ -3,46 +3,58 @@
 
 #include <fmt/format.h>
 
+#include <cstring>
+
+#include "core/hex.h"
 #include "fingerprint/digest_cache.h"
 #include "fingerprint/tree_walk.h"
 
 namespace sealrun {
 namespace {
 
-// Whether a walked file goes into the cache: its stamp can be trusted later (a file system with a
-// true ctime) and is settled (a file changed in the second it was hashed would be hashed again
-// anyway, so storing it would only cost space).
+// Whether a walked entry goes into the cache. A directory always can (its record is checked from
+// a fresh stat). A file or symlink only if its stamp can be trusted later: on a file system with
+// a true ctime, and settled (one changed in the second it was read would be read again anyway,
+// so storing it would only cost space; and then the tree, lacking it, is never taken as
+// unchanged, which is right).
 bool storable(const TreeEntry& e, const std::vector<FsIdentity>& filesystems) {
-  return e.kind == EntryKind::kFile && e.fs != TreeEntry::kNoFs &&
-         e.path.size() <= kDigestCacheMaxPathBytes &&
-         ctime_is_trustworthy(filesystems[e.fs].type) && stamp_is_settled(e.stamp);
+  if (e.fs == TreeEntry::kNoFs || e.path.size() > kDigestCacheMaxPathBytes) return false;
+  if (e.kind == EntryKind::kDirectory) return true;
+  return ctime_is_trustworthy(filesystems[e.fs].type) && stamp_is_settled(e.stamp);
 }
 
 DigestCacheContent cache_of(const std::string& root, const DigestedTree& walked) {
   DigestCacheContent out;
   out.root = root;
+  auto digest = from_hex(walked.summary.sha256);
+  if (digest && digest->size() == out.tree_sha256.size())
+    std::memcpy(out.tree_sha256.data(), digest->data(), digest->size());
   out.filesystems = walked.tree.filesystems;
-  out.files.reserve(walked.tree.files);
-  for (const TreeEntry* e : walked.tree.order) {
-    if (!storable(*e, out.filesystems)) continue;
-    CachedFile& f = out.files.emplace_back();
-    f.path = e->path;
-    f.fs = e->fs;
-    f.stamp = e->stamp;
-    f.sha256 = e->sha256;
+  out.entries.reserve(walked.tree.entries);
+  auto add = [&](const TreeEntry* e) {
+    if (!storable(*e, out.filesystems)) return;
+    CachedEntry& c = out.entries.emplace_back();
+    c.path = e->path;
+    c.kind = e->kind;
+    c.mode = e->mode;
+    c.uid = e->uid;
+    c.gid = e->gid;
+    c.fs = e->fs;
+    c.stamp = e->stamp;
+    if (e->kind == EntryKind::kFile) c.sha256 = e->sha256;
+  };
+  // The inventory's order but for "." (first there), which the cache keeps in byte order.
+  const auto& order = walked.tree.order;
+  bool root_added = false;
+  for (size_t i = 1; i < order.size(); ++i) {
+    if (!root_added && std::string_view(".") < order[i]->path) {
+      add(order[0]);
+      root_added = true;
+    }
+    add(order[i]);
   }
+  if (!root_added && !order.empty()) add(order[0]);
   return out;
-}
-
-// Whether the cache on disk already says exactly what a fresh one would: every file it lists was
-// verified by stat (so with the same stamp and digest), and no other file would be stored.
-bool cache_is_current(const DigestCacheContent& loaded, const DigestedTree& walked) {
-  if (walked.tree.files_from_cache != loaded.files.size() ||
-      loaded.filesystems != walked.tree.filesystems)
-    return false;
-  for (const TreeEntry* e : walked.tree.order)
-    if (!e->from_cache && storable(*e, walked.tree.filesystems)) return false;
-  return true;
 }
 
 }  // namespace
@@ -72,6 +84,7 @@ nlohmann::json pin_cache_to_json(const PinCacheRecord& r) {
                       {"files", r.files},
                       {"checked_by_stat", r.checked_by_stat},
                       {"rehashed", r.rehashed},
+                      {"digest_from_cache", r.digest_from_cache},
                       {"stored", r.stored}};
   if (!r.reason.empty()) j["reason"] = r.reason;
   return j;
@@ -105,22 +118,15 @@ Result<CachedTreeResult> tree_digest_cached(const CachedTreeRequest& request) {
     record.reason = cache.reason;
   }
 
-  const DigestCacheContent& known = cache.content;
-  const DigestLookup lookup = [&known](std::string_view rel, const struct stat& st,
-                                       const FsIdentity& fs) -> std::optional<ReusedDigest> {
-    const CachedFile* c = known.find(rel);
-    if (c == nullptr || !stamp_still_holds(c->stamp, known.filesystems[c->fs], st, fs))
-      return std::nullopt;
-    return ReusedDigest{c->sha256, c->stamp};
-  };
   const bool use_cache = cache.state == LoadedDigestCache::State::kLoaded;
   auto walked = SEALRUN_TRY(
-      tree_digest_keeping_walk(request.root, request.tree, use_cache ? &lookup : nullptr));
+      tree_digest_keeping_walk(request.root, request.tree, use_cache ? &cache.content : nullptr));
 
   record.entries = walked.summary.entries;
   record.files = walked.tree.files;
   record.checked_by_stat = walked.tree.files_from_cache;
   record.rehashed = walked.tree.files - walked.tree.files_from_cache;
+  record.digest_from_cache = walked.tree.unchanged;
   if (use_cache && record.rehashed > 0) record.status = PinCacheStatus::kPartial;
 
   if (request.expected_sha256 && walked.summary.sha256 != *request.expected_sha256 &&
@@ -130,6 +136,7 @@ Result<CachedTreeResult> tree_digest_cached(const CachedTreeRequest& request) {
     record.rehashed += full.tree.files;
     record.reason = "the digest differed from the pin with cached file digests; every file was "
                     "hashed again to confirm";
+    record.digest_from_cache = false;
     walked = std::move(full);
     record.entries = walked.summary.entries;
     record.files = walked.tree.files;
@@ -138,7 +145,7 @@ Result<CachedTreeResult> tree_digest_cached(const CachedTreeRequest& request) {
 
   if (request.state_dir.empty()) return out;
   if (!cache.directory_trusted) return out;  // nothing is written into an untrusted directory
-  if (use_cache && cache_is_current(known, walked)) return out;
+  if (use_cache && walked.tree.unchanged) return out;  // the cache says exactly this already
   Status stored = store_digest_cache(request.state_dir, cache_of(request.root, walked));
   record.stored = stored.ok();
   if (!stored.ok()) {

@@ -4,7 +4,10 @@
 // whose ctime lies before the second in which it was hashed (file_stamp.h), takes its SHA-256
 // from the cache; every other file is hashed, and the cache is then refreshed. Directories,
 // symlinks, modes and owners are always read afresh, so the digest is byte for byte the one a
-// full hash gives.
+// full hash gives. When every entry's record is vouched for (kind, mode and owner as cached, a
+// file's or symlink's stamp holding) and the cache lists no other entry, the inventory would be
+// the very one the cache's tree digest was taken of, and that digest is returned without forming
+// it again.
 //
 // Every use yields a PinCacheRecord for the receipt's `pin_cache`. A cached digest never decides
 // a failure: when the result differs from the expected digest and any file was verified by stat
@@ -43,9 +46,12 @@ struct PinCacheRecord {
   uint64_t files = 0;           // regular files
   uint64_t checked_by_stat = 0; // files whose digest came from the cache after a stat check
   uint64_t rehashed = 0;        // files read and hashed (both passes when confirmed in full)
+  // Every entry was vouched for by the cache and the cache lists no other, so the tree's digest
+  // is the cache's (no inventory was formed).
+  bool digest_from_cache = false;
   bool stored = false;          // the cache was written afterwards
 };
-// {root, status, entries, files, checked_by_stat, rehashed, stored, reason?}
+// {root, status, entries, files, checked_by_stat, rehashed, digest_from_cache, stored, reason?}
 nlohmann::json pin_cache_to_json(const PinCacheRecord& record);
 
 struct CachedTreeRequest {

@@ -20,15 +20,21 @@ namespace {
 constexpr std::string_view kMagic = "SRDIGEST";
 constexpr uint32_t kVersion = 1;
 constexpr size_t kDigestBytes = 32;
-// Shared-prefix length, suffix length (at least 1 byte), fs index, five 64-bit fields, digest.
-constexpr size_t kMinFileBytes = 4 + 4 + 1 + 4 + 5 * 8 + kDigestBytes;
+// Shared-prefix length, suffix length, a 1-byte suffix, kind, mode, uid, gid, fs index, five 64-bit
+// fields, digest.
+constexpr size_t kMinEntryBytes = 4 + 4 + 1 + 1 + 4 * 4 + 5 * 8 + kDigestBytes;
+constexpr std::array<uint8_t, 32> kNoDigest{};
 
 class Writer {
  public:
+  void u8(uint8_t v) { le(v, 1); }
   void u32(uint32_t v) { le(v, 4); }
   void u64(uint64_t v) { le(v, 8); }
   void i64(int64_t v) { le(static_cast<uint64_t>(v), 8); }
   void bytes(std::string_view b) { out_.append(b); }
+  void digest(const std::array<uint8_t, 32>& d) {
+    out_.append(reinterpret_cast<const char*>(d.data()), d.size());
+  }
   std::string& out() { return out_; }
 
  private:
@@ -107,32 +113,51 @@ std::string cache_file_name(const std::string& root) { return sha256_hex(root) +
 
 }  // namespace
 
-constexpr uint32_t kEmptySlot = UINT32_MAX;
+// A slot: the entry's index + 1 in the low 32 bits (0: empty), the path hash's high bits above.
+uint64_t slot_for(size_t hash, uint32_t index) {
+  return (static_cast<uint64_t>(hash) & 0xffffffff00000000ull) | (index + 1u);
+}
 
-const CachedFile* DigestCacheContent::find(std::string_view path) const {
+size_t DigestCacheContent::hash_of(std::string_view path) {
+  return std::hash<std::string_view>{}(path);
+}
+
+void DigestCacheContent::prefetch_slot(size_t hash) const {
+  if (!slots_.empty()) __builtin_prefetch(&slots_[hash & (slots_.size() - 1)]);
+}
+
+const CachedEntry* DigestCacheContent::find(std::string_view path) const {
+  return find_hashed(path, slots_.empty() ? 0 : hash_of(path));
+}
+
+const CachedEntry* DigestCacheContent::find_hashed(std::string_view path, size_t hash) const {
   if (slots_.empty()) {
-    auto it = std::lower_bound(files.begin(), files.end(), path,
-                               [](const CachedFile& f, std::string_view p) { return f.path < p; });
-    if (it == files.end() || it->path != path) return nullptr;
+    auto it = std::lower_bound(entries.begin(), entries.end(), path,
+                               [](const CachedEntry& e, std::string_view p) { return e.path < p; });
+    if (it == entries.end() || it->path != path) return nullptr;
     return &*it;
   }
+  const uint64_t tag = slot_for(hash, 0) & 0xffffffff00000000ull;
   const size_t mask = slots_.size() - 1;
-  for (size_t i = std::hash<std::string_view>{}(path) & mask;; i = (i + 1) & mask) {
-    const uint32_t slot = slots_[i];
-    if (slot == kEmptySlot) return nullptr;
-    if (files[slot].path == path) return &files[slot];
+  for (size_t i = hash & mask;; i = (i + 1) & mask) {
+    const uint64_t slot = slots_[i];
+    if (slot == 0) return nullptr;
+    if ((slot & 0xffffffff00000000ull) != tag) continue;
+    const CachedEntry& e = entries[(slot & 0xffffffffu) - 1];
+    if (e.path == path) return &e;
   }
 }
 
 void DigestCacheContent::index() {
   size_t size = 16;
-  while (size < 2 * files.size()) size *= 2;  // at most half full: short probe sequences
-  slots_.assign(size, kEmptySlot);
+  while (size < 2 * entries.size()) size *= 2;  // at most half full: short probe sequences
+  slots_.assign(size, 0);
   const size_t mask = size - 1;
-  for (uint32_t k = 0; k < files.size(); ++k) {
-    size_t i = std::hash<std::string_view>{}(files[k].path) & mask;
-    while (slots_[i] != kEmptySlot) i = (i + 1) & mask;
-    slots_[i] = k;
+  for (uint32_t k = 0; k < entries.size(); ++k) {
+    const size_t hash = hash_of(entries[k].path);
+    size_t i = hash & mask;
+    while (slots_[i] != 0) i = (i + 1) & mask;
+    slots_[i] = slot_for(hash, k);
   }
 }
 
@@ -142,34 +167,39 @@ std::string encode_digest_cache(const DigestCacheContent& content) {
   w.u32(kVersion);
   w.u32(static_cast<uint32_t>(content.root.size()));
   w.bytes(content.root);
+  w.digest(content.tree_sha256);
   w.u32(static_cast<uint32_t>(content.filesystems.size()));
   for (const FsIdentity& fs : content.filesystems) {
     w.u64(fs.dev);
     w.u64(fs.fsid);
     w.u64(fs.type);
   }
-  w.u64(content.files.size());
+  w.u64(content.entries.size());
   std::string_view previous;
-  for (const CachedFile& f : content.files) {
-    const size_t shared = shared_prefix(previous, f.path);
+  for (const CachedEntry& e : content.entries) {
+    const size_t shared = shared_prefix(previous, e.path);
     w.u32(static_cast<uint32_t>(shared));
-    w.u32(static_cast<uint32_t>(f.path.size() - shared));
-    w.bytes(std::string_view(f.path).substr(shared));
-    w.u32(f.fs);
-    w.u64(f.stamp.ino);
-    w.u64(f.stamp.size);
-    w.i64(f.stamp.mtime_ns);
-    w.i64(f.stamp.ctime_ns);
-    w.i64(f.stamp.hashed_at_ns);
-    w.bytes(std::string_view(reinterpret_cast<const char*>(f.sha256.data()), f.sha256.size()));
-    previous = f.path;
+    w.u32(static_cast<uint32_t>(e.path.size() - shared));
+    w.bytes(e.path.substr(shared));
+    w.u8(static_cast<uint8_t>(e.kind));
+    w.u32(e.mode);
+    w.u32(e.uid);
+    w.u32(e.gid);
+    w.u32(e.fs);
+    w.u64(e.stamp.ino);
+    w.u64(e.stamp.size);
+    w.i64(e.stamp.mtime_ns);
+    w.i64(e.stamp.ctime_ns);
+    w.i64(e.stamp.hashed_at_ns);
+    w.digest(e.sha256);
+    previous = e.path;
   }
   auto digest = [&] {
     Sha256 sha;
     sha.update(w.out());
     return sha.finish();
   }();
-  w.bytes(std::string_view(reinterpret_cast<const char*>(digest.data()), digest.size()));
+  w.digest(digest);
   return std::move(w.out());
 }
 
@@ -197,6 +227,9 @@ Result<DigestCacheContent> decode_digest_cache(std::string_view bytes) {
   const auto root = r.take(*root_len);
   if (!root) return corrupt("truncated root");
   out.root = std::string(*root);
+  const auto tree_sha256 = r.take(kDigestBytes);
+  if (!tree_sha256) return corrupt("truncated tree digest");
+  std::memcpy(out.tree_sha256.data(), tree_sha256->data(), kDigestBytes);
   const auto fs_count = r.le(4);
   if (!fs_count || *fs_count > kDigestCacheMaxFilesystems || *fs_count * 24 > r.remaining())
     return corrupt("bad file-system count");
@@ -207,14 +240,13 @@ Result<DigestCacheContent> decode_digest_cache(std::string_view bytes) {
     fs.type = *r.le(8);
     out.filesystems.push_back(fs);
   }
-  const auto file_count = r.le(8);
-  if (!file_count || *file_count > r.remaining() / kMinFileBytes)
-    return corrupt("bad file count");
-  out.files.reserve(*file_count);
+  const auto count = r.le(8);
+  if (!count || *count > r.remaining() / kMinEntryBytes) return corrupt("bad entry count");
+  out.entries.reserve(*count);
   auto paths = std::make_shared<PathArena>();
-  for (uint64_t i = 0; i < *file_count; ++i) {
+  for (uint64_t i = 0; i < *count; ++i) {
     const std::string_view previous =
-        out.files.empty() ? std::string_view() : out.files.back().path;
+        out.entries.empty() ? std::string_view() : out.entries.back().path;
     const auto shared = r.le(4);
     const auto suffix_len = r.le(4);
     if (!shared || !suffix_len || *shared > previous.size() || *suffix_len == 0)
@@ -227,24 +259,33 @@ Result<DigestCacheContent> decode_digest_cache(std::string_view bytes) {
     if (*shared + suffix->size() > kDigestCacheMaxPathBytes ||
         paths->bytes() > kDigestCacheMaxDecodedBytes)
       return corrupt(fmt::format("entry {}: paths longer than the limits", i));
-    CachedFile f;
-    f.path = paths->concat(previous.substr(0, *shared), *suffix);
-    if (i > 0 && !(previous < f.path)) return corrupt(fmt::format("entry {} is out of order", i));
-    if (f.path.find('\0') != std::string_view::npos)
+    CachedEntry e;
+    e.path = paths->concat(previous.substr(0, *shared), *suffix);
+    if (i > 0 && !(previous < e.path)) return corrupt(fmt::format("entry {} is out of order", i));
+    if (e.path.find('\0') != std::string_view::npos)
       return corrupt(fmt::format("entry {} has a NUL byte in its path", i));
-    const auto fs = r.le(4);
+    const auto kind = r.le(1), mode = r.le(4), uid = r.le(4), gid = r.le(4), fs = r.le(4);
     const auto ino = r.le(8), size = r.le(8), mtime = r.le(8), ctime = r.le(8), at = r.le(8);
     const auto sha256 = r.take(kDigestBytes);
-    if (!fs || !ino || !size || !mtime || !ctime || !at || !sha256)
+    if (!kind || !mode || !uid || !gid || !fs || !ino || !size || !mtime || !ctime || !at ||
+        !sha256)
       return corrupt(fmt::format("truncated entry {}", i));
+    if (*kind > static_cast<uint8_t>(EntryKind::kSymlink) || *mode > 07777)
+      return corrupt(fmt::format("entry {} has kind {} and mode {:o}", i, *kind, *mode));
     if (*fs >= out.filesystems.size())
       return corrupt(fmt::format("entry {} names file system {} of {}", i, *fs,
                                  out.filesystems.size()));
-    f.fs = static_cast<uint32_t>(*fs);
-    f.stamp = FileStamp{*ino, *size, static_cast<int64_t>(*mtime), static_cast<int64_t>(*ctime),
+    e.kind = static_cast<EntryKind>(*kind);
+    e.mode = static_cast<uint32_t>(*mode);
+    e.uid = static_cast<uint32_t>(*uid);
+    e.gid = static_cast<uint32_t>(*gid);
+    e.fs = static_cast<uint32_t>(*fs);
+    e.stamp = FileStamp{*ino, *size, static_cast<int64_t>(*mtime), static_cast<int64_t>(*ctime),
                         static_cast<int64_t>(*at)};
-    std::memcpy(f.sha256.data(), sha256->data(), kDigestBytes);
-    out.files.push_back(f);
+    std::memcpy(e.sha256.data(), sha256->data(), kDigestBytes);
+    if (e.kind != EntryKind::kFile && e.sha256 != kNoDigest)
+      return corrupt(fmt::format("entry {} is not a file but has a digest", i));
+    out.entries.push_back(e);
   }
   out.storage = std::move(paths);
   out.index();

@@ -11,6 +11,9 @@
 
 namespace sealrun {
 
+// What an inventory record describes (semantic-tree-v1 records nothing else).
+enum class EntryKind : uint8_t { kFile = 0, kDirectory = 1, kSymlink = 2 };
+
 // Which file system an entry lives on. st_dev alone is not enough: the kernel recycles anonymous
 // device numbers (tmpfs, overlayfs, btrfs subvolumes), so another file system can later appear
 // under the same st_dev with the same inode numbers. statfs(2)'s f_fsid tells such file systems
@@ -24,14 +27,15 @@ struct FsIdentity {
   bool operator==(const FsIdentity&) const = default;
 };
 
-// The identity of one regular file at the moment it was hashed.
+// The identity of one entry at the moment it was read: a regular file's when it was hashed, a
+// symlink's when its target was read, a directory's when it was opened.
 struct FileStamp {
   uint64_t ino = 0;
   uint64_t size = 0;
   int64_t mtime_ns = 0;
   int64_t ctime_ns = 0;
-  // CLOCK_REALTIME_COARSE read before the file was opened for hashing (the clock the kernel stamps
-  // ctime from, so a change after this moment gets a ctime at or after it).
+  // CLOCK_REALTIME_COARSE read before the entry was opened (or its symlink target read): the clock
+  // the kernel stamps ctime from, so a change after this moment gets a ctime at or after it.
   int64_t hashed_at_ns = 0;
 };
 

@@ -13,7 +13,9 @@
 #include <optional>
 #include <vector>
 
+#include "core/hex.h"
 #include "core/syscall.h"
+#include "fingerprint/digest_cache.h"
 #include "fingerprint/sha256.h"
 #include "fingerprint/tree_json.h"
 #include "fingerprint/tree_walk.h"
@@ -171,11 +173,18 @@ Result<TreeSummary> tree_digest(const std::string& root, const TreeOptions& opti
 }
 
 Result<DigestedTree> tree_digest_keeping_walk(const std::string& root, const TreeOptions& options,
-                                              const DigestLookup* reuse) {
+                                              const DigestCacheContent* cache) {
   auto root_fd = SEALRUN_TRY_CTX(open_root(root), "fingerprint tree");
   DigestedTree out;
-  out.tree = SEALRUN_TRY_CTX(walk_and_hash(root_fd.get(), root, options, std::nullopt, reuse),
+  out.tree = SEALRUN_TRY_CTX(walk_and_hash(root_fd.get(), root, options, std::nullopt, cache),
                              "fingerprint tree");
+  if (out.tree.unchanged) {
+    // Every record is the one the cache's digest was taken over, and there is no other: the
+    // inventory's bytes, and so its digest, are the cache's.
+    out.summary = TreeSummary{to_hex(cache->tree_sha256.data(), cache->tree_sha256.size()),
+                              out.tree.entries, out.tree.regular_bytes};
+    return out;
+  }
   InventorySink sink;
   out.summary = SEALRUN_TRY_CTX(write_records(out.tree, sink), "fingerprint tree");
   return out;

@@ -43,16 +43,17 @@ void sort_children(DirNode& node) {
   });
 }
 
-std::vector<const TreeEntry*> assemble_order(const TreeEntry* root_entry, const DirNode& root,
+std::vector<const TreeEntry*> assemble_order(const TreeEntry* root_entry, DirNode& root,
                                              size_t entries_hint) {
   std::vector<const TreeEntry*> order;
   order.reserve(entries_hint);
   order.push_back(root_entry);
   struct Frame {
-    const DirNode* node;
+    DirNode* node;
     size_t record = 0;  // next record to emit
     size_t subdir = 0;  // next directory whose contents to emit
   };
+  sort_children(root);
   std::vector<Frame> stack{{&root}};
   while (!stack.empty()) {
     Frame& f = stack.back();
@@ -71,7 +72,8 @@ std::vector<const TreeEntry*> assemble_order(const TreeEntry* root_entry, const 
                          name_of(n.subdirs[f.subdir].first, n.prefix_len), true))) {
       order.push_back(n.records[f.record++]);
     } else {
-      const DirNode* child = n.subdirs[f.subdir++].second;
+      DirNode* child = n.subdirs[f.subdir++].second;
+      sort_children(*child);
       stack.push_back(Frame{child});  // invalidates f; the loop re-reads the back
     }
   }

@@ -16,16 +16,17 @@ struct TreeEntry;
 struct DirNode {
   size_t prefix_len = 0;  // bytes of the directory's path plus its '/' (0 for the root)
   std::vector<const TreeEntry*> records;  // every child
-  std::vector<std::pair<const TreeEntry*, const DirNode*>> subdirs;  // child directories
+  std::vector<std::pair<const TreeEntry*, DirNode*>> subdirs;  // child directories
 };
 
 // Sorts `records` by name and `subdirs` by name + "/" (names are the entries' paths past
 // prefix_len).
 void sort_children(DirNode& node);
 
-// `root_entry` ("."), then every entry below `root` in raw path byte order. Iterative, so a tree
-// thousands of directories deep needs no deep stack.
-std::vector<const TreeEntry*> assemble_order(const TreeEntry* root_entry, const DirNode& root,
+// `root_entry` ("."), then every entry below `root` in raw path byte order, sorting each
+// directory's children (sort_children) as it gets there. Iterative, so a tree thousands of
+// directories deep needs no deep stack.
+std::vector<const TreeEntry*> assemble_order(const TreeEntry* root_entry, DirNode& root,
                                              size_t entries_hint);
 
 }  // namespace sealrun

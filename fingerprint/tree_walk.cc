@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "core/syscall.h"
+#include "fingerprint/digest_cache.h"
 #include "fingerprint/tree_hash_pool.h"
 #include "fingerprint/tree_order.h"
 
@@ -95,6 +96,15 @@ Result<std::string> read_link_at(int dirfd, const char* name, const struct stat&
   }
 }
 
+// What a walking thread reuses from one directory to the next.
+struct Scratch {
+  std::vector<char> buffer;  // getdents64's
+  NameList names;
+  std::vector<std::string_view> rels;  // each child's path
+  std::vector<size_t> hashes;
+  std::vector<const CachedEntry*> cached;
+};
+
 // One directory found and not yet read.
 struct DirTask {
   std::shared_ptr<UniqueFd> parent;  // its parent's descriptor (null for the root)
@@ -103,17 +113,19 @@ struct DirTask {
   DirNode* node;                     // where its children go
   struct stat seen {};               // the parent's lstat of it
   uint32_t parent_fs = 0;
+  const CachedEntry* cached = nullptr;  // what the digest cache says of it
 };
 
 class Walker {
  public:
   Walker(int root_fd, const std::string& root_display, const TreeOptions& options,
-         const std::optional<WalkExclusion>& exclude, const DigestLookup* reuse, unsigned threads)
+         const std::optional<WalkExclusion>& exclude, const DigestCacheContent* cache,
+         unsigned threads)
       : root_fd_(root_fd),
         root_display_(root_display),
         options_(options),
         exclude_(exclude),
-        reuse_(reuse),
+        cache_(cache),
         walkers_(std::max(1u, threads)),
         pool_(root_fd, root_display_, threads, options.stamp_clock) {
     for (unsigned i = 0; i < walkers_; ++i) {
@@ -139,9 +151,11 @@ class Walker {
     tree_.files = files_.load();
     tree_.regular_bytes = bytes_.load();
     tree_.files_from_cache = files_from_cache_.load();
-    size_t count = 0;
-    for (const auto& arena : tree_.arenas) count += arena->size();
-    tree_.order = assemble_order(&root_entry(), root_node_, count);
+    tree_.entries_unchanged = unchanged_.load();
+    for (const auto& arena : tree_.arenas) tree_.entries += arena->size();
+    tree_.unchanged = cache_ != nullptr && tree_.entries_unchanged == tree_.entries &&
+                      cache_->entries.size() == tree_.entries;
+    if (!tree_.unchanged) tree_.order = assemble_order(&root_entry(), root_node_, tree_.entries);
     report_progress(true);
     return std::move(tree_);
   }
@@ -151,12 +165,17 @@ class Walker {
   bool failed() const { return failed_.load(std::memory_order_relaxed); }
 
   Status walk() {
+    const int64_t opened_at = stamp_now();
     auto root_st = SEALRUN_TRY(fstat_fd(root_fd_, root_display_));
     TreeEntry& root = tree_.arenas[0]->emplace_back();
     root.path = ".";
     root.kind = EntryKind::kDirectory;
     set_metadata(root, root_st);
     const uint32_t root_fs = SEALRUN_TRY(filesystem_of(root_fd_, root_st, root_display_));
+    root.fs = root_fs;
+    root.stamp = stamp_of(root_st, opened_at);
+    if (directory_unchanged(cache_ ? cache_->find(".") : nullptr, root, root_st, fs_at(root_fs)))
+      unchanged_.fetch_add(1, std::memory_order_relaxed);
     root_node_.prefix_len = 0;
     {
       std::lock_guard lock(mu_);
@@ -176,6 +195,25 @@ class Walker {
     e.uid = st.st_uid;
     e.gid = st.st_gid;
   }
+  static FileStamp stamp_of(const struct stat& st, int64_t read_at) {
+    return FileStamp{static_cast<uint64_t>(st.st_ino), static_cast<uint64_t>(st.st_size),
+                     timespec_ns(st.st_mtim), timespec_ns(st.st_ctim), read_at};
+  }
+  int64_t stamp_now() const {
+    return options_.stamp_clock ? options_.stamp_clock() : coarse_realtime_ns();
+  }
+
+  // Whether `c` (the cache's entry for e.path, may be null) vouches for e's record: same kind,
+  // mode and owner as just read, on the same file system.
+  bool record_matches(const CachedEntry* c, const TreeEntry& e, const FsIdentity& fs) const {
+    return c != nullptr && c->kind == e.kind && c->mode == e.mode && c->uid == e.uid &&
+           c->gid == e.gid && cache_->filesystems[c->fs] == fs;
+  }
+  // A directory's record is its kind, mode and owner; its contents are checked entry by entry.
+  bool directory_unchanged(const CachedEntry* c, const TreeEntry& e, const struct stat& st,
+                           const FsIdentity& fs) const {
+    return record_matches(c, e, fs) && c->stamp.ino == static_cast<uint64_t>(st.st_ino);
+  }
 
   std::string display(std::string_view rel) const {
     return rel.empty() ? root_display_ : tree_entry_display(root_display_, rel);
@@ -184,8 +222,7 @@ class Walker {
   // Thread `index` reads directories until none is left and none is being read (which could
   // find more). Thread 0 is the caller's and reports progress.
   void work(unsigned index) {
-    std::vector<char> buffer;  // getdents64's, reused for every directory this thread reads
-    NameList names;
+    Scratch scratch;  // reused for every directory this thread reads
     for (;;) {
       DirTask task;
       {
@@ -196,7 +233,7 @@ class Walker {
         pending_.pop_back();
         ++busy_;
       }
-      Status read = read_dir(index, task, buffer, names);
+      Status read = read_dir(index, task, scratch);
       task = DirTask{};  // lets go of the parent's descriptor now
       bool last;
       {
@@ -252,12 +289,15 @@ class Walker {
   // Opens the directory of `task`, checks it is what its parent saw, and reads it: every child
   // gets its record, files go to the hashing pool (or come from the cache), directories become
   // tasks.
-  Status read_dir(unsigned index, DirTask& task, std::vector<char>& buffer, NameList& names) {
+  Status read_dir(unsigned index, DirTask& task, Scratch& scratch) {
+    NameList& names = scratch.names;
     const std::string_view rel = task.parent ? task.entry->path : std::string_view();
     const std::string here = display(rel);
     UniqueFd own;
     int fd = root_fd_;
     uint32_t fs = task.parent_fs;
+    // Before this directory is opened and any child is looked at: the stamps' moment of reading.
+    const int64_t read_at = stamp_now();
     if (task.parent) {
       const int opened_fd = retry_eintr([&] {
         return ::openat(task.parent->get(), task.name.c_str(),
@@ -273,23 +313,42 @@ class Walker {
       set_metadata(*task.entry, opened);
       if (static_cast<uint64_t>(opened.st_dev) != fs_at(fs).dev)
         fs = SEALRUN_TRY(filesystem_of(fd, opened, here));
+      task.entry->fs = fs;
+      task.entry->stamp = stamp_of(opened, read_at);
+      if (directory_unchanged(task.cached, *task.entry, opened, fs_at(fs)))
+        unchanged_.fetch_add(1, std::memory_order_relaxed);
     }
     const FsIdentity fs_id = fs_at(fs);
-    SEALRUN_TRY(list_names(fd, here, buffer, names));
+    SEALRUN_TRY(list_names(fd, here, scratch.buffer, names));
+    const size_t count = names.starts.size();
+    PathArena& paths = *tree_.paths[index];
+    scratch.rels.resize(count);
+    scratch.cached.assign(count, nullptr);
+    for (size_t i = 0; i < count; ++i) scratch.rels[i] = paths.join(rel, names.at(i));
+    if (cache_ != nullptr) {
+      scratch.hashes.resize(count);
+      for (size_t i = 0; i < count; ++i) {
+        scratch.hashes[i] = DigestCacheContent::hash_of(scratch.rels[i]);
+        cache_->prefetch_slot(scratch.hashes[i]);
+      }
+      for (size_t i = 0; i < count; ++i) {
+        scratch.cached[i] = cache_->find_hashed(scratch.rels[i], scratch.hashes[i]);
+        if (scratch.cached[i] != nullptr) __builtin_prefetch(scratch.cached[i]);
+      }
+    }
     std::shared_ptr<UniqueFd> self;  // shared by the subdirectory tasks, made on the first
     std::vector<DirTask> found;
     DirNode& node = *task.node;
     node.prefix_len = rel.empty() ? 0 : rel.size() + 1;
-    node.records.reserve(names.starts.size());
+    node.records.reserve(count);
     std::deque<TreeEntry>& arena = *tree_.arenas[index];
-    PathArena& paths = *tree_.paths[index];
-    for (size_t i = 0; i < names.starts.size(); ++i) {
+    for (size_t i = 0; i < count; ++i) {
       const char* name = names.at(i);
       // A failed pool: finish() reports its error; a failed walk: another thread reports its own.
       if (pool_.failed() || failed()) return ok_status();
       if (index == 0) report_progress(false);
       struct stat st {};
-      const std::string_view child_rel = paths.join(rel, name);
+      const std::string_view child_rel = scratch.rels[i];
       if (::fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0)
         return Error::from_errno(
             fmt::format("stat {} (did the tree change during the walk?)", display(child_rel)));
@@ -305,21 +364,28 @@ class Walker {
       TreeEntry& e = arena.emplace_back();
       e.path = child_rel;
       node.records.push_back(&e);
+      const CachedEntry* cached = scratch.cached[i];
       if (S_ISREG(st.st_mode)) {
-        add_file(e, st, fs, fs_id);
+        add_file(e, st, fs, fs_id, cached);
       } else if (S_ISLNK(st.st_mode)) {
         e.kind = EntryKind::kSymlink;
         set_metadata(e, st);
         e.target = SEALRUN_TRY(read_link_at(fd, name, st, display(e.path)));
+        if (fs_id.dev == static_cast<uint64_t>(st.st_dev)) e.fs = fs;
+        e.stamp = stamp_of(st, read_at);
+        // A symlink's target cannot change in place (only by replacing the link), so a stamp
+        // that still holds vouches for the target as for a file's bytes.
+        if (e.fs != TreeEntry::kNoFs && record_matches(cached, e, fs_id) &&
+            stamp_still_holds(cached->stamp, cache_->filesystems[cached->fs], st, fs_id))
+          unchanged_.fetch_add(1, std::memory_order_relaxed);
       } else {
         e.kind = EntryKind::kDirectory;
         if (!self) self = own ? std::make_shared<UniqueFd>(std::move(own)) : root_share();
         DirNode& child = nodes_[index]->emplace_back();
         node.subdirs.emplace_back(&e, &child);
-        found.push_back(DirTask{self, name, &e, &child, st, fs});
+        found.push_back(DirTask{self, name, &e, &child, st, fs, cached});
       }
     }
-    sort_children(node);
     if (!found.empty()) {
       {
         std::lock_guard lock(mu_);
@@ -333,7 +399,8 @@ class Walker {
     return ok_status();
   }
 
-  void add_file(TreeEntry& e, const struct stat& st, uint32_t dir_fs, const FsIdentity& fs_id) {
+  void add_file(TreeEntry& e, const struct stat& st, uint32_t dir_fs, const FsIdentity& fs_id,
+                const CachedEntry* cached) {
     e.kind = EntryKind::kFile;
     // A file on another device than its directory (a bind-mounted file) has a file system the
     // walk never identified: it is hashed, and not cached.
@@ -341,17 +408,17 @@ class Walker {
     const auto size = static_cast<uint64_t>(st.st_size);
     files_.fetch_add(1, std::memory_order_relaxed);
     bytes_.fetch_add(size, std::memory_order_relaxed);
-    if (reuse_ != nullptr && e.fs != TreeEntry::kNoFs) {
-      if (auto hit = (*reuse_)(e.path, st, fs_id)) {
-        set_metadata(e, st);
-        e.bytes = size;
-        e.sha256 = hit->sha256;
-        e.stamp = hit->stamp;
-        e.from_cache = true;
-        files_from_cache_.fetch_add(1, std::memory_order_relaxed);
-        bytes_from_cache_.fetch_add(size, std::memory_order_relaxed);
-        return;
-      }
+    if (cached != nullptr && cached->kind == EntryKind::kFile && e.fs != TreeEntry::kNoFs &&
+        stamp_still_holds(cached->stamp, cache_->filesystems[cached->fs], st, fs_id)) {
+      set_metadata(e, st);
+      e.bytes = size;
+      e.sha256 = cached->sha256;
+      e.stamp = cached->stamp;
+      e.from_cache = true;
+      files_from_cache_.fetch_add(1, std::memory_order_relaxed);
+      bytes_from_cache_.fetch_add(size, std::memory_order_relaxed);
+      if (record_matches(cached, e, fs_id)) unchanged_.fetch_add(1, std::memory_order_relaxed);
+      return;
     }
     pool_.submit(HashPool::Job{&e, size, st.st_dev, st.st_ino});
   }
@@ -365,7 +432,7 @@ class Walker {
   const std::string root_display_;
   const TreeOptions& options_;
   const std::optional<WalkExclusion>& exclude_;
-  const DigestLookup* reuse_;
+  const DigestCacheContent* cache_;
   const unsigned walkers_;
   WalkedTree tree_;
   DirNode root_node_;
@@ -379,6 +446,7 @@ class Walker {
   std::mutex fs_mu_;
   std::vector<FsIdentity> fs_copy_;  // tree_.filesystems, read under fs_mu_
   std::atomic<uint64_t> files_{0}, bytes_{0}, files_from_cache_{0}, bytes_from_cache_{0};
+  std::atomic<uint64_t> unchanged_{0};  // entries whose record the cache vouches for
   bool walk_complete_ = false;
   int64_t last_progress_ms_ = 0;
   HashPool pool_;  // last: destroyed (joined) first, while everything its jobs point to lives
@@ -404,9 +472,9 @@ std::string tree_entry_display(const std::string& root_display, std::string_view
 Result<WalkedTree> walk_and_hash(int root_fd, const std::string& root_display,
                                  const TreeOptions& options,
                                  const std::optional<WalkExclusion>& exclude,
-                                 const DigestLookup* reuse) {
+                                 const DigestCacheContent* cache) {
   unsigned threads = options.threads == 0 ? default_hash_threads() : options.threads;
-  Walker walker(root_fd, root_display, options, exclude, reuse, threads);
+  Walker walker(root_fd, root_display, options, exclude, cache, threads);
   return walker.run();
 }
 

@@ -28,7 +28,7 @@
 
 namespace sealrun {
 
-enum class EntryKind { kFile, kDirectory, kSymlink };
+struct DigestCacheContent;
 
 struct TreeEntry {
   // Raw name bytes relative to the root, '/'-separated; "." is the root. Kept in the walk's
@@ -41,13 +41,14 @@ struct TreeEntry {
   uint64_t bytes = 0;  // files
   std::array<uint8_t, 32> sha256{};  // files: the content's SHA-256
   std::string target;  // symlinks, raw bytes
-  // Files, for the digest cache: what was hashed (or verified by stat), and on which file system
-  // (an index into WalkedTree::filesystems; kNoFs for a file on a file system the walk did not
-  // enter as a directory, e.g. a bind-mounted file, which is never cached).
+  // For the digest cache: the identity the entry had when it was read (a file: hashed, or
+  // verified by stat), and on which file system (an index into WalkedTree::filesystems; kNoFs for
+  // a file on a file system the walk did not enter as a directory, e.g. a bind-mounted file,
+  // which is never cached).
   static constexpr uint32_t kNoFs = std::numeric_limits<uint32_t>::max();
   FileStamp stamp;
   uint32_t fs = kNoFs;
-  bool from_cache = false;
+  bool from_cache = false;  // a file whose digest the cache gave
 };
 
 struct WalkedTree {
@@ -58,21 +59,17 @@ struct WalkedTree {
   // Every entry in the inventory's order: "." first, then by raw path bytes.
   std::vector<const TreeEntry*> order;
   std::vector<FsIdentity> filesystems;  // [0] is the root's
+  uint64_t entries = 0;  // records, "." included
   uint64_t regular_bytes = 0;
   uint64_t files = 0;
   uint64_t files_from_cache = 0;
+  // Entries whose whole record the cache vouches for (kind, mode, owner fresh and equal; a file's
+  // or symlink's stamp still holding).
+  uint64_t entries_unchanged = 0;
+  // Every entry vouched for and the cache lists no other: the inventory is, byte for byte, the
+  // one the cache's tree digest was taken of. `order` is then left empty.
+  bool unchanged = false;
 };
-
-// A digest the cache still vouches for, and the stamp it was taken with.
-struct ReusedDigest {
-  std::array<uint8_t, 32> sha256;
-  FileStamp stamp;
-};
-// Asked by the walk for each regular file (its path relative to the root, its lstat, its file
-// system): the cached digest when a trusted stamp still holds, else nullopt (the file is hashed).
-// Called from every walking thread at once: it must only read.
-using DigestLookup = std::function<std::optional<ReusedDigest>(
-    std::string_view rel, const struct stat& st, const FsIdentity& fs)>;
 
 // The name of `rel` for people: "<root_display>/<rel>".
 std::string tree_entry_display(const std::string& root_display, std::string_view rel);
@@ -85,21 +82,22 @@ struct WalkExclusion {
 
 // Walks the tree under `root_fd` (an O_DIRECTORY descriptor; `root_display` names it in errors)
 // and hashes every regular file on `options.threads` threads (1: on the calling thread), except
-// those `reuse` (may be null) vouches for. An entry whose inode is `exclude` is an error: the
-// inventory must not describe itself.
+// those whose stamp in `cache` (may be null; read from every walking thread at once) still
+// holds. An entry whose inode is `exclude` is an error: the inventory must not describe itself.
 Result<WalkedTree> walk_and_hash(int root_fd, const std::string& root_display,
                                  const TreeOptions& options,
                                  const std::optional<WalkExclusion>& exclude,
-                                 const DigestLookup* reuse = nullptr);
+                                 const DigestCacheContent* cache = nullptr);
 
 // An inventory's digest with the walk it came from, for the digest cache.
 struct DigestedTree {
   TreeSummary summary;
   WalkedTree tree;
 };
-// tree_digest() (tree.h) that keeps the walk and consults `reuse` (may be null).
+// tree_digest() (tree.h) that keeps the walk and consults `cache` (may be null). When the walk
+// finds the tree unchanged, the digest is the cache's and no inventory is formed.
 Result<DigestedTree> tree_digest_keeping_walk(const std::string& root, const TreeOptions& options,
-                                              const DigestLookup* reuse);
+                                              const DigestCacheContent* cache);
 
 // Threads to use when TreeOptions::threads is 0: the CPUs this process may run on.
 unsigned default_hash_threads();

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <functional>
 
 #include "fingerprint/digest_cache.h"
 #include "fingerprint/sha256.h"
@@ -110,6 +111,7 @@ TEST_F(CacheFixture, UnchangedTreeIsVerifiedByStatAloneWithTheFullDigest) {
   EXPECT_EQ(again.pin_cache.status, PinCacheStatus::kHit);
   EXPECT_EQ(again.pin_cache.checked_by_stat, 6u);
   EXPECT_EQ(again.pin_cache.rehashed, 0u);
+  EXPECT_TRUE(again.pin_cache.digest_from_cache);
   EXPECT_FALSE(again.pin_cache.stored) << "an unchanged tree rewrites nothing";
   EXPECT_EQ(std::filesystem::last_write_time(cache_file()), before);
   EXPECT_EQ(again.summary.sha256, first.summary.sha256);
@@ -121,6 +123,43 @@ TEST_F(CacheFixture, UnchangedTreeIsVerifiedByStatAloneWithTheFullDigest) {
   auto chmodded = verify(request_for(root, state));
   EXPECT_NE(chmodded.summary.sha256, first.summary.sha256);
   EXPECT_EQ(chmodded.summary.sha256, full_digest(root));
+  EXPECT_FALSE(chmodded.pin_cache.digest_from_cache);
+}
+
+// Changes that leave every file's content alone must still move the digest: the tree's digest
+// is taken from the cache only when every record is vouched for and no entry is new or gone.
+TEST_F(CacheFixture, EveryStructuralChangeDefeatsTheCachedTreeDigest) {
+  struct Change {
+    const char* what;
+    std::function<void(const std::string&)> apply;
+  };
+  const Change changes[] = {
+      {"an empty directory added", [](const std::string& t) { ::mkdir((t + "/new").c_str(), 0755); }},
+      {"a directory's mode", [](const std::string& t) { ::chmod((t + "/sub").c_str(), 0700); }},
+      {"the root's mode", [](const std::string& t) { ::chmod(t.c_str(), 0711); }},
+      {"a symlink retargeted",
+       [](const std::string& t) {
+         ::unlink((t + "/link").c_str());
+         ::symlink("run.sh", (t + "/link").c_str());
+       }},
+      {"a file renamed", [](const std::string& t) {
+         ::rename((t + "/hello.txt").c_str(), (t + "/hello.text").c_str());
+       }},
+      {"a symlink removed", [](const std::string& t) { ::unlink((t + "/dangling").c_str()); }},
+      {"an empty directory removed", [](const std::string& t) { ::rmdir((t + "/new").c_str()); }},
+  };
+  std::string previous = first.summary.sha256;
+  for (const Change& c : changes) {
+    c.apply(root);
+    auto again = verify(request_for(root, state));
+    EXPECT_FALSE(again.pin_cache.digest_from_cache) << c.what;
+    EXPECT_EQ(again.summary.sha256, full_digest(root)) << c.what;
+    EXPECT_NE(again.summary.sha256, previous) << c.what;
+    previous = again.summary.sha256;
+    auto settled = verify(request_for(root, state));
+    EXPECT_TRUE(settled.pin_cache.digest_from_cache) << c.what << ": cached again afterwards";
+    EXPECT_EQ(settled.summary.sha256, previous) << c.what;
+  }
 }
 
 TEST_F(CacheFixture, ContentChangedWithItsMtimeRestoredIsCaughtByCtime) {
@@ -202,17 +241,21 @@ TEST_F(CacheFixture, AddedAndRemovedFilesAreHandledAndTheCacheRewritten) {
   EXPECT_TRUE(fewer.pin_cache.stored);
   auto stored = decode_digest_cache(read_text(cache_file()));
   ASSERT_TRUE(stored.ok());
-  EXPECT_EQ(stored->files.size(), 5u);
+  EXPECT_EQ(stored->entries.size(), fewer.summary.entries);
   EXPECT_EQ(stored->find("sub/new"), nullptr);
+  EXPECT_EQ(verify(request_for(root, state)).pin_cache.digest_from_cache, true);
 }
 
 // A cache whose entry for `rel` carries the file's current stamp but the digest of other bytes,
-// hashed at `hashed_at`: what a cache would say if a change had slipped past the stamp.
+// hashed at `hashed_at`: what a cache would say if a change had slipped past the stamp. Its tree
+// digest is forged alike (the digest of no bytes), so that a forged cache believed shows in the
+// result whichever way the digest is formed.
 void forge_entry(const std::string& state, const std::string& root, const std::string& rel,
                  int64_t hashed_at, uid_t owner = 0) {
   auto content = decode_digest_cache(read_text(digest_cache_path(state, root)));
   ASSERT_TRUE(content.ok());
-  for (CachedFile& f : content->files) {
+  content->tree_sha256 = Sha256().finish();
+  for (CachedEntry& f : content->entries) {
     if (f.path != rel) continue;
     f.sha256 = Sha256().finish();  // the digest of no bytes at all
     f.stamp.hashed_at_ns = hashed_at;
@@ -246,6 +289,7 @@ TEST_F(CacheFixture, AnEntryHashedInTheSecondOfItsLastChangeIsReHashed) {
   auto settled = verify(request_for(root, state));
   EXPECT_EQ(settled.pin_cache.rehashed, 0u);
   EXPECT_NE(settled.summary.sha256, first.summary.sha256);
+  EXPECT_EQ(settled.summary.sha256, Sha256().finish_hex());
 }
 
 TEST_F(CacheFixture, ACachedDigestNeverDecidesAFailure) {

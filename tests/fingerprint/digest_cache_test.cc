@@ -21,17 +21,26 @@ constexpr int64_t kSecond = 1'000'000'000;
 DigestCacheContent sample() {
   DigestCacheContent c;
   c.root = "/opt/toolchain";
+  for (size_t i = 0; i < c.tree_sha256.size(); ++i) c.tree_sha256[i] = static_cast<uint8_t>(200 - i);
   c.filesystems = {{0x801, 0x1234567890abcdefull, 0xEF53}, {0x2a, 0x42, 0x01021994}};
-  const char* paths[] = {"bin/cc", "bin/cc1", "include/stdio.h", "lib/libc.so.6", "\xff\xfe"};
+  const char* paths[] = {".", "bin", "bin/cc", "bin/cc1", "include/stdio.h", "lib/libc.so.6",
+                         "\xff\xfe"};
   int64_t t = 1'700'000'000 * kSecond;
   for (const char* p : paths) {
-    CachedFile f;
+    CachedEntry f;
     f.path = p;
+    f.kind = f.path == "." || f.path == "bin" ? EntryKind::kDirectory
+             : f.path == "bin/cc"            ? EntryKind::kSymlink
+                                             : EntryKind::kFile;
+    f.mode = f.kind == EntryKind::kSymlink ? 0777 : 0755;
+    f.uid = 1000;
+    f.gid = static_cast<uint32_t>(t % 5);
     f.fs = f.path == "lib/libc.so.6" ? 1 : 0;
     f.stamp = FileStamp{static_cast<uint64_t>(t % 1000003), static_cast<uint64_t>(t % 77), t,
                         t + 5, t + 3 * kSecond};
-    for (size_t i = 0; i < f.sha256.size(); ++i) f.sha256[i] = static_cast<uint8_t>(i * 7 + t);
-    c.files.push_back(f);
+    if (f.kind == EntryKind::kFile)
+      for (size_t i = 0; i < f.sha256.size(); ++i) f.sha256[i] = static_cast<uint8_t>(i * 7 + t);
+    c.entries.push_back(f);
     t += 12345;
   }
   return c;
@@ -50,16 +59,20 @@ std::string reseal(std::string bytes) {
 void expect_same(const DigestCacheContent& a, const DigestCacheContent& b) {
   EXPECT_EQ(a.root, b.root);
   EXPECT_EQ(a.filesystems, b.filesystems);
-  ASSERT_EQ(a.files.size(), b.files.size());
-  for (size_t i = 0; i < a.files.size(); ++i) {
-    EXPECT_EQ(a.files[i].path, b.files[i].path);
-    EXPECT_EQ(a.files[i].fs, b.files[i].fs);
-    EXPECT_EQ(a.files[i].stamp.ino, b.files[i].stamp.ino);
-    EXPECT_EQ(a.files[i].stamp.size, b.files[i].stamp.size);
-    EXPECT_EQ(a.files[i].stamp.mtime_ns, b.files[i].stamp.mtime_ns);
-    EXPECT_EQ(a.files[i].stamp.ctime_ns, b.files[i].stamp.ctime_ns);
-    EXPECT_EQ(a.files[i].stamp.hashed_at_ns, b.files[i].stamp.hashed_at_ns);
-    EXPECT_EQ(a.files[i].sha256, b.files[i].sha256);
+  ASSERT_EQ(a.entries.size(), b.entries.size());
+  for (size_t i = 0; i < a.entries.size(); ++i) {
+    EXPECT_EQ(a.entries[i].path, b.entries[i].path);
+    EXPECT_EQ(a.entries[i].fs, b.entries[i].fs);
+    EXPECT_EQ(a.entries[i].kind, b.entries[i].kind);
+    EXPECT_EQ(a.entries[i].mode, b.entries[i].mode);
+    EXPECT_EQ(a.entries[i].uid, b.entries[i].uid);
+    EXPECT_EQ(a.entries[i].gid, b.entries[i].gid);
+    EXPECT_EQ(a.entries[i].stamp.ino, b.entries[i].stamp.ino);
+    EXPECT_EQ(a.entries[i].stamp.size, b.entries[i].stamp.size);
+    EXPECT_EQ(a.entries[i].stamp.mtime_ns, b.entries[i].stamp.mtime_ns);
+    EXPECT_EQ(a.entries[i].stamp.ctime_ns, b.entries[i].stamp.ctime_ns);
+    EXPECT_EQ(a.entries[i].stamp.hashed_at_ns, b.entries[i].stamp.hashed_at_ns);
+    EXPECT_EQ(a.entries[i].sha256, b.entries[i].sha256);
   }
 }
 
@@ -72,6 +85,8 @@ TEST(DigestCacheFormat, RoundTripsExactlyAndFindsByPath) {
   EXPECT_EQ(encode_digest_cache(*back), bytes);  // one encoding per content
   ASSERT_NE(back->find("bin/cc1"), nullptr);
   EXPECT_EQ(back->find("bin/cc1")->path, "bin/cc1");
+  ASSERT_NE(back->find("."), nullptr);
+  EXPECT_EQ(back->find(".")->kind, EntryKind::kDirectory);
   EXPECT_EQ(back->find("bin/c"), nullptr);
   EXPECT_EQ(back->find("zzz"), nullptr);
 }
@@ -81,7 +96,7 @@ TEST(DigestCacheFormat, EmptyCacheRoundTrips) {
   c.root = "/t";
   auto back = decode_digest_cache(encode_digest_cache(c));
   ASSERT_TRUE(back.ok()) << back.error().message();
-  EXPECT_TRUE(back->files.empty());
+  EXPECT_TRUE(back->entries.empty());
 }
 
 TEST(DigestCacheFormat, EveryDamagedByteIsDetected) {
@@ -113,15 +128,20 @@ TEST(DigestCacheFormat, ContentWithAValidDigestIsStillParsedStrictly) {
     const char* message;
   };
   const Case cases[] = {
-      {"unsorted", [](DigestCacheContent& c) { std::swap(c.files[0], c.files[2]); },
+      {"unsorted", [](DigestCacheContent& c) { std::swap(c.entries[2], c.entries[4]); },
        "out of order"},
-      {"duplicate", [](DigestCacheContent& c) { c.files[1].path = c.files[0].path; },
+      {"duplicate", [](DigestCacheContent& c) { c.entries[3].path = c.entries[2].path; },
        "bad path lengths"},
-      {"fs index", [](DigestCacheContent& c) { c.files[3].fs = 2; }, "file system 2 of 2"},
+      {"fs index", [](DigestCacheContent& c) { c.entries[3].fs = 2; }, "file system 2 of 2"},
+      {"kind", [](DigestCacheContent& c) { c.entries[3].kind = static_cast<EntryKind>(3); },
+       "kind 3"},
+      {"mode", [](DigestCacheContent& c) { c.entries[3].mode = 010000; }, "mode 10000"},
+      {"digest of a directory",
+       [](DigestCacheContent& c) { c.entries[1].sha256[0] = 1; }, "not a file but has a digest"},
       {"nul in path",
        [](DigestCacheContent& c) {
          static const std::string with_nul("\xff\xfe\0x", 4);
-         c.files[4].path = with_nul;
+         c.entries[6].path = with_nul;
        },
        "NUL"},
   };
@@ -147,9 +167,9 @@ TEST(DigestCacheFormat, ContentWithAValidDigestIsStillParsedStrictly) {
   DigestCacheContent two;
   two.root = "/r";
   two.filesystems = {{1, 2, 3}};
-  two.files.resize(2);
-  two.files[0].path = "bin/cc";
-  two.files[1].path = "bin/cc1";
+  two.entries.resize(2);
+  two.entries[0].path = "bin/cc";
+  two.entries[1].path = "bin/cc1";
   std::string bytes = encode_digest_cache(two);
   const std::string canonical = std::string("\x06\0\0\0\x01\0\0\0" "1", 9);
   const size_t at = bytes.find(canonical);
@@ -164,12 +184,12 @@ TEST(DigestCacheFormat, AHugeFileCountIsRefusedBeforeAnyAllocation) {
   DigestCacheContent c;
   c.root = "/r";
   std::string bytes = encode_digest_cache(c);
-  // The file count is the 8 bytes before the trailer; claim 2^62 files.
+  // The entry count is the 8 bytes before the trailer; claim 2^62 entries.
   const size_t count_at = bytes.size() - 32 - 8;
   for (int i = 0; i < 8; ++i) bytes[count_at + i] = i == 7 ? 0x40 : 0;
   auto r = decode_digest_cache(reseal(bytes));
   ASSERT_FALSE(r.ok());
-  EXPECT_THAT(r.error().message(), HasSubstr("bad file count"));
+  EXPECT_THAT(r.error().message(), HasSubstr("bad entry count"));
 }
 
 TEST(FileStampRule, TrustedOnlyWhenTheLastChangeLiesBeforeTheSecondOfHashing) {
