@@ -64,8 +64,8 @@ void write_file(const std::string& path, uint64_t size, std::vector<uint64_t>& b
   if (fd < 0) die("create " + path);
   uint64_t left = size;
   while (left > 0) {
-    for (auto& w : buf) w = next_u64();
     size_t n = static_cast<size_t>(std::min<uint64_t>(left, buf.size() * 8));
+    for (size_t k = 0; k < (n + 7) / 8; ++k) buf[k] = next_u64();  // only the words written
     if (::write(fd, buf.data(), n) != static_cast<ssize_t>(n)) die("write " + path);
     left -= n;
   }

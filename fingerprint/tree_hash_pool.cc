@@ -1,5 +1,6 @@
-// The hashing threads of the tree walk: see tree_hash_pool.h. Each worker owns one FileHasher
-// (digest context + read buffer) for its whole life, so hashing a small file costs no allocation.
+// The opening and hashing threads of the tree walk: see tree_hash_pool.h. Each hashing thread
+// owns one FileHasher (digest context + read buffer) for its whole life, so hashing a small file
+// costs no allocation.
 #include "fingerprint/tree_hash_pool.h"
 
 #include <fcntl.h>
@@ -15,13 +16,17 @@ namespace {
 bool smaller(const HashPool::Job& a, const HashPool::Job& b) { return a.size < b.size; }
 
 // How long the readahead hint stays on after the last read that missed the page cache, in files
-// hashed: long enough to cover a batch opened ahead, short enough that a tree whose cold part is
-// over stops paying for the hint.
+// hashed: long enough to cover what was opened ahead, short enough that a tree whose cold part
+// is over soon stops paying for the hint.
 constexpr int kColdScoreOnMiss = 2 * static_cast<int>(HashPool::kReadyHigh);
 
 // The readahead hint covers what read(2) hashes (files below the mapping threshold) and the start
 // of a mapped one, whose further pages the kernel's own readahead fetches as the mapping is read.
 constexpr off_t kHintBytes = FileHasher::kMapThresholdBytes;
+
+// Files opened by the opening thread before it hands them over, so that the hashing threads see
+// the first of a batch early and the lock is taken once per few files rather than once per file.
+constexpr size_t kHandOver = 8;
 
 }  // namespace
 
@@ -29,13 +34,18 @@ HashPool::HashPool(int root_fd, const std::string& root_display, unsigned thread
                    std::function<int64_t()> stamp_clock)
     : root_fd_(root_fd), root_display_(root_display), stamp_clock_(std::move(stamp_clock)) {
   if (threads <= 1) return;
-  workers_.reserve(threads);
-  for (unsigned i = 0; i < threads; ++i) workers_.emplace_back([this] { work(); });
+  threads_.reserve(threads + 1);
+  threads_.emplace_back([this] { open_ahead(); });
+  for (unsigned i = 0; i < threads; ++i)
+    threads_.emplace_back([this] {
+      FileHasher hasher;
+      hash_ready(hasher);
+    });
 }
 
 HashPool::~HashPool() {
   cancel();
-  stop_workers();
+  stop_threads();
 }
 
 void HashPool::submit(const Job& job) {
@@ -43,11 +53,16 @@ void HashPool::submit(const Job& job) {
   {
     std::lock_guard lock(mu_);
     if (failed()) return;
-    waiting_.push_back(job);
-    std::push_heap(waiting_.begin(), waiting_.end(), smaller);
-    wake = sleepers_ > 0;
+    if (job.size >= FileHasher::kMapThresholdBytes) {
+      large_.push_back(job);
+      std::push_heap(large_.begin(), large_.end(), smaller);
+    } else {
+      small_.push_back(job);
+    }
+    // The opening thread sleeps only with nothing to open or enough opened.
+    wake = opening_ == 0 && ready_.size() < kReadyLow && large_.size() + small_.size() == 1;
   }
-  if (wake) wake_.notify_one();
+  if (wake) room_.notify_one();
 }
 
 void HashPool::walk_finished() {
@@ -55,7 +70,8 @@ void HashPool::walk_finished() {
     std::lock_guard lock(mu_);
     walk_done_ = true;
   }
-  wake_.notify_all();
+  room_.notify_all();
+  opened_.notify_all();
   all_done_.notify_all();
 }
 
@@ -63,113 +79,115 @@ void HashPool::cancel() {
   {
     std::lock_guard lock(mu_);
     failed_.store(true, std::memory_order_relaxed);
-    waiting_.clear();
+    large_.clear();
+    small_.clear();
     ready_.clear();  // closes the descriptors opened ahead
   }
-  wake_.notify_all();
+  room_.notify_all();
+  opened_.notify_all();
   all_done_.notify_all();
 }
 
 bool HashPool::all_done_locked() const {
   if (failed()) return true;
-  return walk_done_ && waiting_.empty() && ready_.empty() && opening_ == 0 && hashing_ == 0;
+  return walk_done_ && large_.empty() && small_.empty() && ready_.empty() && opening_ == 0 &&
+         hashing_ == 0;
 }
 
-HashPool::Job HashPool::take_largest_locked() {
-  std::pop_heap(waiting_.begin(), waiting_.end(), smaller);
-  Job job = waiting_.back();
-  waiting_.pop_back();
-  return job;
-}
-
-void HashPool::work() {
-  FileHasher hasher;
-  while (hash_one(hasher)) {
+bool HashPool::take_waiting_locked(Job& out) {
+  if (!large_.empty()) {
+    std::pop_heap(large_.begin(), large_.end(), smaller);
+    out = large_.back();
+    large_.pop_back();
+    return true;
   }
+  if (!small_.empty()) {
+    out = small_.front();
+    small_.pop_front();
+    return true;
+  }
+  return false;
 }
 
-bool HashPool::hash_one(FileHasher& hasher) {
-  std::vector<Job> to_open;
-  std::optional<Opened> job;
-  {
-    std::unique_lock lock(mu_);
-    for (;;) {
-      if (failed() || closing_) return false;
-      if (!ready_.empty() || !waiting_.empty()) break;
-      if (walk_done_ && opening_ == 0) return false;  // nothing left, nothing on its way
-      if (workers_.empty()) return false;  // no workers: finish() is called after the walk
-      ++sleepers_;
-      wake_.wait(lock);
-      --sleepers_;
+void HashPool::open_ahead() {
+  std::vector<Job> batch;
+  std::vector<Opened> done;
+  std::unique_lock lock(mu_);
+  for (;;) {
+    room_.wait(lock, [&] {
+      return failed() || closing_ ||
+             (ready_.size() < kReadyLow && !(large_.empty() && small_.empty())) ||
+             (walk_done_ && large_.empty() && small_.empty());
+    });
+    if (failed() || closing_ || (large_.empty() && small_.empty())) break;
+    batch.clear();
+    Job job;
+    while (ready_.size() + batch.size() < kReadyHigh && take_waiting_locked(job))
+      batch.push_back(job);
+    opening_ = batch.size();
+    lock.unlock();
+    const bool hint = cold_score_.load(std::memory_order_relaxed) > 0;
+    for (size_t i = 0; i < batch.size(); ++i) {
+      if (failed()) break;
+      if (auto o = open(batch[i], hint)) done.push_back(std::move(*o));
+      if (done.size() == kHandOver || i + 1 == batch.size()) {
+        {
+          std::lock_guard hand(mu_);
+          for (auto& o : done) ready_.push_back(std::move(o));
+          opening_ -= std::min(opening_, done.size());
+        }
+        done.clear();
+        opened_.notify_all();
+      }
     }
-    // Top up the files opened ahead in one batch, so that opening happens in runs rather than
-    // once per file under the lock.
-    if (ready_.size() + opening_ < kReadyLow) {
-      while (!waiting_.empty() && ready_.size() + opening_ + to_open.size() < kReadyHigh)
-        to_open.push_back(take_largest_locked());
-      opening_ += to_open.size();
-    }
-    if (!ready_.empty()) {
-      job = std::move(ready_.front());
-      ready_.pop_front();
-    }
+    lock.lock();
+    opening_ = 0;
+  }
+  lock.unlock();
+  opened_.notify_all();
+  all_done_.notify_all();
+}
+
+void HashPool::hash_ready(FileHasher& hasher) {
+  std::unique_lock lock(mu_);
+  for (;;) {
+    opened_.wait(lock, [&] { return failed() || closing_ || !ready_.empty() || all_done_locked(); });
+    if (failed() || closing_ || ready_.empty()) break;
+    Opened job = std::move(ready_.front());
+    ready_.pop_front();
     ++hashing_;
-  }
-
-  std::vector<Opened> opened;
-  if (!to_open.empty()) open_batch(to_open, opened);
-  if (!job && !opened.empty()) {
-    job = std::move(opened.front());
-    opened.erase(opened.begin());
-  }
-  if (!to_open.empty()) {
-    bool wake;
-    {
-      std::lock_guard lock(mu_);
-      opening_ -= to_open.size();
-      if (!failed())
-        for (auto& o : opened) ready_.push_back(std::move(o));
-      wake = sleepers_ > 0;
-    }
-    if (wake) wake_.notify_all();
-  }
-
-  if (job && !failed()) hash(*job, hasher);
-  job.reset();  // closes the descriptor before the next file is taken
-  bool done;
-  {
-    std::lock_guard lock(mu_);
+    const bool wake_opener = ready_.size() + 1 == kReadyLow;
+    lock.unlock();
+    if (wake_opener) room_.notify_one();
+    hash(job, hasher);
+    job.file.fd.reset();  // closes the descriptor before the next file is taken
+    lock.lock();
     --hashing_;
-    done = all_done_locked();
+    if (all_done_locked()) {
+      lock.unlock();
+      all_done_.notify_all();
+      opened_.notify_all();  // the other hashing threads: the end
+      lock.lock();
+    }
   }
-  if (done) {
-    all_done_.notify_all();
-    wake_.notify_all();  // sleeping workers: the end
-  }
-  return true;
 }
 
-void HashPool::open_batch(std::vector<Job>& jobs, std::vector<Opened>& out) {
-  out.reserve(jobs.size());
-  const bool hint = cold_score_.load(std::memory_order_relaxed) > 0;
-  for (const Job& j : jobs) {
-    if (failed()) return;
-    const int64_t now = stamp_clock_ ? stamp_clock_() : coarse_realtime_ns();
-    const std::string display = tree_entry_display(root_display_, j.entry->path);
-    auto file =
-        open_regular_beneath(root_fd_, std::string(j.entry->path), display, j.dev, j.ino);
-    if (!file.ok()) {
-      record_error(std::move(file).error());
-      return;
-    }
-    if (hint)
-      (void)::posix_fadvise(file->fd.get(), 0, std::min<off_t>(file->st.st_size, kHintBytes),
-                            POSIX_FADV_WILLNEED);
-    out.push_back(Opened{j.entry, std::move(*file), now});
+std::optional<HashPool::Opened> HashPool::open(const Job& j, bool hint) {
+  const int64_t now = stamp_clock_ ? stamp_clock_() : coarse_realtime_ns();
+  const std::string display = tree_entry_display(root_display_, j.entry->path);
+  auto file = open_regular_beneath(root_fd_, std::string(j.entry->path), display, j.dev, j.ino);
+  if (!file.ok()) {
+    record_error(std::move(file).error());
+    return std::nullopt;
   }
+  if (hint)
+    (void)::posix_fadvise(file->fd.get(), 0, std::min<off_t>(file->st.st_size, kHintBytes),
+                          POSIX_FADV_WILLNEED);
+  return Opened{j.entry, std::move(*file), now};
 }
 
 void HashPool::hash(Opened& job, FileHasher& hasher) {
+  if (failed()) return;
   TreeEntry& e = *job.entry;
   const std::string display = tree_entry_display(root_display_, e.path);
   auto digest = hasher.hash_opened(job.file, display, {}, &done_bytes_);
@@ -201,15 +219,16 @@ void HashPool::record_error(Error error) {
   cancel();  // the first error stops the pool as a failed walk does
 }
 
-void HashPool::stop_workers() {
+void HashPool::stop_threads() {
   {
     std::lock_guard lock(mu_);
     closing_ = true;
   }
-  wake_.notify_all();
-  for (auto& t : workers_)
+  room_.notify_all();
+  opened_.notify_all();
+  for (auto& t : threads_)
     if (t.joinable()) t.join();
-  workers_.clear();
+  threads_.clear();
 }
 
 }  // namespace sealrun

@@ -1,24 +1,25 @@
 // The hashing side of the tree walk. The walk submits each regular file it finds as a name and the
-// inode it saw, without a descriptor; hashing threads take the largest waiting file, re-open it
-// beneath the root without following anything (open_beneath.h), check that it is the inode the
-// walk saw, and hash it.
+// inode it saw, without a descriptor; an opening thread re-opens waiting files beneath the root
+// without following anything (open_beneath.h), checks that each is the inode the walk saw, and
+// queues it opened; hashing threads hash opened files.
 //
 // Why this shape:
 // - No descriptor is held while a file waits, so the walk never waits for the hashing: it runs
 //   ahead at stat speed whatever the tree's size, and the totals it counts are final early (a
 //   progress percentage can be shown as soon as the walk is done, and never runs backwards).
-// - Largest first: the files left at the end are the smallest, so the threads finish together,
-//   and a tree of a few huge files keeps every thread on its own file until the last one.
-//   (SHA-256 is sequential within a file, so one file can never use two cores.)
-// - Opened ahead: a thread that finds fewer than kReadyLow files opened opens the next largest
-//   ones in a batch. When reads are missing the page cache (a cold tree: a hashing thread's first
-//   read came back EAGAIN under RWF_NOWAIT), each file opened ahead is also handed to the kernel's
-//   readahead (posix_fadvise WILLNEED), so up to kReadyHigh reads are in flight while the threads
-//   hash, instead of one per thread. On a warm tree that hint would only cost a system call per
-//   file, so it is not given.
-// - Two hashing threads on two cores, and the walking thread besides: the walk is cheap next to
-//   hashing, and the hashing threads sleep only when nothing at all is waiting (never once per
-//   file), so the extra thread costs few context switches.
+// - Large files first (1 MiB and more, largest first), then the small ones in the order the walk
+//   found them: the files left at the end are small, so the threads finish together, and a tree
+//   of a few huge files keeps every thread on its own file until the last one. (SHA-256 is
+//   sequential within a file, so one file can never use two cores.) Small files need no order,
+//   and a queue in walk order costs nothing per file, where a heap of 200,000 would.
+// - Opened ahead, by a thread of its own: it keeps kReadyLow..kReadyHigh files opened. When reads
+//   are missing the page cache (a cold tree: a hashing thread's first read came back EAGAIN under
+//   RWF_NOWAIT), each file opened is also handed to the kernel's readahead (posix_fadvise
+//   WILLNEED), so up to kReadyHigh reads are in flight while the threads hash, instead of one per
+//   thread; and a hint that blocks on a busy disk holds up no hashing. On a warm tree the hint
+//   would only cost a system call per file, so it is not given.
+// - Threads sleep only when there is nothing for them (a hashing thread: nothing opened; the
+//   opening thread: enough opened), never once per file.
 //
 // The first error stops the pool: waiting files are dropped and the error is reported once, from
 // finish().
@@ -50,7 +51,7 @@ class HashPool {
   static constexpr size_t kReadyHigh = 64;
 
   // `root_fd` (the walk's root directory) must stay open until finish() returned. threads <= 1:
-  // no worker threads; finish() hashes everything on the caller's thread.
+  // no threads at all; finish() opens and hashes everything on the caller's thread.
   // `stamp_clock` (may be empty: coarse real time) gives each stamp's hashed_at.
   HashPool(int root_fd, const std::string& root_display, unsigned threads,
            std::function<int64_t()> stamp_clock = {});
@@ -64,7 +65,7 @@ class HashPool {
     dev_t dev;         // the inode the walk saw: the opened file must be this one
     ino_t ino;
   };
-  // From the walking thread.
+  // From the walking threads.
   void submit(const Job& job);
   // The walk is over: no more submissions.
   void walk_finished();
@@ -75,9 +76,9 @@ class HashPool {
   uint64_t done_bytes() const { return done_bytes_.load(std::memory_order_relaxed); }
   uint64_t done_files() const { return done_files_.load(std::memory_order_relaxed); }
 
-  // Waits until every submitted file was hashed (hashing them on this thread when the pool has no
-  // workers), calling `tick` on this thread about every tick_ms (for progress). Call after
-  // walk_finished() or cancel(). Returns the first error any file hit.
+  // Waits until every submitted file was hashed (opening and hashing them on this thread when the
+  // pool has no threads), calling `tick` on this thread about every tick_ms (for progress). Call
+  // after walk_finished() or cancel(). Returns the first error any file hit.
   template <typename Tick>
   Status finish(Tick&& tick, int tick_ms = 200);
 
@@ -88,28 +89,27 @@ class HashPool {
     int64_t opened_at_ns;  // coarse real time before the open: the stamp's hashed_at
   };
 
-  void work();
-  // Hashes one file (opening a batch first when few are ready), waiting for one if none is
-  // waiting yet. False when there is nothing left to hash or the pool failed.
-  bool hash_one(FileHasher& hasher);
-  Job take_largest_locked();
-  void open_batch(std::vector<Job>& jobs, std::vector<Opened>& out);
+  void open_ahead();  // the opening thread
+  void hash_ready(FileHasher& hasher);  // a hashing thread
+  bool take_waiting_locked(Job& out);
+  std::optional<Opened> open(const Job& job, bool hint);
   void hash(Opened& job, FileHasher& hasher);
   void record_error(Error error);
   bool all_done_locked() const;
-  void stop_workers();
+  void stop_threads();
 
   const int root_fd_;
   const std::string& root_display_;
   const std::function<int64_t()> stamp_clock_;
   std::mutex mu_;
-  std::condition_variable wake_;     // workers: something to do, or the end
-  std::condition_variable all_done_; // finish(): the last file was hashed
-  std::vector<Job> waiting_;         // a max-heap by size
+  std::condition_variable opened_;    // hashing threads: a file was opened, or the end
+  std::condition_variable room_;      // the opening thread: room in ready_, work, or the end
+  std::condition_variable all_done_;  // finish(): the last file was hashed
+  std::vector<Job> large_;            // a max-heap by size
+  std::deque<Job> small_;             // in walk order
   std::deque<Opened> ready_;
-  size_t opening_ = 0;  // taken from waiting_ by a thread that is opening them right now
+  size_t opening_ = 0;                // taken by the opening thread, not yet in ready_
   size_t hashing_ = 0;
-  size_t sleepers_ = 0;
   bool walk_done_ = false;
   bool closing_ = false;
   std::optional<Error> error_;
@@ -118,15 +118,23 @@ class HashPool {
   std::atomic<uint64_t> done_files_{0};
   // > 0 while recent first reads missed the page cache: files opened now get a readahead hint.
   std::atomic<int> cold_score_{0};
-  FileHasher caller_hasher_;  // the caller's, for a pool without workers
-  std::vector<std::thread> workers_;
+  std::vector<std::thread> threads_;
 };
 
 template <typename Tick>
 Status HashPool::finish(Tick&& tick, int tick_ms) {
-  if (workers_.empty()) {
+  if (threads_.empty()) {
+    // No threads: open and hash in turn, in the same order the threads would.
+    FileHasher hasher;
     int64_t last = monotonic_ms();
-    while (hash_one(caller_hasher_)) {
+    for (;;) {
+      Job job;
+      {
+        std::lock_guard lock(mu_);
+        if (failed() || !take_waiting_locked(job)) break;
+      }
+      auto opened = open(job, false);
+      if (opened) hash(*opened, hasher);
       if (monotonic_ms() - last >= tick_ms) {
         tick();
         last = monotonic_ms();
@@ -143,7 +151,7 @@ Status HashPool::finish(Tick&& tick, int tick_ms) {
       }
     }
   }
-  stop_workers();
+  stop_threads();
   std::lock_guard lock(mu_);
   if (error_) return *error_;
   return ok_status();
