@@ -35,10 +35,10 @@ struct Shape {
 const Shape kShapes[] = {
     {"toolchain",
      {
-         {16320, 1, 16, true},            // headers, small sources
-         {3000, 16, 256, true},           // objects, larger sources
-         {600, 256, 4096, true},          // static archives, small libraries
-         {80, 4096, 20 * 1024, true},     // big shared libraries, compiler binaries
+         {16320, 1, 16, true},         // headers, small sources
+         {3000, 16, 256, true},        // objects, larger sources
+         {600, 256, 4096, true},       // static archives, small libraries
+         {80, 4096, 20 * 1024, true},  // big shared libraries, compiler binaries
      }},
     {"mixed", {{5970, 1, 64, false}, {30, 20 * 1024, 20 * 1024, false}}},
     {"huge", {{4, 1024 * 1024, 1024 * 1024, false}}},

@@ -134,8 +134,9 @@ Result<CachedTreeResult> tree_digest_cached(const CachedTreeRequest& request) {
     // The cache must never be the reason a pin fails: confirm from the bytes themselves.
     auto full = SEALRUN_TRY(tree_digest_keeping_walk(request.root, request.tree, nullptr));
     record.rehashed += full.tree.files;
-    record.reason = "the digest differed from the pin with cached file digests; every file was "
-                    "hashed again to confirm";
+    record.reason =
+        "the digest differed from the pin with cached file digests; every file was "
+        "hashed again to confirm";
     record.digest_from_cache = false;
     walked = std::move(full);
     record.entries = walked.summary.entries;

@@ -41,15 +41,15 @@ std::string_view pin_cache_status_name(PinCacheStatus status);  // "hit", "parti
 struct PinCacheRecord {
   std::string root;
   PinCacheStatus status = PinCacheStatus::kMiss;
-  std::string reason;           // why corrupt, ignored, re-hashed in full, or not stored
-  uint64_t entries = 0;         // inventory records ("." included)
-  uint64_t files = 0;           // regular files
-  uint64_t checked_by_stat = 0; // files whose digest came from the cache after a stat check
-  uint64_t rehashed = 0;        // files read and hashed (both passes when confirmed in full)
+  std::string reason;            // why corrupt, ignored, re-hashed in full, or not stored
+  uint64_t entries = 0;          // inventory records ("." included)
+  uint64_t files = 0;            // regular files
+  uint64_t checked_by_stat = 0;  // files whose digest came from the cache after a stat check
+  uint64_t rehashed = 0;         // files read and hashed (both passes when confirmed in full)
   // Every entry was vouched for by the cache and the cache lists no other, so the tree's digest
   // is the cache's (no inventory was formed).
   bool digest_from_cache = false;
-  bool stored = false;          // the cache was written afterwards
+  bool stored = false;  // the cache was written afterwards
 };
 // {root, status, entries, files, checked_by_stat, rehashed, digest_from_cache, stored, reason?}
 nlohmann::json pin_cache_to_json(const PinCacheRecord& record);

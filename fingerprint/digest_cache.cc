@@ -51,7 +51,8 @@ class Reader {
   std::optional<uint64_t> le(int n) {
     if (remaining() < static_cast<size_t>(n)) return std::nullopt;
     uint64_t v = 0;
-    for (int i = 0; i < n; ++i) v |= static_cast<uint64_t>(static_cast<uint8_t>(data_[pos_ + i])) << (8 * i);
+    for (int i = 0; i < n; ++i)
+      v |= static_cast<uint64_t>(static_cast<uint8_t>(data_[pos_ + i])) << (8 * i);
     pos_ += n;
     return v;
   }
@@ -84,8 +85,7 @@ std::string untrusted_because(const struct stat& st, const std::string& what) {
   if (st.st_uid != 0 && st.st_uid != euid)
     return fmt::format("{} is owned by uid {}, not by root or uid {}", what, st.st_uid, euid);
   if ((st.st_mode & 022) != 0)
-    return fmt::format("{} is writable by group or others (mode {:04o})", what,
-                       st.st_mode & 07777);
+    return fmt::format("{} is writable by group or others (mode {:04o})", what, st.st_mode & 07777);
   return {};
 }
 
@@ -205,8 +205,8 @@ std::string encode_digest_cache(const DigestCacheContent& content) {
 
 Result<DigestCacheContent> decode_digest_cache(std::string_view bytes) {
   if (bytes.size() > kDigestCacheMaxBytes)
-    return corrupt(fmt::format("{} bytes, more than the limit of {}", bytes.size(),
-                               kDigestCacheMaxBytes));
+    return corrupt(
+        fmt::format("{} bytes, more than the limit of {}", bytes.size(), kDigestCacheMaxBytes));
   if (bytes.size() < kMagic.size() + 4 + kDigestBytes) return corrupt("too short");
   if (bytes.substr(0, kMagic.size()) != kMagic) return corrupt("not a sealrun digest cache");
   const std::string_view body = bytes.substr(0, bytes.size() - kDigestBytes);
@@ -219,8 +219,8 @@ Result<DigestCacheContent> decode_digest_cache(std::string_view bytes) {
   Reader r(body.substr(kMagic.size()));
   const auto version = r.le(4);
   if (version != kVersion)
-    return corrupt(fmt::format("version {} (this sealrun reads version {})",
-                               version.value_or(0), kVersion));
+    return corrupt(
+        fmt::format("version {} (this sealrun reads version {})", version.value_or(0), kVersion));
   DigestCacheContent out;
   const auto root_len = r.le(4);
   if (!root_len || *root_len > kDigestCacheMaxRootBytes) return corrupt("bad root length");
@@ -273,8 +273,8 @@ Result<DigestCacheContent> decode_digest_cache(std::string_view bytes) {
     if (*kind > static_cast<uint8_t>(EntryKind::kSymlink) || *mode > 07777)
       return corrupt(fmt::format("entry {} has kind {} and mode {:o}", i, *kind, *mode));
     if (*fs >= out.filesystems.size())
-      return corrupt(fmt::format("entry {} names file system {} of {}", i, *fs,
-                                 out.filesystems.size()));
+      return corrupt(
+          fmt::format("entry {} names file system {} of {}", i, *fs, out.filesystems.size()));
     e.kind = static_cast<EntryKind>(*kind);
     e.mode = static_cast<uint32_t>(*mode);
     e.uid = static_cast<uint32_t>(*uid);
@@ -289,7 +289,8 @@ Result<DigestCacheContent> decode_digest_cache(std::string_view bytes) {
   }
   out.storage = std::move(paths);
   out.index();
-  if (r.remaining() != 0) return corrupt(fmt::format("{} bytes after the last entry", r.remaining()));
+  if (r.remaining() != 0)
+    return corrupt(fmt::format("{} bytes after the last entry", r.remaining()));
   return out;
 }
 
@@ -349,8 +350,8 @@ LoadedDigestCache load_digest_cache(const std::string& state_dir, const std::str
   }
   if (content->root != root) {
     out.state = LoadedDigestCache::State::kCorrupt;
-    out.reason = fmt::format("{}: corrupt digest cache: it describes {}, not {}", path,
-                             content->root, root);
+    out.reason =
+        fmt::format("{}: corrupt digest cache: it describes {}, not {}", path, content->root, root);
     return out;
   }
   out.state = LoadedDigestCache::State::kLoaded;

@@ -6,8 +6,8 @@
 #include "fingerprint/file_hash.h"
 
 #include <fcntl.h>
-#include <sys/uio.h>
 #include <fmt/format.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "core/hex.h"

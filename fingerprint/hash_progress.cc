@@ -63,8 +63,8 @@ std::string ProgressLine::render(const HashProgress& p, int64_t now_ms) {
   if (bytes_per_s > 0 && p.bytes_done < p.bytes_found)
     eta = ", ETA " + eta_text(static_cast<double>(p.bytes_found - p.bytes_done) / bytes_per_s);
   return fmt::format("hashing {}: {} of {} ({}%), {} of {} files{}{}{}", label_,
-                     binary_size_text(p.bytes_done), binary_size_text(p.bytes_found), shown_percent_,
-                     p.files_done, p.files_found, cached, speed, eta);
+                     binary_size_text(p.bytes_done), binary_size_text(p.bytes_found),
+                     shown_percent_, p.files_done, p.files_found, cached, speed, eta);
 }
 
 }  // namespace sealrun

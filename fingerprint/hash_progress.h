@@ -17,10 +17,10 @@
 namespace sealrun {
 
 struct HashProgress {
-  uint64_t files_found = 0;  // regular files the walk has found so far
-  uint64_t bytes_found = 0;  // their sizes
-  uint64_t files_done = 0;   // of those, hashed or verified by stat
-  uint64_t bytes_done = 0;   // bytes hashed (large files count as they go) or verified by stat
+  uint64_t files_found = 0;       // regular files the walk has found so far
+  uint64_t bytes_found = 0;       // their sizes
+  uint64_t files_done = 0;        // of those, hashed or verified by stat
+  uint64_t bytes_done = 0;        // bytes hashed (large files count as they go) or verified by stat
   uint64_t files_from_cache = 0;  // verified by stat through the digest cache
   bool walk_complete = false;     // files_found and bytes_found are final
 };

@@ -23,8 +23,8 @@ Error open_failed(int err, const std::string& display) {
         "hash the tree again once it is no longer changing",
         display));
   if (err == ENOENT || err == ENOTDIR)
-    return Error::with_errno(err,
-                             fmt::format("open {} (did the tree change during the walk?)", display));
+    return Error::with_errno(
+        err, fmt::format("open {} (did the tree change during the walk?)", display));
   return Error::with_errno(err, fmt::format("open {}", display));
 }
 
@@ -37,7 +37,8 @@ Result<UniqueFd> open_by_components(int root_fd, const std::string& rel,
   size_t start = 0;
   for (;;) {
     const size_t slash = rel.find('/', start);
-    const std::string name = rel.substr(start, slash == std::string::npos ? rel.npos : slash - start);
+    const std::string name =
+        rel.substr(start, slash == std::string::npos ? rel.npos : slash - start);
     const bool last = slash == std::string::npos;
     const int flags = last ? kFileFlags : O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
     const int fd = retry_eintr([&] { return ::openat(at, name.c_str(), flags); });

@@ -151,7 +151,8 @@ void HashPool::open_ahead() {
 void HashPool::hash_ready(FileHasher& hasher) {
   std::unique_lock lock(mu_);
   for (;;) {
-    opened_.wait(lock, [&] { return failed() || closing_ || !ready_.empty() || all_done_locked(); });
+    opened_.wait(lock,
+                 [&] { return failed() || closing_ || !ready_.empty() || all_done_locked(); });
     if (failed() || closing_ || ready_.empty()) break;
     Opened job = std::move(ready_.front());
     ready_.pop_front();

@@ -89,7 +89,7 @@ class HashPool {
     int64_t opened_at_ns;  // coarse real time before the open: the stamp's hashed_at
   };
 
-  void open_ahead();  // the opening thread
+  void open_ahead();                    // the opening thread
   void hash_ready(FileHasher& hasher);  // a hashing thread
   bool take_waiting_locked(Job& out);
   std::optional<Opened> open(const Job& job, bool hint);
@@ -108,7 +108,7 @@ class HashPool {
   std::vector<Job> large_;            // a max-heap by size
   std::deque<Job> small_;             // in walk order
   std::deque<Opened> ready_;
-  size_t opening_ = 0;                // taken by the opening thread, not yet in ready_
+  size_t opening_ = 0;  // taken by the opening thread, not yet in ready_
   size_t hashing_ = 0;
   bool walk_done_ = false;
   bool closing_ = false;
@@ -143,8 +143,7 @@ Status HashPool::finish(Tick&& tick, int tick_ms) {
   } else {
     std::unique_lock lock(mu_);
     while (!all_done_locked()) {
-      if (all_done_.wait_for(lock, std::chrono::milliseconds(tick_ms)) ==
-          std::cv_status::timeout) {
+      if (all_done_.wait_for(lock, std::chrono::milliseconds(tick_ms)) == std::cv_status::timeout) {
         lock.unlock();
         tick();
         lock.lock();

@@ -35,9 +35,8 @@ bool less_with_slash(std::string_view a, bool slash_a, std::string_view b, bool 
 
 void sort_children(DirNode& node) {
   const size_t p = node.prefix_len;
-  std::sort(node.records.begin(), node.records.end(), [p](const TreeEntry* a, const TreeEntry* b) {
-    return name_of(a, p) < name_of(b, p);
-  });
+  std::sort(node.records.begin(), node.records.end(),
+            [p](const TreeEntry* a, const TreeEntry* b) { return name_of(a, p) < name_of(b, p); });
   std::sort(node.subdirs.begin(), node.subdirs.end(), [p](const auto& a, const auto& b) {
     return less_with_slash(name_of(a.first, p), true, name_of(b.first, p), true);
   });
@@ -66,10 +65,9 @@ std::vector<const TreeEntry*> assemble_order(const TreeEntry* root_entry, DirNod
     }
     // A child's record (name) comes before a directory's contents (name + "/") unless the
     // latter is smaller.
-    if (records_left &&
-        (!subdirs_left ||
-         less_with_slash(name_of(n.records[f.record], n.prefix_len), false,
-                         name_of(n.subdirs[f.subdir].first, n.prefix_len), true))) {
+    if (records_left && (!subdirs_left ||
+                         less_with_slash(name_of(n.records[f.record], n.prefix_len), false,
+                                         name_of(n.subdirs[f.subdir].first, n.prefix_len), true))) {
       order.push_back(n.records[f.record++]);
     } else {
       DirNode* child = n.subdirs[f.subdir++].second;

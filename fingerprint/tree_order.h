@@ -15,7 +15,7 @@ struct TreeEntry;
 
 struct DirNode {
   size_t prefix_len = 0;  // bytes of the directory's path plus its '/' (0 for the root)
-  std::vector<const TreeEntry*> records;  // every child
+  std::vector<const TreeEntry*> records;                       // every child
   std::vector<std::pair<const TreeEntry*, DirNode*>> subdirs;  // child directories
 };
 

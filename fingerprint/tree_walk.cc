@@ -52,8 +52,7 @@ struct NameList {
   const char* at(size_t i) const { return bytes.data() + starts[i]; }
 };
 
-Status list_names(int dirfd, const std::string& display, std::vector<char>& buffer,
-                  NameList& out) {
+Status list_names(int dirfd, const std::string& display, std::vector<char>& buffer, NameList& out) {
   out.bytes.clear();
   out.starts.clear();
   // From the start, whoever read this descriptor before (the root's belongs to the caller).
@@ -353,9 +352,9 @@ class Walker {
         return Error::from_errno(
             fmt::format("stat {} (did the tree change during the walk?)", display(child_rel)));
       if (exclude_ && st.st_dev == exclude_->dev && st.st_ino == exclude_->ino)
-        return Error::make(fmt::format(
-            "{} ({}) is inside the tree being inventoried; write it outside {}", exclude_->what,
-            display(child_rel), root_display_));
+        return Error::make(
+            fmt::format("{} ({}) is inside the tree being inventoried; write it outside {}",
+                        exclude_->what, display(child_rel), root_display_));
       if (!S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode) && !S_ISDIR(st.st_mode))
         return Error::make(fmt::format(
             "{} is a {}; semantic-tree-v1 records only regular files, directories and symlinks: "

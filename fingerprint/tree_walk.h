@@ -38,9 +38,9 @@ struct TreeEntry {
   uint32_t mode = 0;  // permission bits, st_mode & 07777
   uint32_t uid = 0;
   uint32_t gid = 0;
-  uint64_t bytes = 0;  // files
+  uint64_t bytes = 0;                // files
   std::array<uint8_t, 32> sha256{};  // files: the content's SHA-256
-  std::string target;  // symlinks, raw bytes
+  std::string target;                // symlinks, raw bytes
   // For the digest cache: the identity the entry had when it was read (a file: hashed, or
   // verified by stat), and on which file system (an index into WalkedTree::filesystems; kNoFs for
   // a file on a file system the walk did not enter as a directory, e.g. a bind-mounted file,
@@ -59,7 +59,7 @@ struct WalkedTree {
   // Every entry in the inventory's order: "." first, then by raw path bytes.
   std::vector<const TreeEntry*> order;
   std::vector<FsIdentity> filesystems;  // [0] is the root's
-  uint64_t entries = 0;  // records, "." included
+  uint64_t entries = 0;                 // records, "." included
   uint64_t regular_bytes = 0;
   uint64_t files = 0;
   uint64_t files_from_cache = 0;

@@ -134,7 +134,8 @@ TEST_F(CacheFixture, EveryStructuralChangeDefeatsTheCachedTreeDigest) {
     std::function<void(const std::string&)> apply;
   };
   const Change changes[] = {
-      {"an empty directory added", [](const std::string& t) { ::mkdir((t + "/new").c_str(), 0755); }},
+      {"an empty directory added",
+       [](const std::string& t) { ::mkdir((t + "/new").c_str(), 0755); }},
       {"a directory's mode", [](const std::string& t) { ::chmod((t + "/sub").c_str(), 0700); }},
       {"the root's mode", [](const std::string& t) { ::chmod(t.c_str(), 0711); }},
       {"a symlink retargeted",
@@ -142,7 +143,8 @@ TEST_F(CacheFixture, EveryStructuralChangeDefeatsTheCachedTreeDigest) {
          ::unlink((t + "/link").c_str());
          ::symlink("run.sh", (t + "/link").c_str());
        }},
-      {"a file renamed", [](const std::string& t) {
+      {"a file renamed",
+       [](const std::string& t) {
          ::rename((t + "/hello.txt").c_str(), (t + "/hello.text").c_str());
        }},
       {"a symlink removed", [](const std::string& t) { ::unlink((t + "/dangling").c_str()); }},

@@ -21,23 +21,24 @@ constexpr int64_t kSecond = 1'000'000'000;
 DigestCacheContent sample() {
   DigestCacheContent c;
   c.root = "/opt/toolchain";
-  for (size_t i = 0; i < c.tree_sha256.size(); ++i) c.tree_sha256[i] = static_cast<uint8_t>(200 - i);
+  for (size_t i = 0; i < c.tree_sha256.size(); ++i)
+    c.tree_sha256[i] = static_cast<uint8_t>(200 - i);
   c.filesystems = {{0x801, 0x1234567890abcdefull, 0xEF53}, {0x2a, 0x42, 0x01021994}};
-  const char* paths[] = {".", "bin", "bin/cc", "bin/cc1", "include/stdio.h", "lib/libc.so.6",
+  const char* paths[] = {".",       "bin", "bin/cc", "bin/cc1", "include/stdio.h", "lib/libc.so.6",
                          "\xff\xfe"};
   int64_t t = 1'700'000'000 * kSecond;
   for (const char* p : paths) {
     CachedEntry f;
     f.path = p;
     f.kind = f.path == "." || f.path == "bin" ? EntryKind::kDirectory
-             : f.path == "bin/cc"            ? EntryKind::kSymlink
-                                             : EntryKind::kFile;
+             : f.path == "bin/cc"             ? EntryKind::kSymlink
+                                              : EntryKind::kFile;
     f.mode = f.kind == EntryKind::kSymlink ? 0777 : 0755;
     f.uid = 1000;
     f.gid = static_cast<uint32_t>(t % 5);
     f.fs = f.path == "lib/libc.so.6" ? 1 : 0;
-    f.stamp = FileStamp{static_cast<uint64_t>(t % 1000003), static_cast<uint64_t>(t % 77), t,
-                        t + 5, t + 3 * kSecond};
+    f.stamp = FileStamp{static_cast<uint64_t>(t % 1000003), static_cast<uint64_t>(t % 77), t, t + 5,
+                        t + 3 * kSecond};
     if (f.kind == EntryKind::kFile)
       for (size_t i = 0; i < f.sha256.size(); ++i) f.sha256[i] = static_cast<uint8_t>(i * 7 + t);
     c.entries.push_back(f);
@@ -115,8 +116,8 @@ TEST(DigestCacheFormat, EveryTruncationAndAnyTrailingByteIsDetected) {
   for (size_t n = 0; n < bytes.size(); ++n)
     EXPECT_FALSE(decode_digest_cache(bytes.substr(0, n)).ok()) << "length " << n;
   EXPECT_FALSE(decode_digest_cache(bytes + "x").ok());
-  auto resealed_extra = decode_digest_cache(reseal(bytes.substr(0, bytes.size() - 32) + "xy" +
-                                                   std::string(32, '\0')));
+  auto resealed_extra = decode_digest_cache(
+      reseal(bytes.substr(0, bytes.size() - 32) + "xy" + std::string(32, '\0')));
   ASSERT_FALSE(resealed_extra.ok());
   EXPECT_THAT(resealed_extra.error().message(), HasSubstr("after the last entry"));
 }
@@ -136,8 +137,8 @@ TEST(DigestCacheFormat, ContentWithAValidDigestIsStillParsedStrictly) {
       {"kind", [](DigestCacheContent& c) { c.entries[3].kind = static_cast<EntryKind>(3); },
        "kind 3"},
       {"mode", [](DigestCacheContent& c) { c.entries[3].mode = 010000; }, "mode 10000"},
-      {"digest of a directory",
-       [](DigestCacheContent& c) { c.entries[1].sha256[0] = 1; }, "not a file but has a digest"},
+      {"digest of a directory", [](DigestCacheContent& c) { c.entries[1].sha256[0] = 1; },
+       "not a file but has a digest"},
       {"nul in path",
        [](DigestCacheContent& c) {
          static const std::string with_nul("\xff\xfe\0x", 4);
@@ -171,10 +172,16 @@ TEST(DigestCacheFormat, ContentWithAValidDigestIsStillParsedStrictly) {
   two.entries[0].path = "bin/cc";
   two.entries[1].path = "bin/cc1";
   std::string bytes = encode_digest_cache(two);
-  const std::string canonical = std::string("\x06\0\0\0\x01\0\0\0" "1", 9);
+  const std::string canonical = std::string(
+      "\x06\0\0\0\x01\0\0\0"
+      "1",
+      9);
   const size_t at = bytes.find(canonical);
   ASSERT_NE(at, std::string::npos);
-  bytes.replace(at, canonical.size(), std::string("\x04\0\0\0\x03\0\0\0" "cc1", 11));
+  bytes.replace(at, canonical.size(),
+                std::string("\x04\0\0\0\x03\0\0\0"
+                            "cc1",
+                            11));
   auto nc = decode_digest_cache(reseal(bytes));
   ASSERT_FALSE(nc.ok());
   EXPECT_THAT(nc.error().message(), HasSubstr("non-canonical"));
@@ -199,12 +206,12 @@ TEST(FileStampRule, TrustedOnlyWhenTheLastChangeLiesBeforeTheSecondOfHashing) {
     bool settled;
   };
   const Row rows[] = {
-      {t, t + 2 * kSecond, true},                 // changed well before
-      {t + kSecond - 1, t + kSecond, true},       // the last ns of the previous second
-      {t + kSecond, t + kSecond, false},          // changed as it was hashed
+      {t, t + 2 * kSecond, true},                   // changed well before
+      {t + kSecond - 1, t + kSecond, true},         // the last ns of the previous second
+      {t + kSecond, t + kSecond, false},            // changed as it was hashed
       {t + kSecond + 1, t + kSecond + 500, false},  // same second, after the hash began
-      {t + 200, t + 900'000'000, false},          // same second, before: a 1 s clock cannot tell
-      {t + 3 * kSecond, t, false},                // changed after: never trusted
+      {t + 200, t + 900'000'000, false},            // same second, before: a 1 s clock cannot tell
+      {t + 3 * kSecond, t, false},                  // changed after: never trusted
   };
   for (const Row& r : rows) {
     FileStamp s{1, 1, r.ctime, r.ctime, r.hashed_at};

@@ -42,7 +42,7 @@ TEST(ProgressLine, NoPercentageUntilTheWalkIsComplete) {
   p.bytes_done = 1 << 19;
   const std::string half = line.render(p, 1000);
   EXPECT_THAT(half, HasSubstr("512.0 KiB of 1.0 MiB (50%), 10 of 100 files"));
-  EXPECT_THAT(half, HasSubstr("/s"));   // a rate from two samples a second apart
+  EXPECT_THAT(half, HasSubstr("/s"));  // a rate from two samples a second apart
   EXPECT_THAT(half, HasSubstr("ETA"));
 }
 

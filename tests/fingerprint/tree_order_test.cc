@@ -24,8 +24,8 @@ TEST(TreeOrder, AssembledOrderEqualsSortingEveryFullPath) {
   TempDir dir;
   const std::string t = dir / "t";
   ASSERT_EQ(::mkdir(t.c_str(), 0755), 0);
-  const std::vector<std::string> names = {"a", "a-", "a.b", "a\x01", "a0", "B", "b", "\xff",
-                                          "a\xc3\xa9", "-", ".x", "zz"};
+  const std::vector<std::string> names = {"a", "a-",   "a.b",       "a\x01", "a0", "B",
+                                          "b", "\xff", "a\xc3\xa9", "-",     ".x", "zz"};
   uint32_t x = 12345;
   std::vector<std::string> expected;
   // Three levels; at each, some names are directories and the rest files.
