@@ -10,7 +10,9 @@
 #   RUNS     timed runs per tool (default 5), interleaved round by round; the MEDIAN counts
 #   COLD=1   drop the page cache (sync; echo 3 > /proc/sys/vm/drop_caches, as root) before every
 #            timed run, outside the timed span; then `du -s` is timed too (the metadata-only floor)
-#   PEERS    tools besides sealrun (default: openssl sha256sum hashdeep; cold: openssl du)
+#   PEERS    tools besides sealrun (default: ceiling openssl sha256sum hashdeep; cold: openssl du)
+#            ceiling = bench/hash_ceiling: the tree's byte count hashed in memory on both cores
+#   BASELINE another sealrun binary (say, one built from main) to time in the same rounds
 #   KEEP=1   keep the tree in WORKDIR; an existing WORKDIR/tree of the same shape is reused
 # Set SEALRUN_BUILD to the build directory (default: ./build). Not part of ctest.
 set -euo pipefail
@@ -23,9 +25,10 @@ cold=${COLD:-0}
 jobs=2
 sealrun=$build/sealrun
 gen=$build/bench/gen_toolchain_tree
-if [[ $cold == 1 ]]; then peers=${PEERS:-openssl du}; else peers=${PEERS:-openssl sha256sum hashdeep}; fi
-for f in "$sealrun" "$gen"; do
-  [[ -x $f ]] || { echo "missing $f: build the sealrun and gen_toolchain_tree targets" >&2; exit 2; }
+ceiling=$build/bench/hash_ceiling
+if [[ $cold == 1 ]]; then peers=${PEERS:-openssl du}; else peers=${PEERS:-ceiling openssl sha256sum hashdeep}; fi
+for f in "$sealrun" "$gen" "$ceiling"; do
+  [[ -x $f ]] || { echo "missing $f: build the sealrun, gen_toolchain_tree and hash_ceiling targets" >&2; exit 2; }
 done
 for p in openssl sha256sum hashdeep xargs du; do
   command -v $p >/dev/null || { echo "missing $p" >&2; exit 2; }
@@ -76,10 +79,14 @@ run_openssl() { find "$tree" -type f -print0 | xargs -0 -P$jobs -n 256 openssl d
 run_sha256sum() { find "$tree" -type f -print0 | xargs -0 -P$jobs -n 256 sha256sum; }
 run_hashdeep() { hashdeep -c sha256 -j$jobs -r "$tree"; }
 run_du() { du -s --apparent-size "$tree"; }
+run_ceiling() { "$ceiling" "$bytes" $jobs; }
+run_baseline() { rm -f "$work/inv.jsonl"; "$BASELINE" fingerprint tree "$tree" --out "$work/inv.jsonl" --json; }
 declare -A label=([sealrun]="sealrun fingerprint tree" [openssl]="find|xargs -P2 openssl dgst"
-  [sha256sum]="find|xargs -P2 sha256sum" [hashdeep]="hashdeep -j2 -r" [du]="du -s (no hashing)")
+  [sha256sum]="find|xargs -P2 sha256sum" [hashdeep]="hashdeep -j2 -r" [du]="du -s (no hashing)"
+  [ceiling]="ceiling (in memory, 2 cores)" [baseline]="baseline sealrun")
 
 tools=(sealrun $peers)
+[[ -n ${BASELINE:-} ]] && tools+=(baseline)
 for ((r = 1; r <= runs; r++)); do
   echo "== round $r of $runs"
   for t in "${tools[@]}"; do time_it "${label[$t]}" "run_$t"; done
@@ -103,3 +110,6 @@ for t in "${tools[@]}"; do
 done
 printf '%-30s %9s %10.1f\n' "openssl speed (2 cores)" - "$speed"
 printf 'sealrun / openssl-speed ceiling: %.0f%%\n' "$(calc "100 * $bytes / ${med[sealrun]} / 1000000 / $speed")"
+if [[ -n ${med[ceiling]:-} ]]; then
+  printf 'sealrun / in-memory ceiling (same rounds): %.0f%%\n' "$(calc "100 * ${med[ceiling]} / ${med[sealrun]}")"
+fi
