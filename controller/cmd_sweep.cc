@@ -73,6 +73,9 @@ void sweep_records(const run::StateDir& state, const SweepOptions& opt,
       continue;
     }
     std::vector<SweepStep> steps = sweep_recorded_run(r, opt.grace_ms, context);
+    // Its processes are stopped: the owned file system is no longer held, and the owned root is
+    // a plain directory again once it is gone.
+    for (auto& s : ownedfs::sweep_owned_fs_of_run(state.path(), r.id)) steps.push_back(std::move(s));
     steps.push_back(sweep_owned_root(r, state));
     bool left = false;
     for (const auto& s : steps) left |= s.left;
@@ -90,16 +93,24 @@ void sweep_records(const run::StateDir& state, const SweepOptions& opt,
   }
 }
 
-// What killed controllers left that no record names: the temporaries under tmp/ (and what the
-// mechanisms kept there, e.g. a probe's storage and its pause process), stray links.
-void sweep_unrecorded(const run::StateDir* state, const MechanismContext& context,
-                      std::vector<std::pair<std::string, SweepStep>>& report) {
-  std::vector<StrayDir> dead = state ? run::dead_temp_dirs(*state) : std::vector<StrayDir>{};
+// What killed controllers left that no record names, first what runs: what the mechanisms started
+// from the temporaries under tmp/ (a probe's storage and its pause process). Stopped before the
+// records are swept, since such a process holds a copy of every mount of its time in its mount
+// namespace, a run's owned file system included. Returns whether something was left.
+bool stop_strays(const std::vector<StrayDir>& dead, const MechanismContext& context,
+                 std::vector<std::pair<std::string, SweepStep>>& report) {
   bool left = false;
   for (auto& s : sweep_mechanism_strays(context, dead)) {
     left |= s.left;
     report.push_back({"", std::move(s)});
   }
+  return left;
+}
+
+// Then the temporaries themselves (and stray links), unless something of a mechanism in them is
+// left.
+void remove_dead_temporaries(const run::StateDir* state, const std::vector<StrayDir>& dead,
+                             bool left, std::vector<std::pair<std::string, SweepStep>>& report) {
   for (const StrayDir& d : dead) {
     Status st = left ? Status(Error::make("something of a mechanism in it is left (see above)"))
                      : run::remove_temp_dir(*state, d.path);
@@ -127,15 +138,17 @@ int run_sweep(const SweepOptions& opt) {
       return kExitUsage;
     }
     state.emplace(std::move(*opened));
-    // Owned file systems first: a killed run's owned root is a mount point until its file system
-    // is gone, and only then can the record's owned root be removed.
-    for (auto& s : ownedfs::sweep_owned_fs(opt.state_dir)) report.push_back({"", std::move(s)});
-    sweep_records(*state, opt, context, report, records_removed);
   }
+  std::vector<StrayDir> dead = state ? run::dead_temp_dirs(*state) : std::vector<StrayDir>{};
+  bool strays_left = stop_strays(dead, context, report);
+  if (state) sweep_records(*state, opt, context, report, records_removed);
   for (auto& s : resgroup::sweep_stray_groups(opt.grace_ms)) report.push_back({"", std::move(s)});
   if (state)
     for (auto& s : run::sweep_exports(*state)) report.push_back({"", std::move(s)});
-  sweep_unrecorded(state ? &*state : nullptr, context, report);
+  remove_dead_temporaries(state ? &*state : nullptr, dead, strays_left, report);
+  // Owned file systems no grant record names (their run's record was lost).
+  if (state)
+    for (auto& s : ownedfs::sweep_owned_fs(opt.state_dir)) report.push_back({"", std::move(s)});
 
   int left = 0;
   for (const auto& [id, s] : report) left += s.left ? 1 : 0;

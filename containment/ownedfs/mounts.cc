@@ -57,6 +57,22 @@ std::string comm_of(const std::string& proc_dir, const std::string& pid) {
   return s;
 }
 
+// Whether the process at `base` lives in a mount namespace other than ours (then it keeps its own
+// copy of the mounts that existed when that namespace was made).
+bool other_mount_namespace(const std::string& proc_dir, const std::string& base) {
+  struct stat mine {}, theirs {};
+  return ::stat((proc_dir + "/self/ns/mnt").c_str(), &mine) == 0 &&
+         ::stat((base + "/ns/mnt").c_str(), &theirs) == 0 && mine.st_ino != theirs.st_ino;
+}
+
+// Whether a mountinfo file lists a mount of `device` (its third field, "major:minor").
+bool mounts_device(const std::string& mountinfo, dev_t device) {
+  auto text = read_bounded_file(AT_FDCWD, mountinfo, kMaxMountinfoBytes);
+  if (!text) return false;
+  std::string want = fmt::format(" {}:{} ", major(device), minor(device));
+  return text->find(want) != std::string::npos;
+}
+
 }  // namespace
 
 Result<std::optional<MountEntry>> mount_at(const std::string& proc_dir,
@@ -115,6 +131,11 @@ std::vector<std::string> mount_holders(const std::string& proc_dir, dev_t device
         }
       }
     }
+    // A process in another mount namespace that still has the file system mounted there (one
+    // made by unshare(CLONE_NEWNS) while it was mounted here, e.g. podman's pause process).
+    if (how.empty() && other_mount_namespace(proc_dir, base) &&
+        mounts_device(base + "/mountinfo", device))
+      how = "a mount namespace of its own that still has it mounted";
     if (!how.empty())
       out.push_back(fmt::format("pid {} ({}): {}", pid, comm_of(proc_dir, pid), how));
   }

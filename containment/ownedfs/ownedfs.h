@@ -110,4 +110,10 @@ std::vector<Step> remove_owned_fs(const OwnedFs& fs, int64_t busy_wait_ms = 1000
 // device is that loop device; an image without a record is reported, never removed.
 std::vector<Step> sweep_owned_fs(const std::string& state_dir, const Host& host = {});
 
+// The same for one run's record only (none: nothing is reported). `sweep` calls it for a killed
+// run once its processes are stopped (what they kept open in the file system, e.g. podman's pause
+// process, would hold it) and before its owned root is removed.
+std::vector<Step> sweep_owned_fs_of_run(const std::string& state_dir, const std::string& id,
+                                        const Host& host = {});
+
 }  // namespace sealrun::ownedfs

@@ -103,7 +103,7 @@ bool unmount(const std::string& mount_point, dev_t device, int64_t busy_wait_ms,
 
 // Waits for autoclear to release `loop` from the image, detaching it ourselves if it does not.
 bool release_loop(const std::string& loop, const Identity& image, bool expect_busy,
-                  std::vector<Step>& steps) {
+                  const Host& host, std::vector<Step>& steps) {
   Step s{"loop device " + loop, "", false};
   int64_t deadline = monotonic_ms() + (expect_busy ? 0 : kReleaseWaitMs);
   for (;;) {
@@ -127,6 +127,12 @@ bool release_loop(const std::string& loop, const Identity& image, bool expect_bu
       } else {
         s.outcome = st ? "still bound to the image: in use (it is released when its user goes)"
                        : "still bound to the image; detach failed: " + st.error().message();
+        struct stat ls {};
+        if (::stat(loop.c_str(), &ls) == 0) {
+          auto holders = mount_holders(host.proc_dir, ls.st_rdev);
+          for (size_t i = 0; i < holders.size(); ++i)
+            s.outcome += (i == 0 ? "; held by " : ", ") + holders[i];
+        }
         s.left = true;
       }
       break;
@@ -181,7 +187,7 @@ std::vector<Step> tear_down(const Target& t, int64_t busy_wait_ms, const Host& h
     steps.push_back({"unmount " + t.mount_point, "not mounted", false});
   }
 
-  if (image && !loop.empty()) gone = release_loop(loop, *image, !gone, steps) && gone;
+  if (image && !loop.empty()) gone = release_loop(loop, *image, !gone, host, steps) && gone;
   if (image) {
     if (gone) {
       bool ok = ::unlinkat(t.dirfd, img.c_str(), 0) == 0 || errno == ENOENT;
@@ -219,53 +225,86 @@ std::vector<Step> remove_owned_fs(const OwnedFs& fs, int64_t busy_wait_ms, const
   return tear_down({dir->get(), fs.id, fs.mount_point, fs.loop_device}, busy_wait_ms, host);
 }
 
-std::vector<Step> sweep_owned_fs(const std::string& state_dir, const Host& host) {
-  std::vector<Step> steps;
+namespace {
+
+// One record of STATE/ownedfs (`name`, in `dirfd`): its file system torn down when its controller
+// is dead and the record names this state directory's paths. Returns the run id it names, if any.
+std::optional<std::string> sweep_record(int dirfd, const std::string& state, const std::string& n,
+                                        const Host& host, std::vector<Step>& steps) {
+  std::string what = "owned file system record " + n;
+  auto r = read_record(dirfd, n);
+  if (!r) {
+    steps.push_back({what, r.error().message() + "; kept for a person to inspect", true});
+    return std::nullopt;
+  }
+  if (n != record_name(r->id)) {
+    steps.push_back({what, fmt::format("refused: it names run {}", r->id), true});
+    return r->id;
+  }
+  if (process_is_alive(r->controller_pid, r->controller_start, host.proc_dir)) {
+    steps.push_back(
+        {what, fmt::format("controller pid {} is alive: not touched", r->controller_pid), false});
+    return r->id;
+  }
+  // Paths come from the state directory and the id, never from the record alone.
+  std::error_code ec;
+  std::string mount_point = std::filesystem::weakly_canonical(state + "/owned/" + r->id, ec);
+  if (r->mount_point != mount_point || r->image != state + "/ownedfs/" + image_name(r->id)) {
+    steps.push_back({what,
+                     fmt::format("refused: it names {} and {}, not this state directory's",
+                                 r->mount_point, r->image),
+                     true});
+    return r->id;
+  }
+  for (auto& s : tear_down({dirfd, r->id, mount_point, r->loop_device}, 1000, host))
+    steps.push_back(std::move(s));
+  return r->id;
+}
+
+// STATE/ownedfs, canonical and opened; nullopt (with nothing reported) when it does not exist.
+std::optional<std::pair<std::string, Result<UniqueFd>>> ownedfs_dir(const std::string& state_dir) {
   std::error_code ec;
   std::string state = std::filesystem::canonical(state_dir, ec).string();
-  if (ec) return steps;  // no state directory: nothing was ever made here
+  if (ec) return std::nullopt;  // no state directory: nothing was ever made here
   struct stat st {};
-  if (::lstat((state + "/ownedfs").c_str(), &st) != 0 && errno == ENOENT) return steps;
-  auto dir = open_ownedfs_dir(state, false);
-  if (!dir) return {{"owned file systems " + state + "/ownedfs", dir.error().message(), true}};
-  auto names = list_names(dir->get());
+  if (::lstat((state + "/ownedfs").c_str(), &st) != 0 && errno == ENOENT) return std::nullopt;
+  return std::make_pair(state, open_ownedfs_dir(state, false));
+}
+
+}  // namespace
+
+std::vector<Step> sweep_owned_fs_of_run(const std::string& state_dir, const std::string& id,
+                                        const Host& host) {
+  std::vector<Step> steps;
+  auto dir = ownedfs_dir(state_dir);
+  if (!dir) return steps;
+  auto& [state, fd] = *dir;
+  if (!fd) return {{"owned file systems " + state + "/ownedfs", fd.error().message(), true}};
+  struct stat st {};
+  if (::fstatat(fd->get(), record_name(id).c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return steps;
+  sweep_record(fd->get(), state, record_name(id), host, steps);
+  return steps;
+}
+
+std::vector<Step> sweep_owned_fs(const std::string& state_dir, const Host& host) {
+  std::vector<Step> steps;
+  auto dir = ownedfs_dir(state_dir);
+  if (!dir) return steps;
+  auto& [state, fd] = *dir;
+  if (!fd) return {{"owned file systems " + state + "/ownedfs", fd.error().message(), true}};
+  auto names = list_names(fd->get());
   if (!names) return {{"owned file systems " + state + "/ownedfs", names.error().message(), true}};
   std::vector<std::string> recorded_images;
   for (const auto& n : *names) {
     if (n.size() <= 5 || n.compare(n.size() - 5, 5, ".json") != 0 || n[0] == '.') continue;
-    std::string what = "owned file system record " + n;
-    auto r = read_record(dir->get(), n);
-    if (!r) {
-      steps.push_back({what, r.error().message() + "; kept for a person to inspect", true});
-      continue;
-    }
-    recorded_images.push_back(image_name(r->id));
-    if (n != record_name(r->id)) {
-      steps.push_back({what, fmt::format("refused: it names run {}", r->id), true});
-      continue;
-    }
-    if (process_is_alive(r->controller_pid, r->controller_start, host.proc_dir)) {
-      steps.push_back(
-          {what, fmt::format("controller pid {} is alive: not touched", r->controller_pid), false});
-      continue;
-    }
-    // Paths come from the state directory and the id, never from the record alone.
-    std::string mount_point = std::filesystem::weakly_canonical(state + "/owned/" + r->id, ec);
-    if (r->mount_point != mount_point || r->image != state + "/ownedfs/" + image_name(r->id)) {
-      steps.push_back({what,
-                       fmt::format("refused: it names {} and {}, not this state directory's",
-                                   r->mount_point, r->image),
-                       true});
-      continue;
-    }
-    for (auto& s : tear_down({dir->get(), r->id, mount_point, r->loop_device}, 1000, host))
-      steps.push_back(std::move(s));
+    if (auto id = sweep_record(fd->get(), state, n, host, steps))
+      recorded_images.push_back(image_name(*id));
   }
   for (const auto& n : *names) {
     bool image = n.size() > 4 && n.compare(n.size() - 4, 4, ".img") == 0;
     bool tmp = n[0] == '.' && n.size() > 9 && n.compare(n.size() - 9, 9, ".json.tmp") == 0;
     if (tmp) {  // an interrupted record write: the directory is ours alone, so is the file
-      bool ok = ::unlinkat(dir->get(), n.c_str(), 0) == 0;
+      bool ok = ::unlinkat(fd->get(), n.c_str(), 0) == 0;
       steps.push_back({"temporary " + n, ok ? "removed" : "remove failed", !ok});
     } else if (image && std::find(recorded_images.begin(), recorded_images.end(), n) ==
                             recorded_images.end()) {
