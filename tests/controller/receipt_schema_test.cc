@@ -134,9 +134,13 @@ TEST_F(ReceiptSchemaTest, ABuiltSignedRunWithEveryKindOfOutputMatchesTheSchema) 
       {"an unknown key in a command", [](json& d) { d["commands"][0]["pid"] = 1; }},
       {"a file output without its digest", [](json& d) { d["outputs"][0].erase("sha256"); }},
       {"an owned space of an unknown kind",
-       [](json& d) { d["owned_space"] = {{"kind", "tmpfs"}, {"size_bytes", 1}, {"inodes", 1}}; }},
+       [](json& d) {
+         d["owned_space"] = {{"kind", "tmpfs"}, {"size_bytes", 1}, {"inodes", 1}};
+       }},
       {"a directory owned space that does not say why",
-       [](json& d) { d["owned_space"] = {{"kind", "directory"}, {"size_bytes", 1}, {"inodes", 1}}; }},
+       [](json& d) {
+         d["owned_space"] = {{"kind", "directory"}, {"size_bytes", 1}, {"inodes", 1}};
+       }},
       {"a file system owned space with a why_not",
        [](json& d) {
          d["owned_space"] = {
@@ -203,7 +207,8 @@ TEST_F(ReceiptSchemaTest, AReceiptShrunkByItsOutputsMatchesTheSchema) {
   auto a = freeze(
       "cd /out && /usr/bin/python3 -c '"
       "import os\n"
-      "for i in range(3000): open(\"output-file-with-a-longish-name-%05d\" % i, \"w\").write(str(i))\n"
+      "for i in range(3000):\n"
+      "  open(\"output-file-with-a-longish-name-%05d\" % i, \"w\").write(str(i))\n"
       "for i in range(200): os.symlink(\"t%d\" % i, \"link-%d\" % i)\n"
       "open(b\"raw\\xff\", \"wb\").write(b\"x\")\n"
       "'",
