@@ -30,6 +30,7 @@ struct RunRequest {
   GrantMode mode = GrantMode::kEnforcing;
   std::string state_dir = "sealrun-state";
   std::string signing_key;  // "": STATE/keys/sealrun.key if it exists, else unsigned
+  bool rehash = false;      // `--rehash`: pinned trees are hashed in full, not from the cache
 };
 
 struct RunOutcome {
