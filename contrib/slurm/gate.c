@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static int fail(char *why, size_t why_len, const char *fmt, ...) {
+static int fail(char* why, size_t why_len, const char* fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(why, why_len, fmt, ap);
@@ -20,14 +20,14 @@ static int fail(char *why, size_t why_len, const char *fmt, ...) {
   return -1;
 }
 
-static int is_hex64(const char *s) {
+static int is_hex64(const char* s) {
   size_t i;
   for (i = 0; s[i] != '\0'; ++i)
     if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f'))) return 0;
   return i == 64;
 }
 
-int sealrun_gate_sha256_file(const char *path, char hex[65], char *why, size_t why_len) {
+int sealrun_gate_sha256_file(const char* path, char hex[65], char* why, size_t why_len) {
   /* O_NONBLOCK: opening a FIFO must not wait for a writer; the fstat below refuses it anyway. */
   int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0)
@@ -42,7 +42,7 @@ int sealrun_gate_sha256_file(const char *path, char hex[65], char *why, size_t w
     return fail(why, why_len, "the admission '%s' is larger than %d bytes", path,
                 SEALRUN_GATE_MAX_ADMISSION);
   }
-  EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+  EVP_MD_CTX* ctx = EVP_MD_CTX_new();
   if (ctx == NULL || EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) != 1) {
     EVP_MD_CTX_free(ctx);
     close(fd);
@@ -80,8 +80,8 @@ int sealrun_gate_sha256_file(const char *path, char hex[65], char *why, size_t w
   return 0;
 }
 
-int sealrun_gate_check(const struct sealrun_gate_config *config, int argc, char *const argv[],
-                       char *why, size_t why_len) {
+int sealrun_gate_check(const struct sealrun_gate_config* config, int argc, char* const argv[],
+                       char* why, size_t why_len) {
   if (argc < 1 || argv == NULL || argv[0] == NULL)
     return fail(why, why_len, "the step has no command");
   int known = 0;
@@ -100,11 +100,11 @@ int sealrun_gate_check(const struct sealrun_gate_config *config, int argc, char 
                 "this cluster runs only admitted sealrun runs: `%s run ADMISSION --sha256 HEX "
                 "...` (the admission right after `run`)",
                 argv[0]);
-  const char *admission = argv[2];
-  const char *sha = NULL;
+  const char* admission = argv[2];
+  const char* sha = NULL;
   for (int i = 3; i < argc; ++i) {
-    const char *a = argv[i];
-    const char *value = NULL;
+    const char* a = argv[i];
+    const char* value = NULL;
     if (strcmp(a, "--") == 0) break;
     if (strcmp(a, "--sha256") == 0) {
       if (i + 1 >= argc) return fail(why, why_len, "--sha256 needs a value");

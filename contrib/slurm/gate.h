@@ -18,7 +18,7 @@ extern "C" {
 
 struct sealrun_gate_config {
   /* The sealrun executables a step may run, as absolute paths (argv[0] must be one of them). */
-  const char *sealrun_paths[SEALRUN_GATE_MAX_PATHS];
+  const char* sealrun_paths[SEALRUN_GATE_MAX_PATHS];
   size_t n_sealrun_paths;
   /* Allow `--mode report-only` (the run proceeds with an unenforced dimension). Off by default. */
   int allow_report_only;
@@ -27,13 +27,13 @@ struct sealrun_gate_config {
 /* Fills `hex` (65 bytes) with the SHA-256 of the regular file `path` (never following a
  * symlink, never blocking on a FIFO, at most SEALRUN_GATE_MAX_ADMISSION bytes). Returns 0, or -1
  * with a reason in `why`. */
-int sealrun_gate_sha256_file(const char *path, char hex[65], char *why, size_t why_len);
+int sealrun_gate_sha256_file(const char* path, char hex[65], char* why, size_t why_len);
 
 /* Returns 0 when argv is an admitted `sealrun run` whose admission (a path relative to the
  * process's working directory, or absolute) hashes to its `--sha256`; otherwise -1 with the
  * reason for the user in `why`. */
-int sealrun_gate_check(const struct sealrun_gate_config *config, int argc, char *const argv[],
-                       char *why, size_t why_len);
+int sealrun_gate_check(const struct sealrun_gate_config* config, int argc, char* const argv[],
+                       char* why, size_t why_len);
 
 #ifdef __cplusplus
 }

@@ -9,7 +9,8 @@ with a sealrun executable the site names (a name looked up on the user's PATH co
 called sealrun), run with `exec` (so that sealrun itself receives scancel's SIGTERM), and with
 ADMISSION's SHA-256 equal to HEX, computed here at submission (the file is read as the submitting
 user where slurmctld runs as root, bounded to 1 MiB and 10 s). Anything else is refused with a
-message that says why.
+message that says why. An accepted job is made non-requeueable (a requeued job would repeat its
+--id, which sealrun refuses).
 
 This is an early refusal for the user's benefit, not the enforcement: sealrun verifies the
 admission and every pin again, byte for byte, before it runs anything (exit 3 otherwise), so a file
@@ -224,6 +225,9 @@ function slurm_job_submit(job_desc, part_list, submit_uid)
     slurm.log_user("sealrun gate: %s", why)
     return slurm.ERROR
   end
+  -- Never requeued: a requeued job would run the same `--id` again, which sealrun refuses (a run
+  -- never reuses an id); after a node failure the job ends, and `sealrun sweep` cleans the node.
+  job_desc.requeue = 0
   return slurm.SUCCESS
 end
 

@@ -34,7 +34,7 @@ struct plugin_config {
   struct sealrun_gate_config gate_config;
   int gate;
   int delegate;
-  const char *pids_root;
+  const char* pids_root;
 };
 
 static struct plugin_config config;
@@ -44,13 +44,13 @@ static struct plugin_config config;
  * callers test `< 0`). */
 static const int kStop = -1;
 
-static int parse_args(int ac, char **av) {
+static int parse_args(int ac, char** av) {
   memset(&config, 0, sizeof config);
   config.gate = 1;
   config.delegate = 1;
   config.pids_root = "/sys/fs/cgroup/pids";
   for (int i = 0; i < ac; ++i) {
-    const char *a = av[i];
+    const char* a = av[i];
     if (strncmp(a, "sealrun=", 8) == 0 && a[8] == '/') {
       if (config.gate_config.n_sealrun_paths == SEALRUN_GATE_MAX_PATHS) {
         slurm_error("sealrun: at most %d sealrun= arguments", SEALRUN_GATE_MAX_PATHS);
@@ -66,9 +66,10 @@ static int parse_args(int ac, char **av) {
     } else if (strncmp(a, "pids_root=", 10) == 0 && a[10] == '/') {
       config.pids_root = a + 10;
     } else {
-      slurm_error("sealrun: unknown plugin argument '%s' (plugstack.conf); see "
-                  "contrib/slurm/README.md",
-                  a);
+      slurm_error(
+          "sealrun: unknown plugin argument '%s' (plugstack.conf); see "
+          "contrib/slurm/README.md",
+          a);
       return -1;
     }
   }
@@ -77,7 +78,7 @@ static int parse_args(int ac, char **av) {
   return 0;
 }
 
-int slurm_spank_init(spank_t sp, int ac, char **av) {
+int slurm_spank_init(spank_t sp, int ac, char** av) {
   (void)sp;
   /* A misconfigured plugstack.conf fails every step, loudly, rather than gating nothing. */
   return parse_args(ac, av) == 0 ? ESPANK_SUCCESS : kStop;
@@ -91,7 +92,7 @@ struct step_ids {
   char step[32];
 };
 
-static int get_ids(spank_t sp, struct step_ids *ids) {
+static int get_ids(spank_t sp, struct step_ids* ids) {
   if (spank_get_item(sp, S_JOB_UID, &ids->uid) != ESPANK_SUCCESS ||
       spank_get_item(sp, S_JOB_GID, &ids->gid) != ESPANK_SUCCESS ||
       spank_get_item(sp, S_JOB_ID, &ids->job_id) != ESPANK_SUCCESS ||
@@ -101,7 +102,7 @@ static int get_ids(spank_t sp, struct step_ids *ids) {
   return 0;
 }
 
-int slurm_spank_task_post_fork(spank_t sp, int ac, char **av) {
+int slurm_spank_task_post_fork(spank_t sp, int ac, char** av) {
   (void)ac;
   (void)av;
   if (!spank_remote(sp) || !config.delegate) return ESPANK_SUCCESS;
@@ -114,23 +115,25 @@ int slurm_spank_task_post_fork(spank_t sp, int ac, char **av) {
   }
   if (ids.uid == 0) return ESPANK_SUCCESS; /* root makes its groups anywhere */
   int root = sealrun_delegate_open_root(config.pids_root, 1, why, sizeof why);
-  int step = root < 0 ? -1 : sealrun_delegate_make(root, ids.uid, ids.gid, ids.job_id, ids.step,
-                                                   why, sizeof why);
+  int step = root < 0 ? -1
+                      : sealrun_delegate_make(root, ids.uid, ids.gid, ids.job_id, ids.step, why,
+                                              sizeof why);
   int rc = step < 0 ? -1 : sealrun_delegate_join(step, pid, why, sizeof why);
   if (rc != 0)
-    slurm_error("sealrun: job %u %s: no pids group delegated (%s); sealrun will refuse runs "
-                "that need pids_max",
-                ids.job_id, ids.step, why);
+    slurm_error(
+        "sealrun: job %u %s: no pids group delegated (%s); sealrun will refuse runs "
+        "that need pids_max",
+        ids.job_id, ids.step, why);
   else
     slurm_verbose("sealrun: job %u %s: task %d in %s/%s/uid_%u/job_%u/%s", ids.job_id, ids.step,
-                  (int)pid, config.pids_root, SEALRUN_DELEGATE_TOP, (unsigned)ids.uid,
-                  ids.job_id, ids.step);
+                  (int)pid, config.pids_root, SEALRUN_DELEGATE_TOP, (unsigned)ids.uid, ids.job_id,
+                  ids.step);
   if (step >= 0) close(step);
   if (root >= 0) close(root);
   return ESPANK_SUCCESS;
 }
 
-int slurm_spank_task_init(spank_t sp, int ac, char **av) {
+int slurm_spank_task_init(spank_t sp, int ac, char** av) {
   (void)ac;
   (void)av;
   if (!spank_remote(sp) || !config.gate) return ESPANK_SUCCESS;
@@ -142,7 +145,7 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av) {
   if (ids.step_id == SEALRUN_SLURM_BATCH_SCRIPT || ids.step_id == SEALRUN_SLURM_EXTERN_CONT)
     return ESPANK_SUCCESS;
   int argc = 0;
-  char **argv = NULL;
+  char** argv = NULL;
   if (spank_get_item(sp, S_JOB_ARGV, &argc, &argv) != ESPANK_SUCCESS) {
     slurm_error("sealrun: cannot read the step's command: refusing the step");
     return kStop;
@@ -156,7 +159,7 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av) {
   return ESPANK_SUCCESS;
 }
 
-int slurm_spank_exit(spank_t sp, int ac, char **av) {
+int slurm_spank_exit(spank_t sp, int ac, char** av) {
   (void)ac;
   (void)av;
   if (!spank_remote(sp) || !config.delegate) return ESPANK_SUCCESS;

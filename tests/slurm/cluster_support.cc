@@ -43,8 +43,9 @@ Captured run_as(const Identity& who, std::vector<std::string> argv, const std::s
   SpawnOptions o;
   o.argv = argv;
   o.cwd = cwd;
-  o.env = std::vector<std::string>{"SLURM_CONF=" + slurm_conf(), "PATH=/usr/sbin:/usr/bin:/sbin:/bin",
-                                   "HOME=" + who.home, "USER=" + who.name, "LOGNAME=" + who.name};
+  o.env =
+      std::vector<std::string>{"SLURM_CONF=" + slurm_conf(), "PATH=/usr/sbin:/usr/bin:/sbin:/bin",
+                               "HOME=" + who.home, "USER=" + who.name, "LOGNAME=" + who.name};
   if (who.uid != 0) {
     o.uid = who.uid;
     o.gid = who.gid;

@@ -49,8 +49,8 @@ class GateTest : public ::testing::Test {
 
 TEST_F(GateTest, AdmittedRunPasses) {
   EXPECT_EQ(check({kSealrun, "run", adm_, "--sha256", kEmptyObjectSha, "--id", "x"}).rc, 0);
-  EXPECT_EQ(check({"/usr/bin/sealrun", "run", adm_, "--id", "x", "--sha256=" + std::string(
-                                                                          kEmptyObjectSha)})
+  EXPECT_EQ(check({"/usr/bin/sealrun", "run", adm_, "--id", "x",
+                   "--sha256=" + std::string(kEmptyObjectSha)})
                 .rc,
             0);
   // Relative to the working directory, as the task will resolve it.

@@ -15,11 +15,11 @@ TEST(SlurmContext, OutsideSlurmIsNothing) {
 
 TEST(SlurmContext, SrunStep) {
   // The variables a task of `srun` sees (taken from a real step on the test cluster).
-  Env env{{"SLURM_JOB_ID", "13"},         {"SLURM_JOBID", "13"},
-          {"SLURM_STEP_ID", "0"},         {"SLURM_STEPID", "0"},
-          {"SLURMD_NODENAME", "vm"},      {"SLURM_CLUSTER_NAME", "sealrun-test"},
+  Env env{{"SLURM_JOB_ID", "13"},          {"SLURM_JOBID", "13"},
+          {"SLURM_STEP_ID", "0"},          {"SLURM_STEPID", "0"},
+          {"SLURMD_NODENAME", "vm"},       {"SLURM_CLUSTER_NAME", "sealrun-test"},
           {"SLURM_JOB_PARTITION", "main"}, {"SLURM_JOB_USER", "root"},
-          {"SLURM_PROCID", "0"},          {"SLURM_LOCALID", "0"}};
+          {"SLURM_PROCID", "0"},           {"SLURM_LOCALID", "0"}};
   auto c = slurm_context(env);
   ASSERT_TRUE(c.has_value());
   EXPECT_EQ((*c)["job_id"], 13);
@@ -64,10 +64,8 @@ TEST(SlurmContext, MalformedValuesAreLeftOut) {
     bool has_context;
   };
   const std::vector<Case> cases = {
-      {{{"SLURM_JOB_ID", ""}}, false},
-      {{{"SLURM_JOB_ID", "12x"}}, false},
-      {{{"SLURM_JOB_ID", "-1"}}, false},
-      {{{"SLURM_JOB_ID", "99999999999999999999999"}}, false},
+      {{{"SLURM_JOB_ID", ""}}, false},    {{{"SLURM_JOB_ID", "12x"}}, false},
+      {{{"SLURM_JOB_ID", "-1"}}, false},  {{{"SLURM_JOB_ID", "99999999999999999999999"}}, false},
       {{{"SLURM_JOB_ID", " 12"}}, false},
   };
   for (const auto& c : cases)

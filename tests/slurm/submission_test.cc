@@ -45,7 +45,7 @@ TEST_F(SubmissionTest, NonAdmittedBatchJobsAreRefusedWithAReason) {
     std::string err;
     auto job = ws_.sbatch(c.wrap, &err);
     EXPECT_FALSE(job.has_value()) << "accepted: " << c.wrap;
-    EXPECT_NE(err.find("sealrun gate: " ), std::string::npos) << c.wrap << "\n" << err;
+    EXPECT_NE(err.find("sealrun gate: "), std::string::npos) << c.wrap << "\n" << err;
     EXPECT_NE(err.find(c.says), std::string::npos) << c.wrap << "\n" << err;
   }
   EXPECT_EQ(jobs_in_queue(), before);
