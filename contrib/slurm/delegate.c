@@ -7,20 +7,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/magic.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <unistd.h>
 
-static int fail(char* why, size_t why_len, const char* fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(why, why_len, fmt, ap);
-  va_end(ap);
-  return -1;
-}
+#include "reason.h"
 
 void sealrun_delegate_step_name(uint32_t step_id, char out[32]) {
   if (step_id == SEALRUN_SLURM_BATCH_SCRIPT)
@@ -35,11 +28,11 @@ void sealrun_delegate_step_name(uint32_t step_id, char out[32]) {
 
 int sealrun_delegate_open_root(const char* path, int require_cgroupfs, char* why, size_t why_len) {
   int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0) return fail(why, why_len, "open %s: %s", path, strerror(errno));
+  if (fd < 0) return sealrun_fail(why, why_len, "open %s: %s", path, strerror(errno));
   struct statfs sfs;
   if (require_cgroupfs && (fstatfs(fd, &sfs) != 0 || sfs.f_type != CGROUP_SUPER_MAGIC)) {
     close(fd);
-    return fail(why, why_len, "%s is not a cgroup v1 hierarchy", path);
+    return sealrun_fail(why, why_len, "%s is not a cgroup v1 hierarchy", path);
   }
   return fd;
 }
@@ -47,9 +40,9 @@ int sealrun_delegate_open_root(const char* path, int require_cgroupfs, char* why
 /* mkdir (EEXIST is fine) and open one level, refusing anything but a real directory. */
 static int step_into(int parent, const char* name, char* why, size_t why_len) {
   if (mkdirat(parent, name, 0755) != 0 && errno != EEXIST)
-    return fail(why, why_len, "mkdir %s: %s", name, strerror(errno));
+    return sealrun_fail(why, why_len, "mkdir %s: %s", name, strerror(errno));
   int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0) return fail(why, why_len, "open %s: %s", name, strerror(errno));
+  if (fd < 0) return sealrun_fail(why, why_len, "open %s: %s", name, strerror(errno));
   return fd;
 }
 
@@ -71,8 +64,8 @@ static int make_once(int root_fd, uid_t uid, gid_t gid, uint32_t job_id, const c
   if (fchown(fd, uid, gid) != 0) {
     int e = errno;
     close(fd);
-    return fail(why, why_len, "chown the step's pids group to %u:%u: %s", (unsigned)uid,
-                (unsigned)gid, strerror(e));
+    return sealrun_fail(why, why_len, "chown the step's pids group to %u:%u: %s", (unsigned)uid,
+                        (unsigned)gid, strerror(e));
   }
   return fd;
 }
@@ -90,15 +83,15 @@ int sealrun_delegate_make(int root_fd, uid_t uid, gid_t gid, uint32_t job_id, co
 
 int sealrun_delegate_join(int step_fd, pid_t pid, char* why, size_t why_len) {
   int fd = openat(step_fd, "cgroup.procs", O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0) return fail(why, why_len, "open cgroup.procs: %s", strerror(errno));
+  if (fd < 0) return sealrun_fail(why, why_len, "open cgroup.procs: %s", strerror(errno));
   char text[32];
   int n = snprintf(text, sizeof text, "%d", (int)pid);
   ssize_t w = write(fd, text, (size_t)n);
   int e = errno;
   close(fd);
   if (w != n)
-    return fail(why, why_len, "move pid %d into the step's pids group: %s", (int)pid,
-                w < 0 ? strerror(e) : "short write");
+    return sealrun_fail(why, why_len, "move pid %d into the step's pids group: %s", (int)pid,
+                        w < 0 ? strerror(e) : "short write");
   return 0;
 }
 
@@ -126,13 +119,13 @@ int sealrun_delegate_remove(int root_fd, uid_t uid, uint32_t job_id, const char*
   snprintf(uid_name, sizeof uid_name, "uid_%u", (unsigned)uid);
   snprintf(job_name, sizeof job_name, "job_%u", job_id);
   int top = openat(root_fd, SEALRUN_DELEGATE_TOP, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  if (top < 0) return errno == ENOENT ? 0 : fail(why, why_len, "open: %s", strerror(errno));
+  if (top < 0) return errno == ENOENT ? 0 : sealrun_fail(why, why_len, "open: %s", strerror(errno));
   int user = openat(top, uid_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   int job = user < 0 ? -1 : openat(user, job_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   int rc = 0;
   if (job >= 0 && unlinkat(job, step, AT_REMOVEDIR) != 0 && errno != ENOENT)
-    rc = fail(why, why_len, "rmdir %s/%s/%s/%s: %s", SEALRUN_DELEGATE_TOP, uid_name, job_name, step,
-              strerror(errno));
+    rc = sealrun_fail(why, why_len, "rmdir %s/%s/%s/%s: %s", SEALRUN_DELEGATE_TOP, uid_name,
+                      job_name, step, strerror(errno));
   if (job >= 0) close(job);
   if (user >= 0) {
     /* This job's group goes when no other step uses it. The user's other jobs' groups are tried

@@ -2,7 +2,7 @@
  * inside ordinary users' jobs, and so that job steps (srun), which the job_submit.lua gate cannot
  * see, are gated too. In plugstack.conf:
  *
- *   required /usr/lib/x86_64-linux-gnu/slurm-wlm/spank_sealrun.so sealrun=/usr/bin/sealrun
+ *   required /usr/lib/x86_64-linux-gnu/sealrun/slurm/spank_sealrun.so sealrun=/usr/bin/sealrun
  *
  * Arguments (all optional): `sealrun=PATH` (repeatable: the sealrun executables a step may run;
  * default /usr/bin/sealrun), `gate=on|off` (default on), `delegate=pids|off` (default pids),

@@ -82,6 +82,7 @@ std::optional<JobInfo> job_info(uint64_t job_id) {
   while (words >> w) {
     if (w.rfind("JobState=", 0) == 0) info.state = w.substr(9);
     if (w.rfind("ExitCode=", 0) == 0) info.exit_code = w.substr(9);
+    if (w.rfind("Requeue=", 0) == 0) info.requeue = w.substr(8);
   }
   return info;
 }

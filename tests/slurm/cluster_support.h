@@ -42,6 +42,7 @@ bool node_ready();
 struct JobInfo {
   std::string state;      // COMPLETED, FAILED, CANCELLED, RUNNING, ...
   std::string exit_code;  // "0:0"
+  std::string requeue;    // "0" or "1"
 };
 std::optional<JobInfo> job_info(uint64_t job_id);
 // Polls until the job has left PENDING/RUNNING/COMPLETING.

@@ -68,6 +68,7 @@ TEST_F(RunsTest, OrdinaryUserSbatchRunIsFullyEnforced) {
   EXPECT_EQ(info->state, "COMPLETED")
       << read_text(ws.dir() + "/slurm-" + std::to_string(*job) + ".out");
   EXPECT_EQ(info->exit_code, "0:0");
+  EXPECT_EQ(info->requeue, "0") << "the gate makes admitted jobs non-requeueable";
   auto r = ws.receipt("ub");
   EXPECT_EQ(r["state"], "built") << r.dump();
   expect_fully_enforced(r);
@@ -118,7 +119,10 @@ TEST_F(RunsTest, WithoutThePluginsPidsGroupTheUsersRunIsRefused) {
   Frozen a = ws.freeze("adm.json", "echo built > /out/result.txt");
   auto c = run_as(ws.who(), with_srun(ws.run_argv(a, "nodelegate")), ws.dir());
   EXPECT_EQ(c.status.code, 4) << c.out << c.err;
-  auto r = ws.receipt("nodelegate");
+  // A refusal keeps no id; its receipt is where sealrun's last line says (STATE/refusals/...).
+  std::string path = last_line(c.out);
+  EXPECT_EQ(path.rfind(ws.state() + "/refusals/nodelegate/", 0), 0u) << c.out;
+  auto r = nlohmann::json::parse(read_text(path), nullptr, false);
   EXPECT_EQ(r["state"], "not_run") << r.dump();
   EXPECT_NE(r["reason"].get<std::string>().find("process_count"), std::string::npos) << r["reason"];
   EXPECT_TRUE(r["commands"].empty()) << r["commands"].dump();
