@@ -96,6 +96,30 @@ TEST_F(RunsTest, OrdinaryUserSrunRunIsFullyEnforcedAndItsMemoryLimitHolds) {
   EXPECT_LE(r["memory"]["peak_bytes"].get<uint64_t>(), 67108864u) << r["memory"].dump();
 }
 
+TEST_F(RunsTest, SlurmsLowerMemoryLimitIsTheEffectiveOneInTheReceipt) {
+  // The job asks Slurm for 48 MiB; the admission allows 64 MiB. sealrun's group nests below the
+  // step's (use_hierarchy 1), so Slurm's limit is the one that binds, and the receipt says so and
+  // names Slurm's group (ACCEPTANCE 33 under Slurm).
+  Workspace ws(ordinary_user());
+  Frozen a = ws.freeze("adm.json", "echo built > /out/result.txt");
+  auto argv = ws.run_argv(a, "slurm-mem");
+  argv.insert(argv.begin(), {"srun", "--mem=48M"});
+  auto c = run_as(ws.who(), argv, ws.dir());
+  ASSERT_EQ(c.status.code, 0) << c.out << c.err;
+  auto r = ws.receipt("slurm-mem");
+  bool found = false;
+  for (const auto& l : r["memory"]["limits"]) {
+    if (l["name"] != "memory_max_bytes") continue;
+    found = true;
+    EXPECT_EQ(l["observed"], 67108864) << l.dump();  // sealrun's own group: as admitted
+    EXPECT_EQ(l["effective"], 48 * 1024 * 1024) << l.dump();
+    std::string by = l["effective_set_by"].get<std::string>();
+    EXPECT_NE(by.find("/slurm"), std::string::npos) << by;
+    EXPECT_NE(by.find("/job_"), std::string::npos) << by;
+  }
+  EXPECT_TRUE(found) << r["memory"].dump();
+}
+
 // Restores a file's bytes when the test ends, however it ends.
 class FileGuard {
  public:
