@@ -149,6 +149,8 @@ struct Receipt {
   nlohmann::json admission;        // receipt_admission.h; null when nothing was admitted
   nlohmann::json sealrun_version;  // {version, commit, dirty}
   nlohmann::json signing;          // {key_id, envelope} when the run signs its receipt, else null
+  // Where in a Slurm cluster the run happened (slurm_context.h), or null outside Slurm.
+  nlohmann::json slurm;
   // How each pinned tree was verified (fingerprint/cached_tree.h pin_cache_to_json), in order.
   nlohmann::json pin_cache = nlohmann::json::array();
 };
