@@ -168,8 +168,8 @@ TEST_F(RunsTest, ReceiptsOfEveryJobAreInTheStateDirTheSubmitterNamed) {
   }
 }
 
-// TODO(lead): enable when `sealrun receipt list` is on main (CONTRACT.md, second wave).
-TEST_F(RunsTest, DISABLED_TODO_lead_ReceiptListListsEveryJobsReceipt) {
+// `sealrun receipt list` finds every job's receipt in the shared state directory.
+TEST_F(RunsTest, ReceiptListListsEveryJobsReceipt) {
   Workspace ws(ordinary_user());
   Frozen a = ws.freeze("adm.json", "echo built > /out/result.txt");
   for (const char* id : {"list-1", "list-2"})
@@ -181,8 +181,8 @@ TEST_F(RunsTest, DISABLED_TODO_lead_ReceiptListListsEveryJobsReceipt) {
   EXPECT_NE(c.out.find("list-2"), std::string::npos) << c.out;
 }
 
-// TODO(lead): enable when the receipt records slurm_context() (controller/slurm_context.h).
-TEST_F(RunsTest, DISABLED_TODO_lead_ReceiptRecordsTheSlurmJobAndStep) {
+// The receipt records where in the cluster the run happened (controller/slurm_context.h).
+TEST_F(RunsTest, ReceiptRecordsTheSlurmJobAndStep) {
   Workspace ws(ordinary_user());
   Frozen a = ws.freeze("adm.json", "echo built > /out/result.txt");
   std::string err;
