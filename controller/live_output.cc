@@ -53,8 +53,9 @@ void LineCutter::feed(std::string_view bytes, std::string_view prefix, std::stri
       dropping_ = false;
     } else if (pending_.size() + piece.size() > max_line_) {
       // The line outgrows what is shown of one line: show its start, skip the rest of it.
+      // (One byte past the limit tells whether the cut would split a character.)
       std::string line = pending_;
-      line.append(piece.substr(0, max_line_ - pending_.size()));
+      line.append(piece.substr(0, max_line_ + 1 - pending_.size()));
       line.resize(cut_point(line, max_line_));
       emit(line, prefix, out, true);
       pending_.clear();

@@ -48,8 +48,13 @@ struct Follow {
   UniqueFd dirfd;
   Pipe pipe;
   Follow() {
-    dirfd = std::move(*open_at(AT_FDCWD, dir.str(), O_RDONLY | O_DIRECTORY));
-    pipe = std::move(*make_pipe(O_NONBLOCK));
+    dirfd = open_at(AT_FDCWD, dir.str(), O_RDONLY | O_DIRECTORY).value();
+    pipe = make_pipe(O_NONBLOCK).value();
+  }
+  LiveOutputConfig config() const {
+    LiveOutputConfig c;
+    c.out_fd = pipe.write_end.get();
+    return c;
   }
   std::string read_all() {
     std::string text;
@@ -64,7 +69,7 @@ TEST(LiveOutput, ShowsEachStreamInOrder) {
   Follow f;
   sealrun::testing::write_text(f.dir / "out", "o1\no2\npartial");
   sealrun::testing::write_text(f.dir / "err", "e1\n");
-  LiveOutput live({.out_fd = f.pipe.write_end.get()});
+  LiveOutput live(f.config());
   ASSERT_TRUE(live.add_stream(f.dirfd.get(), "out").ok());
   ASSERT_TRUE(live.add_stream(f.dirfd.get(), "err").ok());
   live.stop();  // never started: drained once
@@ -79,7 +84,9 @@ TEST(LiveOutput, FollowsGrowthWhileRunning) {
   sealrun::testing::write_text(f.dir / "out", "");
   auto w = open_at(f.dirfd.get(), "out", O_WRONLY | O_APPEND);
   ASSERT_TRUE(w.ok());
-  LiveOutput live({.out_fd = f.pipe.write_end.get(), .interval_ms = 10});
+  LiveOutputConfig c = f.config();
+  c.interval_ms = 10;
+  LiveOutput live(c);
   ASSERT_TRUE(live.add_stream(f.dirfd.get(), "out").ok());
   ASSERT_TRUE(live.start().ok());
   ASSERT_TRUE(write_all(w->get(), "first\n", "out").ok());
@@ -94,7 +101,10 @@ TEST(LiveOutput, FollowsGrowthWhileRunning) {
 TEST(LiveOutput, StopsAtTheBoundWithOneNotice) {
   Follow f;
   sealrun::testing::write_text(f.dir / "out", "0123456789\n0123456789\n0123456789\n");
-  LiveOutput live({.out_fd = f.pipe.write_end.get(), .max_bytes = 16, .kept_where = "KEPT/"});
+  LiveOutputConfig c = f.config();
+  c.max_bytes = 16;
+  c.kept_where = "KEPT/";
+  LiveOutput live(c);
   ASSERT_TRUE(live.add_stream(f.dirfd.get(), "out").ok());
   live.stop();
   EXPECT_EQ(f.read_all(),
@@ -108,8 +118,10 @@ TEST(LiveOutput, AHugeSparseFileIsReadOnlyToTheBound) {
   auto w = open_at(f.dirfd.get(), "out", O_WRONLY | O_CREAT, 0600);
   ASSERT_TRUE(w.ok());
   ASSERT_EQ(::ftruncate(w->get(), 1LL << 40), 0);  // 1 TiB of hole
-  LiveOutput live({.out_fd = f.pipe.write_end.get(), .max_bytes = 1 << 20,
-                   .max_line_bytes = 64, .kept_where = "K"});
+  LiveOutputConfig c = f.config();
+  c.max_bytes = 1 << 20;
+  c.max_line_bytes = 64;
+  LiveOutput live(c);
   ASSERT_TRUE(live.add_stream(f.dirfd.get(), "out").ok());
   int64_t t0 = monotonic_ms();
   live.stop();
@@ -125,7 +137,7 @@ TEST(LiveOutput, ALinkOrAFifoIsNotFollowed) {
   Follow f;
   ASSERT_EQ(::symlink("/etc/passwd", (f.dir / "link").c_str()), 0);
   ASSERT_EQ(::mkfifo((f.dir / "fifo").c_str(), 0600), 0);
-  LiveOutput live({.out_fd = f.pipe.write_end.get()});
+  LiveOutput live(f.config());
   EXPECT_FALSE(live.add_stream(f.dirfd.get(), "link").ok());
   EXPECT_FALSE(live.add_stream(f.dirfd.get(), "fifo").ok());
 }

@@ -180,7 +180,7 @@ TEST_F(RunTest, LiveOutputShowsAtMostTheBoundThenOneNotice) {
   EXPECT_GE(shown, kBound - 4096);
   size_t notice = w.text.find("sealrun: live output stops here, after 16 MiB");
   ASSERT_NE(notice, std::string::npos) << w.text.substr(w.text.size() - 2000);
-  EXPECT_EQ(w.text.find("live output stops here", notice + 1), std::string::npos);
+  EXPECT_EQ(w.text.find("sealrun: live output stops here", notice + 1), std::string::npos);
   EXPECT_TRUE(has(w.text, state_ + "/results/flood/logs/")) << "the notice says where";
   EXPECT_EQ(w.text.find("job| ", notice), std::string::npos) << "nothing shown after the notice";
 }
