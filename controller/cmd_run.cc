@@ -50,9 +50,9 @@ void print_run_summary(const receipt::Receipt& r, int64_t elapsed_ms) {
   if (r.memory && r.memory->peak_bytes) line += ", memory peak " + mib(*r.memory->peak_bytes);
   fmt::print(stderr, "{}\n", line);
   if (r.guard)
-    fmt::print(stderr, "sealrun run: {}: growth guard {} tripped at {:.2f} s: {} observed, limit {}\n",
-               r.id, r.guard->name, r.guard->t_ms / 1000.0, mib(r.guard->observed),
-               mib(r.guard->limit));
+    fmt::print(
+        stderr, "sealrun run: {}: growth guard {} tripped at {:.2f} s: {} observed, limit {}\n",
+        r.id, r.guard->name, r.guard->t_ms / 1000.0, mib(r.guard->observed), mib(r.guard->limit));
 }
 }  // namespace
 

@@ -88,7 +88,8 @@ Status LiveOutput::add_stream(int dirfd, const std::string& name) {
   auto st = SEALRUN_TRY(fstat_fd(fd.get(), name));
   if (!S_ISREG(st.st_mode))
     return Error::make("live output: " + name + " is not a regular file; it is not followed");
-  auto s = std::make_unique<Stream>(Stream{name, std::move(fd), 0, LineCutter(config_.max_line_bytes)});
+  auto s =
+      std::make_unique<Stream>(Stream{name, std::move(fd), 0, LineCutter(config_.max_line_bytes)});
   streams_.push_back(std::move(s));
   return {};
 }

@@ -41,7 +41,7 @@ class LineCutter {
  private:
   void emit(std::string_view line, std::string_view prefix, std::string& out, bool cut) const;
   size_t max_line_;
-  std::string pending_;   // the line so far, never longer than max_line_
+  std::string pending_;    // the line so far, never longer than max_line_
   bool dropping_ = false;  // the current line was cut: its rest is skipped up to its newline
 };
 
@@ -87,7 +87,7 @@ class LiveOutput {
 
   LiveOutputConfig config_;
   std::vector<std::unique_ptr<Stream>> streams_;
-  uint64_t shown_ = 0;     // the job's bytes consumed so far, all streams
+  uint64_t shown_ = 0;      // the job's bytes consumed so far, all streams
   bool exhausted_ = false;  // the bound was reached (or stderr failed): nothing more is shown
   std::thread thread_;
   std::mutex mu_;

@@ -25,9 +25,11 @@ void stop_job_now(RunContext& run) {
 // The job's output shown as it arrives, read through descriptors of its own opened now, before the
 // job can write (live_output.h). Not shown is a warning, never a reason to stop the run.
 std::unique_ptr<LiveOutput> open_live_output(RunContext& run, int logs_fd) {
-  auto live = std::make_unique<LiveOutput>(LiveOutputConfig{.out_fd = run.req.live_output_fd,
-                                .max_bytes = kLogReadMaxBytes,
-                                .kept_where = run.layout.results_root + "/logs/"});
+  LiveOutputConfig config;
+  config.out_fd = run.req.live_output_fd;
+  config.max_bytes = kLogReadMaxBytes;
+  config.kept_where = run.layout.results_root + "/logs/";
+  auto live = std::make_unique<LiveOutput>(std::move(config));
   for (const char* name : {"job.stdout", "job.stderr"})
     if (auto st = live->add_stream(logs_fd, name); !st) {
       run.warn("the job's output is not shown as it arrives: " + st.error().message());

@@ -188,7 +188,8 @@ TEST_F(RunTest, LiveOutputShowsAtMostTheBoundThenOneNotice) {
 TEST_F(RunTest, LiveOutputOfAHugeSparseStdoutIsBounded) {
   // The job makes its own stdout 50 GiB with one ftruncate(2): the live output reads no further
   // than the bound (one cut line of NULs, then the notice), and the run ends.
-  auto a = freeze("echo before; /usr/bin/python3 -c 'import os; os.ftruncate(1, 50 << 30)'", kBackstop);
+  auto a =
+      freeze("echo before; /usr/bin/python3 -c 'import os; os.ftruncate(1, 50 << 30)'", kBackstop);
   Watched w(*this, run_args(*this, a, "sparse"));
   int code = w.finish();
   EXPECT_NE(code, -1) << w.text;
