@@ -31,6 +31,8 @@ struct RunRequest {
   std::string state_dir = "sealrun-state";
   std::string signing_key;  // "": STATE/keys/sealrun.key if it exists, else unsigned
   bool rehash = false;      // `--rehash`: pinned trees are hashed in full, not from the cache
+  // Where the job's output is shown as it arrives, `job| `-prefixed (live_output.h); -1: nowhere.
+  int live_output_fd = -1;
 };
 
 struct RunOutcome {
