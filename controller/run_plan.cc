@@ -25,9 +25,16 @@ Status validate_run_id(const std::string& id) {
   return ok_status();
 }
 
+std::string default_job_path(const admission::AdmissionDocument& doc) {
+  return doc.toolchain.mount_path + "/bin:/usr/local/bin:/usr/bin:/bin";
+}
+
 std::map<std::string, std::string> job_environment(const admission::AdmissionDocument& doc) {
   std::map<std::string, std::string> env = doc.env;
   env["SOURCE_DATE_EPOCH"] = std::to_string(doc.source_date_epoch);
+  // Without a PATH a compiler driver cannot find its own programs (cc1, as, ld): a new user's
+  // first failure. The admission's own PATH always wins.
+  if (env.find("PATH") == env.end()) env["PATH"] = default_job_path(doc);
   return env;
 }
 

@@ -30,7 +30,12 @@ RunLayout layout_for(const std::string& state_dir, const std::string& id);
 // A run id is a file name (core/run_id.h); the error names the bad id and the rule.
 Status validate_run_id(const std::string& id);
 
-// The job's environment: exactly SOURCE_DATE_EPOCH and the admitted variables.
+// The job's PATH when the admission sets none: the toolchain's bin directory where the job sees it,
+// then the usual system directories of the job's view.
+std::string default_job_path(const admission::AdmissionDocument& doc);
+
+// The job's environment: exactly SOURCE_DATE_EPOCH and the admitted variables, and
+// default_job_path() as PATH when the admission sets none (the receipt's notes say so).
 std::map<std::string, std::string> job_environment(const admission::AdmissionDocument& doc);
 
 ContainmentSpec containment_spec(const admission::Admitted& admitted, const RunLayout& layout,
