@@ -149,6 +149,9 @@ struct Receipt {
   nlohmann::json admission;        // receipt_admission.h; null when nothing was admitted
   nlohmann::json sealrun_version;  // {version, commit, dirty}
   nlohmann::json signing;          // {key_id, envelope} when the run signs its receipt, else null
+  // `sealrun rebuild`: {receipt_sha256, id, variations[]} of the receipt this run rebuilt; null
+  // for any other run.
+  nlohmann::json rebuild_of;
 };
 
 // Renders, bounds and digests: the bytes to write (always <= max_bytes, and valid JSON).

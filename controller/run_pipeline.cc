@@ -131,6 +131,7 @@ RunOutcome run_pipeline(const RunRequest& request, const PipelineDeps& deps) {
   RunContext run(request, deps);
   run.receipt.id = request.id;
   run.receipt.admission_sha256 = request.sha256;
+  run.receipt.rebuild_of = request.rebuild_of;
   run.receipt.started = utc_timestamp_now();
   const SealrunVersion version = sealrun_version();
   run.receipt.sealrun_version = {{"version", version.version},

@@ -18,6 +18,7 @@
 #include "containment/resgroup/resource_group.h"
 #include "containment/spec.h"
 #include "controller/receipt.h"
+#include "controller/variations.h"
 #include "core/mechanism_kind.h"
 
 namespace sealrun::run {
@@ -30,6 +31,9 @@ struct RunRequest {
   GrantMode mode = GrantMode::kEnforcing;
   std::string state_dir = "sealrun-state";
   std::string signing_key;  // "": STATE/keys/sealrun.key if it exists, else unsigned
+  // `sealrun rebuild`: what to vary (variations.h), and the receipt's `rebuild_of` (null else).
+  Variations vary;
+  nlohmann::json rebuild_of;
 };
 
 struct RunOutcome {
