@@ -14,6 +14,7 @@
 
 #include "attest/openssl_util.h"
 #include "controller/commands.h"
+#include "controller/display_text.h"
 #include "controller/exit_codes.h"
 #include "controller/host_config.h"
 #include "controller/output.h"
@@ -21,6 +22,7 @@
 #include "controller/rebuild_explain.h"
 #include "controller/receipt.h"
 #include "controller/run_pipeline.h"
+#include "controller/run_plan.h"
 #include "controller/state_dir.h"
 #include "core/bounded_file.h"
 #include "core/strict_json.h"
@@ -72,20 +74,20 @@ std::string dir_of_receipt(const std::string& receipt_path) {
 Result<Original> load_original(const std::string& path) {
   std::string bytes =
       SEALRUN_TRY_CTX(read_bounded_file(AT_FDCWD, path, kMaxReceiptBytes), "read receipt");
+  Original o;
+  o.doc = SEALRUN_TRY_CTX(parse_strict_json(bytes), path + " is not a readable receipt");
+  o.sha256 = attest::sha256_hex_of(bytes);
+  if (o.doc.is_object() && o.doc.value("state", json()) == "not_run")
+    return Error::make(fmt::format(
+        "{} is the receipt of a run that never executed (state not_run: {}); there are no "
+        "outputs to rebuild against — run the admission with `sealrun run` first",
+        path, display::escape(receipt::member_text(o.doc, "reason"))));
   auto findings = SEALRUN_TRY_CTX(receipt::verify_receipt_bytes(bytes), path);
   for (const auto& f : findings)
     if (!f.pass)
       return Error::make(fmt::format("{} does not verify ({}: {}); `sealrun receipt verify` says "
                                      "more",
                                      path, f.check, f.detail));
-  Original o;
-  o.doc = SEALRUN_TRY_CTX(parse_strict_json(bytes), path);
-  o.sha256 = attest::sha256_hex_of(bytes);
-  if (o.doc.value("state", "") == "not_run")
-    return Error::make(fmt::format(
-        "{} is the receipt of a run that never executed (state not_run: {}); there are no "
-        "outputs to rebuild against — run the admission with `sealrun run` first",
-        path, o.doc.value("reason", "")));
   o.outputs = SEALRUN_TRY(receipt::load_output_list(path, o.doc));
   return o;
 }
@@ -96,7 +98,7 @@ Status check_admission(const std::string& path, const Original& original,
   std::string bytes = SEALRUN_TRY_CTX(read_bounded_file(AT_FDCWD, path, kMaxAdmissionBytes),
                                       "--admission");
   *sha256 = attest::sha256_hex_of(bytes);
-  std::string recorded = original.doc.value("admission_sha256", "");
+  std::string recorded = receipt::member_text(original.doc, "admission_sha256");
   if (*sha256 != recorded)
     return Error::make(fmt::format(
         "the admission {} has sha256 {}, but the receipt {} records admission_sha256 {}: they do "
@@ -163,7 +165,7 @@ void rebuild(const RebuildOptions& opt, int* exit_code) {
   req.vary.base_umask = current_umask();
   if (req.vary.num_cpus) req.vary.cpus_used = narrow_cpus();
   req.rebuild_of = {{"receipt_sha256", original->sha256},
-                    {"id", original->doc.value("id", "")},
+                    {"id", receipt::member_text(original->doc, "id")},
                     {"variations", run::describe_variations(req.vary)}};
   report["id"] = req.id;
   report["rebuild_of"] = req.rebuild_of;
@@ -205,10 +207,10 @@ void rebuild(const RebuildOptions& opt, int* exit_code) {
 
   if (!opt.json) {
     fmt::print("rebuild {} of {}: {} ({} output(s), {} differing)\n", req.id,
-               original->doc.value("id", ""), changes.empty() ? "identical" : "DIFFERENT",
+               receipt::member_text(original->doc, "id"), changes.empty() ? "identical" : "DIFFERENT",
                original->outputs.size(), changes.size());
     for (const auto& v : req.rebuild_of["variations"])
-      fmt::print("  varied {}: {}\n", v.value("name", ""), v.value("how", ""));
+      fmt::print("  varied {}: {}\n", receipt::member_text(v, "name"), receipt::member_text(v, "how"));
     for (const auto& c : changes) fmt::print("  {}\n", receipt::change_text(c));
     if (report.contains("explain")) fmt::print("{}", run::explain_text(report["explain"]));
     fmt::print("{}\n", o.receipt_path);

@@ -11,6 +11,7 @@
 #include "controller/output.h"
 #include "controller/host_config.h"
 #include "controller/run_pipeline.h"
+#include "controller/run_plan.h"
 #include "controller/state_dir.h"
 #include "core/syscall.h"
 

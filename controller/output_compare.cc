@@ -35,41 +35,50 @@ std::string raw_name(const json& o) {
 }
 
 std::string short_digest(const json& o) {
-  std::string d = o.contains("sha256") && o["sha256"].is_string() ? o["sha256"].get<std::string>()
-                                                                    : "";
+  std::string d = member_text(o, "sha256");
   return d.size() > 12 ? d.substr(0, 12) + "…" : d;
 }
 
 // One side of a change, for a person.
 std::string side_text(const json& o) {
-  std::string kind = o.value("kind", "file");
+  std::string kind = o.contains("kind") ? member_text(o, "kind") : "file";
   if (kind == "file") {
-    std::string s = fmt::format("sha256 {}, {} bytes", short_digest(o), o.value("size", uint64_t{0}));
-    if (o.contains("hardlink_of")) s += ", hard link of " + display::escape(o.value("hardlink_of", ""));
+    std::string s = fmt::format("sha256 {}, {} bytes", short_digest(o),
+                                display::escape(member_text(o, "size")));
+    if (o.contains("hardlink_of"))
+      s += ", hard link of " + display::escape(member_text(o, "hardlink_of"));
     return s;
   }
-  if (kind == "symlink") return "symlink to " + display::escape(o.value("target", ""));
+  if (kind == "symlink") return "symlink to " + display::escape(member_text(o, "target"));
   return display::escape(kind);
 }
 
 }  // namespace
 
+std::string member_text(const json& o, const char* key) {
+  if (!o.is_object() || !o.contains(key)) return "";
+  const json& v = o[key];
+  return v.is_string() ? v.get<std::string>() : v.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
 Result<std::vector<json>> load_output_list(const std::string& receipt_path, const json& doc,
                                            bool listing_if_complete) {
-  const json listed = doc.contains("outputs") && doc["outputs"].is_array() ? doc["outputs"]
+  const json listed = doc.is_object() && doc.contains("outputs") && doc["outputs"].is_array() ? doc["outputs"]
                                                                           : json::array();
   if (listing_if_complete) {
-    const json total = doc.value("outputs_total", json(nullptr));
+    const json total = doc.is_object() && doc.contains("outputs_total") ? doc["outputs_total"]
+                                                                      : json(nullptr);
     // A run that recorded no list (refused, or stopped before collecting) has no outputs to
     // compare; one that listed them all needs no file.
     if ((total.is_null() && listed.empty()) ||
         (total.is_number_unsigned() && total.get<uint64_t>() == listed.size()))
       return std::vector<json>(listed.begin(), listed.end());
   }
-  if (!doc.contains("outputs_list_sha256") || !doc["outputs_list_sha256"].is_string())
+  if (!doc.is_object() || !doc.contains("outputs_list_sha256") ||
+      !doc["outputs_list_sha256"].is_string())
     return Error::make(fmt::format(
         "{} records no output list (state {}): its run did not finish collecting outputs",
-        receipt_path, doc.value("state", "?")));
+        receipt_path, display::escape(member_text(doc, "state"))));
   std::string list_path = dir_of(receipt_path) + "/outputs.jsonl";
   std::string bytes =
       SEALRUN_TRY_CTX(read_bounded_file(AT_FDCWD, list_path, kMaxListBytes),

@@ -11,6 +11,7 @@
 #include "core/beneath.h"
 #include "core/job_user.h"
 #include "core/process.h"
+#include "core/syscall.h"
 
 namespace sealrun::run {
 
@@ -86,7 +87,7 @@ json explain_changes(const std::vector<receipt::OutputChange>& changes,
   for (const auto& c : changes) {
     json e = {{"path", display::escape(c.name)}, {"change", receipt::change_kind_name(c.kind)}};
     bool files = c.kind == receipt::OutputChange::Kind::kChanged &&
-                 c.a.value("kind", "file") == "file" && c.b.value("kind", "file") == "file";
+                 !c.a.contains("kind") && !c.b.contains("kind");  // files carry no kind
     if (!files) {
       e["how"] = "none";
       e["note"] = "only a file present on both sides has content to compare";
@@ -139,7 +140,7 @@ std::string explain_text(const json& explained) {
   for (const auto& e : explained) {
     out += fmt::format("  explain {}: ", e.value("path", ""));
     if (e.value("how", "") == "none") {
-      out += e.value("note", "") + "\n";
+      out += display::escape(e.value("note", "")) + "\n";
       continue;
     }
     out += fmt::format("{} bytes → {} bytes", e.value("a_size", uint64_t{0}),
