@@ -85,9 +85,10 @@ Result<Original> load_original(const std::string& path) {
   auto findings = SEALRUN_TRY_CTX(receipt::verify_receipt_bytes(bytes), path);
   for (const auto& f : findings)
     if (!f.pass)
-      return Error::make(fmt::format("{} does not verify ({}: {}); `sealrun receipt verify` says "
-                                     "more",
-                                     path, f.check, f.detail));
+      return Error::make(
+          fmt::format("{} does not verify ({}: {}); `sealrun receipt verify` says "
+                      "more",
+                      path, f.check, f.detail));
   o.outputs = SEALRUN_TRY(receipt::load_output_list(path, o.doc));
   return o;
 }
@@ -95,8 +96,8 @@ Result<Original> load_original(const std::string& path) {
 // The admission must be the receipt's, byte for byte.
 Status check_admission(const std::string& path, const Original& original,
                        const std::string& receipt_path, std::string* sha256) {
-  std::string bytes = SEALRUN_TRY_CTX(read_bounded_file(AT_FDCWD, path, kMaxAdmissionBytes),
-                                      "--admission");
+  std::string bytes =
+      SEALRUN_TRY_CTX(read_bounded_file(AT_FDCWD, path, kMaxAdmissionBytes), "--admission");
   *sha256 = attest::sha256_hex_of(bytes);
   std::string recorded = receipt::member_text(original.doc, "admission_sha256");
   if (*sha256 != recorded)
@@ -148,8 +149,7 @@ void rebuild(const RebuildOptions& opt, int* exit_code) {
   auto original = load_original(opt.receipt_path);
   if (!original) return finish(kExitAdmissionRefused, original.error().message());
   std::string admission_sha256;
-  if (auto st = check_admission(opt.admission_path, *original, opt.receipt_path,
-                                &admission_sha256);
+  if (auto st = check_admission(opt.admission_path, *original, opt.receipt_path, &admission_sha256);
       !st)
     return finish(kExitAdmissionRefused, st.error().message());
   auto vary = run::parse_variations(opt.vary);
@@ -177,17 +177,17 @@ void rebuild(const RebuildOptions& opt, int* exit_code) {
   report["reason"] = o.receipt.reason;
   report["receipt_path"] = o.receipt_path.empty() ? json(nullptr) : json(o.receipt_path);
   if (o.exit_code != kExitOk) {
-    std::string why = fmt::format("the rebuild {} did not build (exit {}): {}{}", req.id,
-                                  o.exit_code, o.receipt.reason,
-                                  o.message.empty() ? "" : "; " + o.message);
+    std::string why =
+        fmt::format("the rebuild {} did not build (exit {}): {}{}", req.id, o.exit_code,
+                    o.receipt.reason, o.message.empty() ? "" : "; " + o.message);
     if (!opt.json && !o.receipt_path.empty()) fmt::print("{}\n", o.receipt_path);
     return finish(o.exit_code, why);
   }
 
   // The rebuild's own list, through the same check as the original's.
   auto rebuilt_bytes = read_bounded_file(AT_FDCWD, o.receipt_path, kMaxReceiptBytes);
-  auto rebuilt_doc = rebuilt_bytes ? parse_strict_json(*rebuilt_bytes)
-                                   : Result<json>(rebuilt_bytes.error());
+  auto rebuilt_doc =
+      rebuilt_bytes ? parse_strict_json(*rebuilt_bytes) : Result<json>(rebuilt_bytes.error());
   auto rebuilt = rebuilt_doc ? receipt::load_output_list(o.receipt_path, *rebuilt_doc)
                              : Result<std::vector<json>>(rebuilt_doc.error());
   if (!rebuilt)
@@ -207,10 +207,12 @@ void rebuild(const RebuildOptions& opt, int* exit_code) {
 
   if (!opt.json) {
     fmt::print("rebuild {} of {}: {} ({} output(s), {} differing)\n", req.id,
-               receipt::member_text(original->doc, "id"), changes.empty() ? "identical" : "DIFFERENT",
-               original->outputs.size(), changes.size());
+               receipt::member_text(original->doc, "id"),
+               changes.empty() ? "identical" : "DIFFERENT", original->outputs.size(),
+               changes.size());
     for (const auto& v : req.rebuild_of["variations"])
-      fmt::print("  varied {}: {}\n", receipt::member_text(v, "name"), receipt::member_text(v, "how"));
+      fmt::print("  varied {}: {}\n", receipt::member_text(v, "name"),
+                 receipt::member_text(v, "how"));
     for (const auto& c : changes) fmt::print("  {}\n", receipt::change_text(c));
     if (report.contains("explain")) fmt::print("{}", run::explain_text(report["explain"]));
     fmt::print("{}\n", o.receipt_path);
@@ -235,8 +237,7 @@ void register_rebuild(CLI::App& app, int* exit_code) {
   cmd->add_option("--vary", opt->vary,
                   "comma-separated, reprotest's names: hostname, umask, locale, timezone, "
                   "build_path, num_cpus, user_id, or all");
-  cmd->add_option("--id", opt->id,
-                  "the rebuild's run id; default: rebuild-<UTC time>-<pid>");
+  cmd->add_option("--id", opt->id, "the rebuild's run id; default: rebuild-<UTC time>-<pid>");
   std::vector<std::string> mechanisms = {"auto"};
   for (MechanismKind k : kMechanismKinds) mechanisms.emplace_back(mechanism_kind_name(k));
   cmd->add_option("--mechanism", opt->mechanism, "auto, or one of: " + mechanism_kind_names())

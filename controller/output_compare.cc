@@ -58,16 +58,18 @@ std::string side_text(const json& o) {
 std::string member_text(const json& o, const char* key) {
   if (!o.is_object() || !o.contains(key)) return "";
   const json& v = o[key];
-  return v.is_string() ? v.get<std::string>() : v.dump(-1, ' ', false, json::error_handler_t::replace);
+  return v.is_string() ? v.get<std::string>()
+                       : v.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
 Result<std::vector<json>> load_output_list(const std::string& receipt_path, const json& doc,
                                            bool listing_if_complete) {
-  const json listed = doc.is_object() && doc.contains("outputs") && doc["outputs"].is_array() ? doc["outputs"]
-                                                                          : json::array();
+  const json listed = doc.is_object() && doc.contains("outputs") && doc["outputs"].is_array()
+                          ? doc["outputs"]
+                          : json::array();
   if (listing_if_complete) {
-    const json total = doc.is_object() && doc.contains("outputs_total") ? doc["outputs_total"]
-                                                                      : json(nullptr);
+    const json total =
+        doc.is_object() && doc.contains("outputs_total") ? doc["outputs_total"] : json(nullptr);
     // A run that recorded no list (refused, or stopped before collecting) has no outputs to
     // compare; one that listed them all needs no file.
     if ((total.is_null() && listed.empty()) ||
@@ -96,8 +98,8 @@ Result<std::vector<json>> load_output_list(const std::string& receipt_path, cons
     if (end == std::string::npos) end = bytes.size();
     auto line = parse_strict_json(std::string_view(bytes).substr(start, end - start), 8);
     if (!line || !line->is_object())
-      return Error::make(fmt::format("{}: line {} is not an output record", list_path,
-                                     out.size() + 1));
+      return Error::make(
+          fmt::format("{}: line {} is not an output record", list_path, out.size() + 1));
     out.push_back(std::move(*line));
     start = end + 1;
   }

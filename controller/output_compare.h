@@ -32,7 +32,8 @@ std::string_view change_kind_name(OutputChange::Kind kind);
 
 // A member of an untrusted record as text: the string itself, any other value as JSON, "" when
 // absent (never throws on a wrong type, as nlohmann's value() would).
-std::string member_text(const nlohmann::json& record, const char* key);  // "added", "removed", "changed"
+std::string member_text(const nlohmann::json& record,
+                        const char* key);  // "added", "removed", "changed"
 
 // Outputs matched by raw path: removed (only in a), added (only in b), changed (records differ:
 // digest, size, kind, link target, hard-link structure). In path order.

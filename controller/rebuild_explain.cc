@@ -54,8 +54,9 @@ uint64_t size_of(int fd) {
 // diffoscope's text report of the pair, as the job user, bounded in time and size.
 Result<std::string> diffoscope_report(const std::string& program, int fa, int fb) {
   SpawnOptions o;
-  o.argv = {program, "--no-progress", "--text", "-", "--max-report-size",
-            std::to_string(kExplainReportBytes), "/dev/fd/3", "/dev/fd/4"};
+  o.argv = {program,     "--no-progress",     "--text",
+            "-",         "--max-report-size", std::to_string(kExplainReportBytes),
+            "/dev/fd/3", "/dev/fd/4"};
   o.env = std::vector<std::string>{"PATH=/usr/bin:/bin", "LC_ALL=C.UTF-8", "HOME=/nonexistent"};
   o.pass_fds = {{fa, 3}, {fb, 4}};
   o.cwd = "/";
@@ -69,8 +70,8 @@ Result<std::string> diffoscope_report(const std::string& program, int fa, int fb
   auto c = SEALRUN_TRY(run_capture(o, kExplainTimeoutMs, kExplainReportBytes));
   // diffoscope exits 1 when the files differ: that is its report, not a failure.
   if (c.status.code != 0 && c.status.code != 1)
-    return Error::make(fmt::format("diffoscope {}: {}", c.status.describe(),
-                                   display::escape_cut(c.err, 400)));
+    return Error::make(
+        fmt::format("diffoscope {}: {}", c.status.describe(), display::escape_cut(c.err, 400)));
   return c.out;
 }
 
@@ -86,8 +87,8 @@ json explain_changes(const std::vector<receipt::OutputChange>& changes,
   size_t n = 0;
   for (const auto& c : changes) {
     json e = {{"path", display::escape(c.name)}, {"change", receipt::change_kind_name(c.kind)}};
-    bool files = c.kind == receipt::OutputChange::Kind::kChanged &&
-                 !c.a.contains("kind") && !c.b.contains("kind");  // files carry no kind
+    bool files = c.kind == receipt::OutputChange::Kind::kChanged && !c.a.contains("kind") &&
+                 !c.b.contains("kind");  // files carry no kind
     if (!files) {
       e["how"] = "none";
       e["note"] = "only a file present on both sides has content to compare";
@@ -127,8 +128,9 @@ json explain_changes(const std::vector<receipt::OutputChange>& changes,
       }
     } else {
       e["how"] = "bytes";
-      e["note"] = "diffoscope is not installed (apt-get install diffoscope): sizes and the first "
-                  "differing byte only";
+      e["note"] =
+          "diffoscope is not installed (apt-get install diffoscope): sizes and the first "
+          "differing byte only";
     }
     out.push_back(std::move(e));
   }

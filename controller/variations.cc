@@ -87,8 +87,8 @@ nlohmann::json describe_variations(const Variations& v) {
     out.push_back({{"name", name}, {"how", std::move(how)}});
   };
   if (v.hostname)
-    add("hostname", fmt::format("the job's UTS namespace is named {} (every run: sealrun)",
-                                kVariedHostname));
+    add("hostname",
+        fmt::format("the job's UTS namespace is named {} (every run: sealrun)", kVariedHostname));
   if (v.umask)
     add("umask", fmt::format("the job starts with umask {:04o} (the controller's: {:04o})",
                              varied_umask(v.base_umask), v.base_umask));

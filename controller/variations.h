@@ -44,8 +44,7 @@ uint32_t varied_umask(uint32_t controller_umask);
 
 // Changes `spec` (hostname, umask, environment, the mount at `source_target` and the working
 // directory below it, the job's uid) as `v` asks.
-void apply_variations(const Variations& v, const std::string& source_target,
-                      ContainmentSpec& spec);
+void apply_variations(const Variations& v, const std::string& source_target, ContainmentSpec& spec);
 
 // One record per variation asked for, {name, how}, for the rebuild's receipt and its report; how
 // says what was changed and where it cannot apply (e.g. user_id under podman).

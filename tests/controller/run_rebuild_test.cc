@@ -29,8 +29,8 @@ class RebuildTest : public RunTest {
   }
   Captured rebuild(const std::string& receipt, const Frozen& a,
                    const std::vector<std::string>& extra = {}) {
-    std::vector<std::string> args = {"rebuild", receipt, "--admission", a.path,
-                                     "--state-dir", state_};
+    std::vector<std::string> args = {"rebuild", receipt,       "--admission",
+                                     a.path,    "--state-dir", state_};
     args.insert(args.end(), extra.begin(), extra.end());
     return sealrun(args);
   }
@@ -97,8 +97,7 @@ INSTANTIATE_TEST_SUITE_P(
                       Leak{"umask", "umask", "hostname"},
                       Leak{"timezone", "date -d @0 +%H%M", "locale"},
                       Leak{"locale", "echo \"$LANG $LC_ALL\"", "timezone"},
-                      Leak{"build_path", "pwd", "umask"},
-                      Leak{"num_cpus", "nproc", "build_path"},
+                      Leak{"build_path", "pwd", "umask"}, Leak{"num_cpus", "nproc", "build_path"},
                       Leak{"user_id", "id -u", "num_cpus"}),
     [](const ::testing::TestParamInfo<Leak>& info) { return std::string(info.param.variation); });
 
@@ -164,9 +163,9 @@ TEST_F(RebuildTest, ReceiptDiffAgreesWithRebuildByPath) {
   std::map<std::string, std::string> by_rebuild;
   for (const auto& d : report["differences"])
     by_rebuild[d["path"].get<std::string>()] = d["change"].get<std::string>();
-  EXPECT_EQ(by_rebuild, (std::map<std::string, std::string>{
-                            {"name", "changed"}, {"only-first", "removed"},
-                            {"only-second", "added"}}));
+  EXPECT_EQ(by_rebuild,
+            (std::map<std::string, std::string>{
+                {"name", "changed"}, {"only-first", "removed"}, {"only-second", "added"}}));
   auto d = sealrun({"receipt", "diff", receipt_path("orig"), receipt_path("varied"), "--json"});
   EXPECT_EQ(d.status.code, 1) << d.err;
   std::map<std::string, std::string> by_diff;
@@ -199,8 +198,7 @@ TEST_F(RebuildTest, ExplainShowsSizesAndTheFirstDifferingByte) {
     EXPECT_TRUE(fs::exists(e["kept"].get<std::string>()));
   } else {
     EXPECT_EQ(e["how"], "bytes");
-    EXPECT_NE(e["note"].get<std::string>().find("diffoscope is not installed"),
-              std::string::npos);
+    EXPECT_NE(e["note"].get<std::string>().find("diffoscope is not installed"), std::string::npos);
   }
 }
 
