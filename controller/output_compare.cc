@@ -73,7 +73,8 @@ Result<std::vector<json>> load_output_list(const std::string& receipt_path, cons
     // A run that recorded no list (refused, or stopped before collecting) has no outputs to
     // compare; one that listed them all needs no file.
     if ((total.is_null() && listed.empty()) ||
-        (total.is_number_unsigned() && total.get<uint64_t>() == listed.size()))
+        (total.is_number_integer() && total.get<int64_t>() >= 0 &&
+         total.get<uint64_t>() == listed.size()))
       return std::vector<json>(listed.begin(), listed.end());
   }
   if (!doc.is_object() || !doc.contains("outputs_list_sha256") ||
