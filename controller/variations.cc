@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <utility>
+
 namespace sealrun::run {
 
 namespace {
@@ -14,6 +16,14 @@ std::string moved(const std::string& path, const std::string& from) {
     return std::string(kVariedBuildRoot) + path;
   return path;
 }
+
+// Each name of kVariationNames and the flag it sets.
+constexpr std::pair<std::string_view, bool Variations::*> kFlags[] = {
+    {"hostname", &Variations::hostname},     {"umask", &Variations::umask},
+    {"locale", &Variations::locale},         {"timezone", &Variations::timezone},
+    {"build_path", &Variations::build_path}, {"num_cpus", &Variations::num_cpus},
+    {"user_id", &Variations::user_id},
+};
 
 }  // namespace
 
@@ -30,22 +40,13 @@ Result<Variations> parse_variations(std::string_view list) {
     std::string_view name = list.substr(start, end - start);
     start = end + 1;
     if (name.empty()) continue;
+    bool* flag = nullptr;
+    for (const auto& [known, member] : kFlags)
+      if (name == known) flag = &(v.*member);
     if (name == "all") {
-      v.hostname = v.umask = v.locale = v.timezone = v.build_path = v.num_cpus = v.user_id = true;
-    } else if (name == "hostname") {
-      v.hostname = true;
-    } else if (name == "umask") {
-      v.umask = true;
-    } else if (name == "locale") {
-      v.locale = true;
-    } else if (name == "timezone") {
-      v.timezone = true;
-    } else if (name == "build_path") {
-      v.build_path = true;
-    } else if (name == "num_cpus") {
-      v.num_cpus = true;
-    } else if (name == "user_id") {
-      v.user_id = true;
+      for (const auto& entry : kFlags) v.*entry.second = true;
+    } else if (flag != nullptr) {
+      *flag = true;
     } else if (name == "time") {
       return Error::make(
           "--vary time: not offered; it needs a faked clock (faketime or a time namespace, which "
