@@ -5,13 +5,17 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include <optional>
 
 #include "controller/display_text.h"
 #include "core/beneath.h"
 #include "core/job_user.h"
 #include "core/process.h"
 #include "core/syscall.h"
+#include "core/temp_dir.h"
 
 namespace sealrun::run {
 
@@ -51,21 +55,57 @@ uint64_t size_of(int fd) {
   return end < 0 ? 0 : static_cast<uint64_t>(end);
 }
 
-// diffoscope's text report of the pair, as the job user, bounded in time and size.
-Result<std::string> diffoscope_report(const std::string& program, int fa, int fb) {
+// A copy of what `fd` holds at `path` (made 0644, owned by `user` when dropping to it).
+Status copy_out(int fd, const std::string& path, const std::optional<JobUser>& user) {
+  auto out = SEALRUN_TRY(open_at(AT_FDCWD, path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0644));
+  char buf[65536];
+  for (off_t at = 0;;) {
+    ssize_t n = ::pread(fd, buf, sizeof buf, at);
+    if (n < 0) return Error::from_errno("read an output to explain");
+    if (n == 0) break;
+    if (::write(out.get(), buf, static_cast<size_t>(n)) != n)
+      return Error::from_errno("copy " + path);
+    at += n;
+  }
+  if (user && ::fchown(out.get(), user->uid, user->gid) != 0) return Error::from_errno(path);
+  return ok_status();
+}
+
+// diffoscope's text report of the pair, as the job user, bounded in time and size. It reads
+// copies in a fresh directory of its own under /tmp (named like the output, since diffoscope
+// tells formats apart partly by name): a path through /dev/fd would show it a symlink.
+Result<std::string> diffoscope_report(const std::string& program, int fa, int fb,
+                                      const std::string& name) {
+  std::optional<JobUser> user;
+  if (::geteuid() == 0) user = SEALRUN_TRY(lookup_job_user(kDefaultJobUser));
+  char templ[] = "/tmp/sealrun-explain-XXXXXX";
+  if (::mkdtemp(templ) == nullptr) return Error::from_errno("make a directory for diffoscope");
+  std::string dir = templ;
+  struct Remove {
+    std::string path;
+    ~Remove() { remove_tree_forcibly(path); }
+  } remove{dir};
+  size_t slash = name.rfind('/');
+  std::string base = slash == std::string::npos ? name : name.substr(slash + 1);
+  for (const char* side : {"/a", "/b"}) {
+    if (::mkdir((dir + side).c_str(), 0755) != 0) return Error::from_errno("mkdir " + dir + side);
+    if (user && ::chown((dir + side).c_str(), user->uid, user->gid) != 0)
+      return Error::from_errno(dir + side);
+  }
+  SEALRUN_TRY(copy_out(fa, dir + "/a/" + base, user));
+  SEALRUN_TRY(copy_out(fb, dir + "/b/" + base, user));
+  if (user && ::chown(dir.c_str(), user->uid, user->gid) != 0) return Error::from_errno(dir);
   SpawnOptions o;
   o.argv = {program,     "--no-progress",     "--text",
             "-",         "--max-report-size", std::to_string(kExplainReportBytes),
-            "/dev/fd/3", "/dev/fd/4"};
+            "a/" + base, "b/" + base};
   o.env = std::vector<std::string>{"PATH=/usr/bin:/bin", "LC_ALL=C.UTF-8", "HOME=/nonexistent"};
-  o.pass_fds = {{fa, 3}, {fb, 4}};
-  o.cwd = "/";
+  o.cwd = dir;
   o.new_session = true;
   o.die_with_parent = true;
-  if (::geteuid() == 0) {
-    auto user = SEALRUN_TRY(lookup_job_user(kDefaultJobUser));
-    o.uid = user.uid;
-    o.gid = user.gid;
+  if (user) {
+    o.uid = user->uid;
+    o.gid = user->gid;
   }
   auto c = SEALRUN_TRY(run_capture(o, kExplainTimeoutMs, kExplainReportBytes));
   // diffoscope exits 1 when the files differ: that is its report, not a failure.
@@ -114,7 +154,7 @@ json explain_changes(const std::vector<receipt::OutputChange>& changes,
     e["b_size"] = size_of(fb->get());
     e.update(first_difference(fa->get(), fb->get()));
     if (diffoscope) {
-      auto report = diffoscope_report(*diffoscope, fa->get(), fb->get());
+      auto report = diffoscope_report(*diffoscope, fa->get(), fb->get(), c.name);
       if (report) {
         e["how"] = "diffoscope";
         e["report"] = *report;  // bounded by run_capture; printed escaped (explain_text)

@@ -1,6 +1,6 @@
 // `sealrun rebuild --explain`: how each differing output differs. With diffoscope installed, its
 // text report of each changed pair (run as the job user, reading the two files through
-// descriptors opened here without following links, time- and size-bounded), kept in
+// copies of the files opened here without following links, time- and size-bounded), kept in
 // results/<rebuild>/explain/; without it, it says so and gives both sizes and the first byte
 // where the two files differ.
 #pragma once
