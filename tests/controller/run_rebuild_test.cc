@@ -67,6 +67,24 @@ TEST_F(RebuildTest, AReproducibleJobRebuildsIdenticalUnderEveryVariation) {
   EXPECT_EQ(v.status.code, 0) << v.out << v.err;
 }
 
+// The bundled example (a C program built with this host's compiler) is reproducible in every
+// varied world: the proof on a real compiler, not only on shell scripts.
+TEST_F(RebuildTest, TheDemoRebuildsIdenticalUnderEveryVariation) {
+  std::string out = dir_ / "demo";
+  auto demo = sealrun({"demo", "--out", out}, std::nullopt, 300000);
+  ASSERT_EQ(demo.status.code, 0) << demo.out << demo.err;
+  std::string receipt_file = demo.out.substr(demo.out.rfind('\n', demo.out.size() - 2) + 1);
+  while (!receipt_file.empty() && receipt_file.back() == '\n') receipt_file.pop_back();
+  ASSERT_TRUE(fs::exists(receipt_file)) << demo.out;
+  auto c = sealrun(
+      {"rebuild", receipt_file, "--admission", out + "/admission.json", "--vary", "all", "--json"},
+      std::nullopt, 300000);
+  ASSERT_EQ(c.status.code, 0) << c.out << c.err;
+  json report = parse(c.out);
+  EXPECT_EQ(report["identical"], true);
+  EXPECT_GE(report["outputs"]["rebuilt"].get<int>(), 2);
+}
+
 struct Leak {
   const char* variation;  // the --vary name that must catch it
   const char* script;     // a job that embeds what that variation changes
