@@ -45,6 +45,9 @@ void register_run(CLI::App& app, int* exit_code) {
   cmd->add_option("--signing-key", req->signing_key,
                   "Ed25519 key (sealrun key generate) to sign the receipt with; default: "
                   "STATE/keys/sealrun.key when it exists, else the receipt is unsigned");
+  cmd->add_flag("--rehash", req->rehash,
+                "hash pinned trees in full instead of re-verifying unchanged files from the digest "
+                "cache (STATE/cache/digests; the cache is refreshed either way)");
   cmd->add_flag("--json", *json,
                 "print one JSON document (id, state, exit, reason, receipt_path, ...) on stdout");
   cmd->callback([=] {

@@ -95,6 +95,8 @@ class Renderer {
                                   : json(nullptr);
     doc[field::kMemory] = memory();
     doc[field::kOwnedSpace] = owned_space();
+    doc[field::kPinCache] = r_.pin_cache;
+    doc[field::kSlurm] = r_.slurm;
     doc[field::kOutputs] = list_outputs(summary ? 0 : d.outputs_bytes, cuts_);
     doc[field::kOutputsTotal] = outputs_.recorded ? json(outputs_.total) : json(nullptr);
     doc[field::kOutputsListSha256] = outputs_.recorded ? json(outputs_.list_sha256) : json(nullptr);

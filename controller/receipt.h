@@ -152,6 +152,10 @@ struct Receipt {
   // `sealrun rebuild`: {receipt_sha256, id, variations[]} of the receipt this run rebuilt; null
   // for any other run.
   nlohmann::json rebuild_of;
+  // Where in a Slurm cluster the run happened (slurm_context.h), or null outside Slurm.
+  nlohmann::json slurm;
+  // How each pinned tree was verified (fingerprint/cached_tree.h pin_cache_to_json), in order.
+  nlohmann::json pin_cache = nlohmann::json::array();
 };
 
 // Renders, bounds and digests: the bytes to write (always <= max_bytes, and valid JSON).

@@ -31,6 +31,8 @@ inline constexpr std::string_view kSamplesDropped = "samples_dropped";
 inline constexpr std::string_view kGuard = "guard";
 inline constexpr std::string_view kMemory = "memory";
 inline constexpr std::string_view kOwnedSpace = "owned_space";
+inline constexpr std::string_view kPinCache = "pin_cache";
+inline constexpr std::string_view kSlurm = "slurm";
 inline constexpr std::string_view kOutputs = "outputs";
 inline constexpr std::string_view kStopConfirmed = "stop_confirmed";
 inline constexpr std::string_view kCleanup = "cleanup";
@@ -105,6 +107,10 @@ inline constexpr FieldSpec kReceiptFields[] = {
     {field::kMemory, kJsonObject | kJsonNull, FieldRole::kVerdict, true},
     // {kind: filesystem | directory, size_bytes, inodes[, why_not]}: how growth was bounded.
     {field::kOwnedSpace, kJsonObject | kJsonNull, FieldRole::kVerdict, false},
+    // How each pinned tree was verified: from the digest cache by stat, or hashed (docs/digest-cache.md).
+    {field::kPinCache, kJsonArray, FieldRole::kRecord, false},
+    // The Slurm job, step and node the run belonged to (its environment's word), or null.
+    {field::kSlurm, kJsonObject | kJsonNull, FieldRole::kRecord, false},
     // The listing is detail (it may be shortened); outputs_total and outputs_list_sha256 pin it.
     {field::kOutputs, kJsonArray, FieldRole::kRecord, true},
     {field::kStopConfirmed, kJsonBool, FieldRole::kVerdict, true},

@@ -11,6 +11,7 @@
 #include "controller/receipt_signing.h"
 #include "controller/run_dirs.h"
 #include "controller/run_stages.h"
+#include "controller/slurm_context.h"
 #include "core/atomic_write.h"
 #include "core/run_id.h"
 #include "core/syscall.h"
@@ -133,6 +134,7 @@ RunOutcome run_pipeline(const RunRequest& request, const PipelineDeps& deps) {
   run.receipt.admission_sha256 = request.sha256;
   run.receipt.rebuild_of = request.rebuild_of;
   run.receipt.started = utc_timestamp_now();
+  if (auto slurm = slurm_context(environ_map())) run.receipt.slurm = std::move(*slurm);
   const SealrunVersion version = sealrun_version();
   run.receipt.sealrun_version = {{"version", version.version},
                                  {"commit", version.commit},

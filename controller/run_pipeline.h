@@ -34,6 +34,7 @@ struct RunRequest {
   // `sealrun rebuild`: what to vary (variations.h), and the receipt's `rebuild_of` (null else).
   Variations vary;
   nlohmann::json rebuild_of;
+  bool rehash = false;      // `--rehash`: pinned trees are hashed in full, not from the cache
 };
 
 struct RunOutcome {

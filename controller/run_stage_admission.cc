@@ -94,6 +94,11 @@ StageStatus stage_verify_pins(RunContext& run) {
     run.export_dir = *dir;
     options.source_export_dir = *dir + "/source";
   }
+  options.digest_cache_state_dir = run.layout.state_dir;
+  options.rehash = run.req.rehash;
+  options.on_pin_cache = [&run](const PinCacheRecord& r) {
+    run.receipt.pin_cache.push_back(pin_cache_to_json(r));
+  };
   size_t already = run.receipt.verifications.size();
   auto outcome = admission::verify_admission(std::move(*run.authenticated),
                                              std::move(*run.admission_report), options);

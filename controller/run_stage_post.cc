@@ -17,6 +17,7 @@
 #include "controller/run_outputs.h"
 #include "controller/run_stages.h"
 #include "core/syscall.h"
+#include "fingerprint/cached_tree.h"
 #include "fingerprint/tree.h"
 
 namespace sealrun::run {
@@ -152,7 +153,17 @@ void recheck_toolchain(RunContext& run, const StopCheck& stop) {
     not_finished(run, interruption_code(run), "toolchain re-check not done", *why);
     return;
   }
-  auto after = tree_digest(doc.toolchain.root);
+  // Through the digest cache, like the check before the run: a tree the job could not write
+  // (it is mounted read-only) is re-verified by a stat walk, any changed file re-hashed.
+  Result<TreeSummary> after = Error::make("not hashed");
+  auto cached = tree_digest_cached({doc.toolchain.root, run.layout.state_dir,
+                                    doc.toolchain.tree_sha256, run.req.rehash, {}});
+  if (cached) {
+    run.receipt.pin_cache.push_back(pin_cache_to_json(cached->pin_cache));
+    after = std::move(cached->summary);
+  } else {
+    after = std::move(cached).error();
+  }
   std::string observed = after ? after->sha256 : after.error().message();
   bool same = after && after->sha256 == doc.toolchain.tree_sha256;
   run.receipt.verifications.push_back(
