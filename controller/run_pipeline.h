@@ -31,10 +31,10 @@ struct RunRequest {
   GrantMode mode = GrantMode::kEnforcing;
   std::string state_dir = "sealrun-state";
   std::string signing_key;  // "": STATE/keys/sealrun.key if it exists, else unsigned
+  bool rehash = false;      // `--rehash`: pinned trees are hashed in full, not from the cache
   // `sealrun rebuild`: what to vary (variations.h), and the receipt's `rebuild_of` (null else).
   Variations vary;
   nlohmann::json rebuild_of;
-  bool rehash = false;      // `--rehash`: pinned trees are hashed in full, not from the cache
 };
 
 struct RunOutcome {

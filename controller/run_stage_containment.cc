@@ -60,7 +60,8 @@ StageStatus stage_acquire_grant(RunContext& run) {
     groups.process_count = groups.process_count || p.pids_max;
     if (groups.backend.empty()) groups.backend = std::string(resgroup::backend_name(p.backend));
   }
-  ContainmentSpec spec = containment_spec(*run.admitted, run.layout, run.req.id, run.req.mode, run.req.vary);
+  ContainmentSpec spec =
+      containment_spec(*run.admitted, run.layout, run.req.id, run.req.mode, run.req.vary);
   auto grant = acquire_grant(spec, ranked, groups);
   if (!grant)
     return stage_fail(kExitContainmentUnavailable,
