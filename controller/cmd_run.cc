@@ -13,21 +13,13 @@
 #include "controller/output.h"
 #include "controller/host_config.h"
 #include "controller/run_pipeline.h"
+#include "controller/run_plan.h"
 #include "controller/state_dir.h"
 #include "core/syscall.h"
 
 namespace sealrun::cli {
 
 namespace {
-// run-20261130T120102Z-4242: unique on this host, sorted by time, a valid run id.
-std::string generated_run_id() {
-  std::string t = utc_timestamp_now();  // 2026-11-30T12:01:02.345Z
-  std::string compact;
-  for (char c : t.substr(0, 19))
-    if (c != '-' && c != ':') compact += c;
-  return fmt::format("run-{}Z-{}", compact, ::getpid());
-}
-
 std::string mib(uint64_t bytes) { return fmt::format("{:.1f} MiB", bytes / 1048576.0); }
 
 // After the live output, the job's end in a line or two (the verdict and the receipt's path are
@@ -96,7 +88,7 @@ void register_run(CLI::App& app, int* exit_code) {
   cmd->callback([=] {
     req->mode = *mode == "report-only" ? GrantMode::kReportOnly : GrantMode::kEnforcing;
     req->mechanism = parse_mechanism_kind(*mechanism);  // "auto": nullopt
-    if (req->id.empty()) req->id = generated_run_id();
+    if (req->id.empty()) req->id = run::generated_run_id("run");
     // Every temporary of the run (the admission's scratch copies, git's) goes where `sealrun
     // sweep` finds it should this controller be killed: its own directory under the state
     // directory, made by the run's first stage (docs/state-directory.md).

@@ -3,7 +3,10 @@
 
 #include <fmt/format.h>
 
+#include <unistd.h>
+
 #include "core/run_id.h"
+#include "core/syscall.h"
 
 namespace sealrun::run {
 
@@ -17,6 +20,14 @@ RunLayout layout_for(const std::string& state_dir, const std::string& id) {
   l.output_dir = l.results_root + "/out";
   l.receipt_path = l.results_root + "/receipt.json";
   return l;
+}
+
+std::string generated_run_id(std::string_view prefix) {
+  std::string t = utc_timestamp_now();  // 2026-11-30T12:01:02.345Z
+  std::string compact;
+  for (char c : t.substr(0, 19))
+    if (c != '-' && c != ':') compact += c;
+  return fmt::format("{}-{}Z-{}", prefix, compact, ::getpid());
 }
 
 Status validate_run_id(const std::string& id) {
@@ -39,7 +50,7 @@ std::map<std::string, std::string> job_environment(const admission::AdmissionDoc
 }
 
 ContainmentSpec containment_spec(const admission::Admitted& admitted, const RunLayout& layout,
-                                 const std::string& id, GrantMode mode) {
+                                 const std::string& id, GrantMode mode, const Variations& vary) {
   const auto& doc = admitted.document();
   ContainmentSpec s;
   s.run_id = id;
@@ -61,6 +72,7 @@ ContainmentSpec containment_spec(const admission::Admitted& admitted, const RunL
   s.swap_max_bytes = doc.limits.swap_max_bytes;
   s.pids_max = doc.limits.pids_max;
   s.wall_clock_ms = static_cast<int64_t>(doc.limits.wall_clock_s) * 1000;
+  apply_variations(vary, doc.mounts.source, s);
   return s;
 }
 

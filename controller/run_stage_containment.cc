@@ -76,7 +76,8 @@ StageStatus stage_acquire_grant(RunContext& run) {
     groups.process_count = groups.process_count || p.pids_max;
     if (groups.backend.empty()) groups.backend = std::string(resgroup::backend_name(p.backend));
   }
-  ContainmentSpec spec = containment_spec(*run.admitted, run.layout, run.req.id, run.req.mode);
+  ContainmentSpec spec =
+      containment_spec(*run.admitted, run.layout, run.req.id, run.req.mode, run.req.vary);
   if (run.doc().env.find("PATH") == run.doc().env.end())
     run.warn("the admission sets no PATH: the job was given PATH=" + default_job_path(run.doc()));
   auto grant = acquire_grant(spec, ranked, groups);
