@@ -89,9 +89,10 @@ TEST(RebuildCompare, MatchesByRawPathAndNamesEachChange) {
           {"changed", "changed"}, {"gone", "removed"}, {"link", "changed"}, {"new", "added"}}));
   EXPECT_TRUE(receipt::compare_outputs(a, a).empty());
   for (const auto& c : changes) {
-    if (c.name == "link")
+    if (c.name == "link") {
       EXPECT_NE(receipt::change_text(c).find("symlink to x → symlink to y"), std::string::npos)
           << receipt::change_text(c);
+    }
   }
   // A hostile record (wrong types) is shown, never thrown on.
   std::vector<json> odd = {{{"path", "changed"}, {"size", "big"}, {"sha256", 7}}};
