@@ -61,7 +61,9 @@ TEST(TreeUsage, DeepTreesPastPathMaxAreWalkedWholeWithFewDescriptors) {
     EXPECT_EQ(u->logical_bytes, 10u * kDepth);
     EXPECT_EQ(u->changed, 0u);
     EXPECT_GT(u->reopened, 0u) << "the test did not make the walk give up descriptors";
-    EXPECT_LE(u->reopened, 2u * kDepth) << "reopening must stay linear in the depth";
+    // Linear, not quadratic (which would be millions here): with two threads the count depends on
+    // how the walkers interleave, and under load it was seen at 3.7 per level.
+    EXPECT_LE(u->reopened, 8u * kDepth) << "reopening must stay linear in the depth";
   }
   census::testing::remove_below(root.get());
 }
