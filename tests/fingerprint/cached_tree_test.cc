@@ -217,7 +217,9 @@ TEST_F(CacheFixture, ANewFileOnAReusedInodeIsCaught) {
     ASSERT_EQ(::stat(f.c_str(), &now), 0);
     reused = now.st_ino == before.st_ino;
   }
-  ASSERT_TRUE(reused) << "the file system did not reuse inode " << before.st_ino;
+  // Another process on the same file system (the suite runs in parallel) may take the freed inode
+  // first; then this case cannot be built here this time, which says nothing about the cache.
+  if (!reused) GTEST_SKIP() << "another process took inode " << before.st_ino << " first";
   const struct timespec times[2] = {before.st_atim, before.st_mtim};
   ASSERT_EQ(::utimensat(AT_FDCWD, f.c_str(), times, 0), 0);
 
