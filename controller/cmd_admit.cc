@@ -58,12 +58,6 @@ void clear_progress_line() {
   std::fflush(stderr);
 }
 
-// Observations can quote host file names that are not UTF-8; nlohmann refuses to dump those, so
-// they are replaced (U+FFFD) once here rather than failing the whole report.
-nlohmann::json utf8_safe(const nlohmann::json& doc) {
-  return nlohmann::json::parse(doc.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
-}
-
 int run_freeze(FreezeArgs& args) {
   args.request.toolchain_progress = terminal_progress("toolchain");
   auto frozen = admission::freeze_admission(args.request);
@@ -73,7 +67,7 @@ int run_freeze(FreezeArgs& args) {
     return kExitFailure;
   }
   if (args.json)
-    print_json(utf8_safe({{"path", frozen->path}, {"sha256", frozen->sha256}}));
+    print_json({{"path", frozen->path}, {"sha256", frozen->sha256}});
   else
     fmt::print("{}  {}\n", frozen->sha256, frozen->path);
   return kExitOk;
@@ -105,13 +99,13 @@ int run_check(const CheckArgs& args) {
   if (args.json) {
     nlohmann::json checks = nlohmann::json::array();
     for (const PinCheck& c : report.checks) checks.push_back(admission::pin_check_to_json(c));
-    print_json(utf8_safe({{"admission", report.path},
+    print_json({{"admission", report.path},
                           {"sha256", report.observed_sha256},
                           {"passed", report.all_passed()},
                           {"refusal", report.refusal ? nlohmann::json(report.refusal->message())
                                                      : nlohmann::json(nullptr)},
                           {"checks", std::move(checks)},
-                          {"pin_cache", pin_cache_json(pin_cache)}}));
+                          {"pin_cache", pin_cache_json(pin_cache)}});
   } else {
     for (const PinCheck& c : report.checks)
       fmt::print("{:<7} {}  expected {}  observed {}\n", admission::check_status_name(c.status),

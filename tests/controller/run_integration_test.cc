@@ -165,15 +165,9 @@ TEST_F(RunTest, ForkBombIsHeldByThePidsLimitAndTheGroupIsEmptiedAfterwards) {
 }
 
 TEST_F(RunTest, PodmanRunFromThePinnedImageIsBuiltAndLeavesNothing) {
-  std::string fixtures = std::string(SEALRUN_BINARY_DIR) + "/fixtures";
-  if (!fs::exists(fixtures + "/busybox.oci.tar")) {
-    SpawnOptions o;
-    o.argv = {"/bin/bash", std::string(SEALRUN_SOURCE_DIR) + "/tests/fixtures/busybox_image.sh",
-              fixtures};
-    auto built = run_capture(o, 300000);
-    ASSERT_TRUE(built.ok() && built->status.success())
-        << (built.ok() ? built->err : built.error().message());
-  }
+  auto built = busybox_fixture_dir();
+  ASSERT_TRUE(built.ok()) << built.error().message();
+  const std::string fixtures = *built;
   auto c0 =
       sealrun({"admit", "freeze", "--out", dir_ / "podman.json", "--source", src_, "--toolchain",
                toolchain_, "--toolchain-mount", "/opt/toolchain", "--image",

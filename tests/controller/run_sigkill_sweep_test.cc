@@ -215,15 +215,9 @@ TEST_F(SigkillSweep, BwrapAtEveryEarlyMoment) {
 // --- rootless podman ----------------------------------------------------------------------------
 
 TEST_F(SigkillSweep, PodmanDuringItsProbeAndItsStart) {
-  std::string fixtures = std::string(SEALRUN_BINARY_DIR) + "/fixtures";
-  if (!fs::exists(fixtures + "/busybox.oci.tar")) {
-    SpawnOptions o;
-    o.argv = {"/bin/bash", std::string(SEALRUN_SOURCE_DIR) + "/tests/fixtures/busybox_image.sh",
-              fixtures};
-    auto built = run_capture(o, 300000);
-    ASSERT_TRUE(built.ok() && built->status.success())
-        << (built.ok() ? built->err : built.error().message());
-  }
+  auto built = busybox_fixture_dir();
+  ASSERT_TRUE(built.ok()) << built.error().message();
+  const std::string fixtures = *built;
   auto link_into_test = [](const SigkillSweep& t) {
     std::error_code ec;
     for (const auto& l : fs::directory_iterator(default_short_link_dir(), ec))

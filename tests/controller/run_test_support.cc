@@ -24,6 +24,7 @@ void RunTest::SetUp() {
 
 std::string sealrun_binary() { return std::string(SEALRUN_BINARY_DIR) + "/sealrun"; }
 
+
 SpawnOptions RunTest::sealrun_options(const std::vector<std::string>& args) const {
   SpawnOptions o;
   o.argv = {sealrun_binary()};
@@ -96,6 +97,17 @@ nlohmann::json RunTest::receipt(const std::string& id) {
   auto doc = nlohmann::json::parse(text, nullptr, false);
   EXPECT_FALSE(doc.is_discarded()) << "receipt of " << id << " is not JSON: " << text;
   return doc;
+}
+
+Result<std::string> busybox_fixture_dir() {
+  std::string fixtures = std::string(SEALRUN_BINARY_DIR) + "/fixtures";
+  if (fs::exists(fixtures + "/busybox.oci.tar")) return fixtures;
+  SpawnOptions o;
+  o.argv = {"/bin/bash", std::string(SEALRUN_SOURCE_DIR) + "/tests/fixtures/busybox_image.sh",
+            fixtures};
+  auto built = SEALRUN_TRY(run_capture(o, 300000));
+  if (!built.status.success()) return Error::make("busybox_image.sh failed: " + built.err);
+  return fixtures;
 }
 
 bool no_process_with(const std::string& marker) {

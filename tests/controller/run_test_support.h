@@ -44,6 +44,10 @@ class RunTest : public ::testing::Test {
   std::map<std::string, std::string> printed_receipts_;  // id -> the path `run` printed last
 };
 
+// The directory holding the busybox OCI image fixture (busybox.oci.tar), built there by
+// tests/fixtures/busybox_image.sh on first use.
+Result<std::string> busybox_fixture_dir();
+
 // True when no process whose command line contains `marker` is alive (zombies ignored).
 bool no_process_with(const std::string& marker);
 
