@@ -155,15 +155,9 @@ void recheck_toolchain(RunContext& run, const StopCheck& stop) {
   }
   // Through the digest cache, like the check before the run: a tree the job could not write
   // (it is mounted read-only) is re-verified by a stat walk, any changed file re-hashed.
-  Result<TreeSummary> after = Error::make("not hashed");
-  auto cached = tree_digest_cached({doc.toolchain.root, run.layout.state_dir,
-                                    doc.toolchain.tree_sha256, run.req.rehash, {}});
-  if (cached) {
-    run.receipt.pin_cache.push_back(pin_cache_to_json(cached->pin_cache));
-    after = std::move(cached->summary);
-  } else {
-    after = std::move(cached).error();
-  }
+  auto after = tree_digest_reporting(
+      {doc.toolchain.root, run.layout.state_dir, doc.toolchain.tree_sha256, run.req.rehash, {}},
+      [&run](const PinCacheRecord& r) { run.receipt.pin_cache.push_back(pin_cache_to_json(r)); });
   std::string observed = after ? after->sha256 : after.error().message();
   bool same = after && after->sha256 == doc.toolchain.tree_sha256;
   run.receipt.verifications.push_back(

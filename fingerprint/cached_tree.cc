@@ -156,4 +156,11 @@ Result<CachedTreeResult> tree_digest_cached(const CachedTreeRequest& request) {
   return out;
 }
 
+Result<TreeSummary> tree_digest_reporting(const CachedTreeRequest& request,
+                                          const std::function<void(const PinCacheRecord&)>& record) {
+  auto cached = SEALRUN_TRY(tree_digest_cached(request));
+  if (record) record(cached.pin_cache);
+  return std::move(cached.summary);
+}
+
 }  // namespace sealrun

@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -74,5 +75,10 @@ struct CachedTreeResult {
 // tree_digest() fails (the tree cannot be walked or a file cannot be hashed); a cache that cannot
 // be read or written is reported in the record, never an error.
 Result<CachedTreeResult> tree_digest_cached(const CachedTreeRequest& request);
+
+// The same, for a caller that only reports how the cache was used: the digest, with the record
+// handed to `record` (when set) once the tree was walked.
+Result<TreeSummary> tree_digest_reporting(const CachedTreeRequest& request,
+                                          const std::function<void(const PinCacheRecord&)>& record);
 
 }  // namespace sealrun
