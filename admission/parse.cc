@@ -12,8 +12,8 @@
 
 #include "admission/document.h"
 #include "admission/path_rules.h"
-#include "core/strict_json.h"
 #include "core/hex.h"
+#include "core/strict_json.h"
 
 namespace sealrun::admission {
 
@@ -355,11 +355,31 @@ class Parser {
 
   void mounts(const json& v, Mounts* out) {
     if (!object(v, "mounts")) return;
-    keys(v, "mounts", {}, {"source", "output", "scratch", "tmp"});
+    keys(v, "mounts", {},
+         {"source", "output", "scratch", "tmp", "source_writable", "outputs_from"});
     if (v.contains("source")) abs_path(v["source"], "mounts.source", &out->source);
     if (v.contains("output")) abs_path(v["output"], "mounts.output", &out->output);
     if (v.contains("scratch")) abs_path(v["scratch"], "mounts.scratch", &out->scratch);
     if (v.contains("tmp")) abs_path(v["tmp"], "mounts.tmp", &out->tmp);
+    if (v.contains("source_writable")) {
+      if (v["source_writable"].is_boolean())
+        out->source_writable = v["source_writable"].get<bool>();
+      else
+        error("mounts.source_writable", "expected a boolean, got " + type_of(v["source_writable"]));
+    }
+    std::string from;
+    if (v.contains("outputs_from") && string(v["outputs_from"], "mounts.outputs_from", &from)) {
+      if (from == "output")
+        out->outputs_from = OutputsFrom::kOutput;
+      else if (from == "source")
+        out->outputs_from = OutputsFrom::kSource;
+      else
+        error("mounts.outputs_from",
+              fmt::format("expected \"output\" or \"source\", got \"{}\"", from));
+    }
+    if (out->outputs_from == OutputsFrom::kSource && !out->source_writable)
+      error("mounts.outputs_from",
+            "\"source\" needs mounts.source_writable: true (a read-only source cannot change)");
   }
 
   void limits(const json& v, Limits* out) {
@@ -473,6 +493,12 @@ class Parser {
       error("limits.wall_clock_s", fmt::format("{} s leaves no time for verification and cleanup "
                                                "within limits.outer_s ({} s)",
                                                l.wall_clock_s, l.outer_s));
+    // A git or bundle source is an export the controller makes and owns; only a host tree is
+    // something a job user can be given to write.
+    if (doc.mounts.source_writable && doc.source.kind != SourceKind::kTree)
+      error("mounts.source_writable",
+            fmt::format("only a \"tree\" source can be writable (this one is \"{}\")",
+                        source_kind_name(doc.source.kind)));
     if (l.reserve_bytes >= l.ceiling_bytes)
       error("limits.reserve_bytes", fmt::format("{} is not below limits.ceiling_bytes ({})",
                                                 l.reserve_bytes, l.ceiling_bytes));
@@ -516,6 +542,10 @@ std::string_view source_kind_name(SourceKind kind) {
       return "tree";
   }
   return "?";
+}
+
+std::string_view outputs_from_name(OutputsFrom from) {
+  return from == OutputsFrom::kSource ? "source" : "output";
 }
 
 Result<AdmissionDocument> parse_admission_json(const json& root) {
