@@ -16,7 +16,21 @@ namespace sealrun::run {
 
 namespace fs = std::filesystem;
 
-Result<CollectedOutputs> collect_outputs(const std::string& output_dir, size_t max_entries) {
+namespace {
+
+// Whether `path` is listed in the (sorted) manifest with exactly these bytes.
+bool is_unchanged(const Manifest& manifest, const std::string& path, uint64_t bytes,
+                  const std::string& sha256) {
+  auto it =
+      std::lower_bound(manifest.begin(), manifest.end(), path,
+                       [](const ManifestEntry& e, const std::string& p) { return e.path < p; });
+  return it != manifest.end() && it->path == path && it->bytes == bytes && it->sha256 == sha256;
+}
+
+}  // namespace
+
+Result<CollectedOutputs> collect_outputs(const std::string& output_dir, size_t max_entries,
+                                         const Manifest* unchanged) {
   CollectedOutputs c;
   std::error_code ec;
   fs::recursive_directory_iterator it(output_dir, fs::directory_options::none, ec);
@@ -34,6 +48,7 @@ Result<CollectedOutputs> collect_outputs(const std::string& output_dir, size_t m
     if (S_ISREG(st->st_mode)) {
       auto digest = hash_file(it->path().string());
       if (!digest) return std::move(digest).error().context("hash output " + rel);
+      if (unchanged && is_unchanged(*unchanged, rel, digest->bytes, digest->sha256)) continue;
       c.outputs.push_back({rel, digest->bytes, digest->sha256});
       c.total_bytes += digest->bytes;
     } else if (S_ISLNK(st->st_mode)) {

@@ -7,6 +7,7 @@
 
 #include "controller/receipt.h"
 #include "core/result.h"
+#include "fingerprint/source.h"
 
 namespace sealrun::run {
 
@@ -16,9 +17,11 @@ struct CollectedOutputs {
   uint64_t total_bytes = 0;
 };
 
-// Walks `output_dir` without following symlinks; hashes every regular file (race-checked).
-Result<CollectedOutputs> collect_outputs(const std::string& output_dir,
-                                         size_t max_entries = 100000);
+// Walks `output_dir` without following symlinks; hashes every regular file (race-checked). With
+// `unchanged`, a file equal to its entry there (same path, size and SHA-256) is an input the job
+// left as it was, not an output (admission mounts.outputs_from "source").
+Result<CollectedOutputs> collect_outputs(const std::string& output_dir, size_t max_entries = 100000,
+                                         const Manifest* unchanged = nullptr);
 
 // Digest, size and tail of a log file the job wrote.
 Result<receipt::StreamRecord> summarise_stream(const std::string& path);

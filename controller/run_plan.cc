@@ -41,7 +41,8 @@ ContainmentSpec containment_spec(const admission::Admitted& admitted, const RunL
   s.cwd = doc.command.cwd;
   s.env = job_environment(doc);
   using Access = MountSpec::Access;
-  s.mounts.push_back({admitted.source_root(), doc.mounts.source, Access::kReadOnly});
+  s.mounts.push_back({admitted.source_root(), doc.mounts.source,
+                      doc.mounts.source_writable ? Access::kWritable : Access::kReadOnly});
   s.mounts.push_back({doc.toolchain.root, doc.toolchain.mount_path, Access::kReadOnly});
   s.mounts.push_back({layout.output_dir, doc.mounts.output, Access::kWritable});
   s.mounts.push_back({layout.scratch_dir, doc.mounts.scratch, Access::kWritable});

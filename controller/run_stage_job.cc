@@ -23,8 +23,12 @@ void stop_job_now(RunContext& run) {
 }  // namespace
 
 StageStatus stage_prepare_census(RunContext& run) {
+  auto config = census_config(run.doc().limits, run.layout);
+  // Outputs written into a writable source are the run's results: guard their growth there.
+  if (run.doc().mounts.outputs_from == admission::OutputsFrom::kSource)
+    config.result_root = run.admitted->source_root();
   run.census = std::make_unique<census::CensusThread>(
-      census_config(run.doc().limits, run.layout), [&run](const census::GuardTrip& trip) {
+      std::move(config), [&run](const census::GuardTrip& trip) {
         run.stop.request({"growth guard tripped: " + trip.describe(), kExitGuardTripped});
       });
   return stage_ok();
@@ -113,7 +117,10 @@ StageStatus stage_post_run(RunContext& run) {
       {"toolchain.tree_sha256 (after the run)", doc.toolchain.tree_sha256, observed, same});
   if (!same) run.record_failure({kExitJobFailed, "the toolchain changed during the run"});
 
-  auto outputs = collect_outputs(run.layout.output_dir);
+  bool from_source = doc.mounts.outputs_from == admission::OutputsFrom::kSource;
+  auto outputs = from_source
+                     ? collect_outputs(run.admitted->source_root(), 100000, &doc.source.manifest)
+                     : collect_outputs(run.layout.output_dir);
   if (outputs) {
     run.receipt.outputs = outputs->outputs;
     for (const auto& ignored : outputs->ignored)
