@@ -189,3 +189,79 @@ TEST(Spawn, ParentDeathSignalSurvivesTheIdentityDrop) {
 
 }  // namespace
 }  // namespace sealrun
+
+namespace sealrun {
+namespace {
+
+// wait(&usage) reports the child's own CPU time (wait4(2)'s rusage), which `sealrun runner`
+// returns to bb_worker.
+TEST(Child, WaitReportsResourceUsage) {
+  SpawnOptions o;
+  o.argv = {"/bin/sh", "-c", "i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done"};
+  auto child = spawn(o);
+  ASSERT_TRUE(child.ok()) << child.error().message();
+  struct rusage usage {};
+  auto st = child->wait_for(60000, &usage);
+  ASSERT_TRUE(st.ok()) << st.error().message();
+  ASSERT_TRUE(st->has_value());
+  EXPECT_TRUE((*st)->success());
+  EXPECT_GT(usage.ru_utime.tv_sec * 1000000 + usage.ru_utime.tv_usec, 0);
+  EXPECT_GT(usage.ru_maxrss, 0);
+}
+
+// Reads a whole small file ("" if it cannot).
+std::string slurp(const char* path) {
+  int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return "";
+  char buf[64] = {};
+  ssize_t n = ::read(fd, buf, sizeof buf - 1);
+  ::close(fd);
+  return std::string(buf, n > 0 ? static_cast<size_t>(n) : 0);
+}
+
+// The parent-death signal is configurable: SIGTERM lets a child that handles it stop cleanly.
+TEST(Spawn, DeathSignalIsTheOneAsked) {
+  char mark[] = "/tmp/sealrun-deathsig-XXXXXX";
+  int mark_fd = ::mkstemp(mark);
+  ASSERT_GE(mark_fd, 0);
+  ::close(mark_fd);
+  auto pipe = make_pipe();
+  ASSERT_TRUE(pipe.ok());
+  pid_t middle = ::fork();
+  if (middle == 0) {
+    SpawnOptions inner;
+    // The trap runs only for a catchable signal: SIGKILL would leave no "TERM" in the mark.
+    inner.argv = {"/bin/sh", "-c",
+                  std::string("trap 'kill $!; echo TERM >> ") + mark +
+                      "; exit 0' TERM; echo ready > " + mark + "; sleep 30 & wait"};
+    inner.die_with_parent = true;
+    inner.death_signal = SIGTERM;
+    auto child = spawn(inner);
+    if (!child.ok()) ::_exit(1);
+    pid_t pid = child->pid();
+    (void)!::write(pipe->write_end.get(), &pid, sizeof pid);
+    ::pause();
+    ::_exit(0);
+  }
+  pid_t grandchild = 0;
+  ASSERT_EQ(::read(pipe->read_end.get(), &grandchild, sizeof grandchild),
+            static_cast<ssize_t>(sizeof grandchild));
+  int fd = pidfd_open_raw(grandchild, 0);
+  ASSERT_GE(fd, 0);
+  // Only once the trap is in place does the parent die; before it, SIGTERM would just kill.
+  int64_t deadline = monotonic_ms() + 10000;
+  while (slurp(mark) != "ready\n" && monotonic_ms() < deadline) ::usleep(10000);
+  ASSERT_EQ(slurp(mark), "ready\n");
+  ::kill(middle, SIGKILL);
+  ::waitpid(middle, nullptr, 0);
+  struct pollfd p {
+    fd, POLLIN, 0
+  };
+  EXPECT_EQ(::poll(&p, 1, 5000), 1) << "the child outlived its parent";
+  ::close(fd);
+  EXPECT_EQ(slurp(mark), "ready\nTERM\n");
+  ::unlink(mark);
+}
+
+}  // namespace
+}  // namespace sealrun
