@@ -19,5 +19,6 @@ void register_census(CLI::App& app, int* exit_code);
 void register_run(CLI::App& app, int* exit_code);
 void register_receipt(CLI::App& app, int* exit_code);
 void register_key(CLI::App& app, int* exit_code);  // controller/cmd_key.cc
+void register_runner(CLI::App& app, int* exit_code);  // remote/cmd_runner.cc
 
 }  // namespace sealrun::cli

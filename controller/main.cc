@@ -25,6 +25,7 @@ int run_cli(CLI::App& app, int argc, char** argv) {
   sealrun::cli::register_census(app, &exit_code);
   sealrun::cli::register_sweep(app, &exit_code);
   sealrun::cli::register_key(app, &exit_code);
+  sealrun::cli::register_runner(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
