@@ -50,8 +50,12 @@ admission::FreezeRequest action_freeze_request(const RunnerPins& pins, const Che
         fmt::format("limits.result_max_bytes={}", pins.outputs_max_bytes + input_bytes));
   if (pins.ceiling_bytes > 0)
     r.sets.push_back(fmt::format("limits.ceiling_bytes={}", pins.ceiling_bytes + input_bytes));
-  r.toolchain = pins.toolchain;
-  r.toolchain_mount = pins.toolchain_mount;
+  if (pins.toolchain_pin) {
+    r.toolchain_pin = pins.toolchain_pin;
+  } else {
+    r.toolchain = pins.toolchain;
+    r.toolchain_mount = pins.toolchain_mount;
+  }
   r.argv = action.argv;
   for (const auto& [name, value] : action.env) r.env.push_back(name + "=" + value);
   return r;

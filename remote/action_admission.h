@@ -6,6 +6,7 @@
 // writes its outputs into its input root; what the admission pins is the input root before the run.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,9 @@ namespace sealrun::remote {
 struct RunnerPins {
   std::string toolchain;        // host directory
   std::string toolchain_mount;  // where the job sees it (empty: the same path)
+  // The toolchain as pinned when the runner started: every action's admission carries this pin
+  // (no hashing per action), and each run verifies the tree against it.
+  std::optional<admission::ToolchainPin> toolchain_pin;
   // "dotted.key=VALUE" assignments applied to every action (limits.*, containment.*, ...).
   std::vector<std::string> sets;
   // The admitted result_max_bytes and ceiling_bytes (from `sets` or the defaults), meant for the

@@ -16,11 +16,11 @@ namespace sealrun::remote {
 
 struct ReceiptFacts {
   std::string id, state, reason, admission_sha256;
-  std::string receipt_sha256;   // of the exact bytes read
-  int sealrun_exit = 0;         // the receipt's `exit` (CONTRACT.md codes)
-  bool job_ran = false;         // the receipt lists the job command
-  std::optional<int> job_exit;  // the job's exit code, when it exited
-  int job_signal = 0;           // the signal that ended the job, else 0
+  std::string receipt_sha256;                   // of the exact bytes read
+  int sealrun_exit = 0;                         // the receipt's `exit` (CONTRACT.md codes)
+  bool job_ran = false;                         // the receipt lists the job command
+  std::optional<int> job_exit;                  // the job's exit code, when it exited
+  int job_signal = 0;                           // the signal that ended the job, else 0
   uint64_t stdout_bytes = 0, stderr_bytes = 0;  // the job's whole streams
   bool stop_confirmed = false;
   std::optional<uint64_t> peak_bytes;  // the resource group's memory peak

@@ -79,6 +79,11 @@ int serve(RunnerOptions& o) {
     return 1;
   }
   grpc::ServerBuilder builder;
+  // Calls beyond the slots wait on a thread each; bound them, so a flood of calls is refused
+  // (RESOURCE_EXHAUSTED) instead of growing threads without end.
+  grpc::ResourceQuota quota("sealrun-runner");
+  quota.SetMaxThreads(static_cast<int>(std::min<size_t>(2 * o.config.concurrency + 16, 1024)));
+  builder.SetResourceQuota(quota);
   int port = 0;
   builder.AddListeningPort(*address, grpc::InsecureServerCredentials(), &port);
   builder.RegisterService(service->get());

@@ -77,16 +77,17 @@ def cgroups_of(run_id):
 class Runner:
     """One `sealrun runner` with its own build and state directories under `root`."""
 
-    def __init__(self, root, sets=(), concurrency=8):
+    def __init__(self, root, sets=(), concurrency=8, toolchain=None):
         self.root = root
         self.build = os.path.join(root, "build")
         self.state = os.path.join(root, "state")
-        self.toolchain = os.path.join(root, "toolchain")
+        self.toolchain = toolchain or os.path.join(root, "toolchain")
         self.socket = os.path.join(root, "runner.sock")
         os.makedirs(self.build)
-        os.makedirs(self.toolchain)
-        with open(os.path.join(self.toolchain, "tool.txt"), "w") as f:
-            f.write("a toolchain file\n")
+        if not toolchain:  # a small one of our own
+            os.makedirs(self.toolchain)
+            with open(os.path.join(self.toolchain, "tool.txt"), "w") as f:
+                f.write("a toolchain file\n")
         self.log_path = os.path.join(root, "runner.log")
         self.log = open(self.log_path, "wb")
         argv = [SEALRUN, "runner", "--listen", "unix:" + self.socket, "--build-dir", self.build,
@@ -287,6 +288,19 @@ class Actions(RunnerTestCase):
         self.assertIn("passwd", e.exception.details())
         self.assertEqual(os.listdir(self.runner.server_logs("link")), [])
 
+    def test_a_toolchain_changed_after_start_is_refused(self):
+        with open(os.path.join(self.runner.toolchain, "tool.txt"), "a") as f:
+            f.write("drifted\n")
+        with self.assertRaises(grpc.RpcError) as e:
+            self.runner.run("drift", "touch ran")
+        self.assertEqual(e.exception.code(), grpc.StatusCode.FAILED_PRECONDITION)
+        self.assertIn("toolchain.tree_sha256", e.exception.details())
+        self.assertFalse(os.path.exists(self.runner.path("drift/root/ran")))
+        receipt = self.runner.receipt("drift")  # a refusal is receipted too
+        self.assertEqual(receipt["state"], "not_run")
+        self.assertEqual(receipt["exit"], 3)
+        self.assert_verifies("drift")
+
     def test_deadline_cancels_a_long_action(self):
         marker = "sleep 6001"
         fields = self.runner.action("long")
@@ -447,6 +461,30 @@ class GrowthGuard(RunnerTestCase):
         self.assertIn("growth guard", self.read("big/stderr"))
         self.assertTrue(receipt["stop_confirmed"])
         self.assertEqual(processes_with("sleep 6004"), [])
+
+
+class RunnerStopped(RunnerTestCase):
+    def test_sigterm_stops_the_runs_in_flight_and_exits_0(self):
+        marker = "sleep 6005"
+        fields = self.runner.action("stopped")
+        request = runner_pb2.RunRequest(
+            arguments=["/bin/sh", "-c", "echo started > started.txt; exec " + marker],
+            environment_variables={"PATH": "/usr/bin:/bin"}, **fields)
+        future = self.runner.stub.Run.future(request, timeout=600)
+        wait_for(lambda: os.path.exists(self.runner.path("stopped/root/started.txt")), 120,
+                 "the job to start")
+        self.runner.proc.send_signal(signal.SIGTERM)
+        self.assertEqual(self.runner.proc.wait(timeout=120), 0, self.runner.log_text())
+        with self.assertRaises(grpc.RpcError) as e:
+            future.result()
+        self.assertIn(e.exception.code(), (grpc.StatusCode.CANCELLED,
+                                           grpc.StatusCode.UNAVAILABLE))
+        # The runner exits only after the run in flight stopped its job and wrote its receipt.
+        receipt = self.runner.receipt("stopped")
+        self.assertTrue(receipt["stop_confirmed"])
+        self.assertIn("SIGTERM", receipt["reason"])
+        self.assertEqual(processes_with(marker), [])
+        self.assertEqual(cgroups_of(receipt["id"]), [])
 
 
 class RunnerKilled(RunnerTestCase):
