@@ -191,6 +191,17 @@ class RunnerTestCase(unittest.TestCase):
         with open(self.runner.path(rel), errors="replace") as f:
             return f.read()
 
+    def start_long_action(self, name, marker):
+        """Starts `exec MARKER` as action `name`; returns its future once the job runs."""
+        fields = self.runner.action(name)
+        request = runner_pb2.RunRequest(
+            arguments=["/bin/sh", "-c", "echo started > started.txt; exec " + marker],
+            environment_variables={"PATH": "/usr/bin:/bin"}, **fields)
+        future = self.runner.stub.Run.future(request, timeout=600)
+        wait_for(lambda: os.path.exists(self.runner.path(name + "/root/started.txt")), 120,
+                 "the job to start")
+        return future
+
     def assert_verifies(self, name):
         v = self.runner.verify(os.path.join(self.runner.server_logs(name), "receipt.json"))
         self.assertEqual(v.returncode, 0, v.stdout + v.stderr)
@@ -303,13 +314,7 @@ class Actions(RunnerTestCase):
 
     def test_deadline_cancels_a_long_action(self):
         marker = "sleep 6001"
-        fields = self.runner.action("long")
-        request = runner_pb2.RunRequest(
-            arguments=["/bin/sh", "-c", "echo started > started.txt; exec " + marker],
-            environment_variables={"PATH": "/usr/bin:/bin"}, **fields)
-        future = self.runner.stub.Run.future(request, timeout=600)
-        wait_for(lambda: os.path.exists(self.runner.path("long/root/started.txt")), 120,
-                 "the job to start")
+        future = self.start_long_action("long", marker)
         future.cancel()  # as bb_worker's context is cancelled at the action's timeout
         with self.assertRaises(grpc.FutureCancelledError):
             future.result()
@@ -466,13 +471,7 @@ class GrowthGuard(RunnerTestCase):
 class RunnerStopped(RunnerTestCase):
     def test_sigterm_stops_the_runs_in_flight_and_exits_0(self):
         marker = "sleep 6005"
-        fields = self.runner.action("stopped")
-        request = runner_pb2.RunRequest(
-            arguments=["/bin/sh", "-c", "echo started > started.txt; exec " + marker],
-            environment_variables={"PATH": "/usr/bin:/bin"}, **fields)
-        future = self.runner.stub.Run.future(request, timeout=600)
-        wait_for(lambda: os.path.exists(self.runner.path("stopped/root/started.txt")), 120,
-                 "the job to start")
+        future = self.start_long_action("stopped", marker)
         self.runner.proc.send_signal(signal.SIGTERM)
         self.assertEqual(self.runner.proc.wait(timeout=120), 0, self.runner.log_text())
         with self.assertRaises(grpc.RpcError) as e:
@@ -490,13 +489,7 @@ class RunnerStopped(RunnerTestCase):
 class RunnerKilled(RunnerTestCase):
     def test_runner_killed_mid_action_leaves_what_sweep_removes(self):
         marker = "sleep 6002"
-        fields = self.runner.action("killed")
-        request = runner_pb2.RunRequest(
-            arguments=["/bin/sh", "-c", "echo started > started.txt; exec " + marker],
-            environment_variables={"PATH": "/usr/bin:/bin"}, **fields)
-        future = self.runner.stub.Run.future(request, timeout=600)
-        wait_for(lambda: os.path.exists(self.runner.path("killed/root/started.txt")), 120,
-                 "the job to start")
+        future = self.start_long_action("killed", marker)
         self.runner.proc.kill()
         self.runner.proc.wait()
         with self.assertRaises(grpc.RpcError):
