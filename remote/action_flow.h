@@ -50,6 +50,8 @@ class ActionFlow {
   // Step 2, in a slot: freeze, run, collect. `cancelled` is polled while the run goes on.
   void run(const std::function<bool()>& cancelled);
   const ActionReport& report() const { return report_; }
+  // The input root's host path, once prepare() succeeded.
+  const std::string& input_root() const { return input_root_; }
 
  private:
   void refuse(Answer answer, std::string message);

@@ -10,6 +10,7 @@
 #include <filesystem>
 
 #include "admission/freeze.h"
+#include "admission/path_rules.h"
 #include "containment/bwrap.h"
 #include "containment/grant.h"
 #include "containment/resgroup/resource_group.h"
@@ -119,6 +120,19 @@ bool RunnerService::acquire_slot(const std::function<bool()>& cancelled) {
   return true;
 }
 
+bool RunnerService::claim_input_root(const std::string& root) {
+  std::lock_guard lock(mu_);
+  for (const std::string& other : input_roots_)
+    if (admission::paths_overlap(root, other)) return false;
+  input_roots_.insert(root);
+  return true;
+}
+
+void RunnerService::release_input_root(const std::string& root) {
+  std::lock_guard lock(mu_);
+  input_roots_.erase(root);
+}
+
 void RunnerService::release_slot() {
   std::lock_guard lock(mu_);
   --running_;
@@ -176,13 +190,20 @@ grpc::Status RunnerService::Run(grpc::ServerContext* context,
     log("refused a request: " + flow.report().decision.message);
     return {grpc::StatusCode::INVALID_ARGUMENT, flow.report().decision.message};
   }
+  // Two actions in one input root would see (and be charged with) each other's outputs.
+  if (!claim_input_root(flow.input_root()))
+    return {grpc::StatusCode::FAILED_PRECONDITION,
+            "input_root_directory " + request->input_root_directory() +
+                ": in use by another action (or overlapping its input root)"};
   if (!acquire_slot(cancelled)) {
+    release_input_root(flow.input_root());
     bool shutting_down = !cancelled();
     return {shutting_down ? grpc::StatusCode::UNAVAILABLE : grpc::StatusCode::CANCELLED,
             shutting_down ? "the runner is shutting down" : "cancelled while waiting for a slot"};
   }
   flow.run(cancelled);
   release_slot();
+  release_input_root(flow.input_root());
 
   const ActionReport& r = flow.report();
   const Decision& d = r.decision;

@@ -10,6 +10,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 
 #include "containment/dimension.h"
@@ -53,6 +54,9 @@ class RunnerService final : public buildbarn::runner::Runner::Service {
   // Waits for a free slot; false if `cancelled` became true first.
   bool acquire_slot(const std::function<bool()>& cancelled);
   void release_slot();
+  // An input root serves one action at a time: false when `root` is, or overlaps, one in use.
+  bool claim_input_root(const std::string& root);
+  void release_input_root(const std::string& root);
   // Empty when containment can be granted; else why not.
   std::string containment_problem();
   void log(const std::string& line) const;
@@ -63,6 +67,7 @@ class RunnerService final : public buildbarn::runner::Runner::Service {
   std::mutex mu_;
   std::condition_variable slot_free_;
   size_t running_ = 0;
+  std::set<std::string> input_roots_;  // of the actions running or waiting for a slot
   bool accepting_ = true;
   std::mutex readiness_mu_;  // one probe at a time; its answer is shared until it is stale
   int64_t readiness_checked_ms_ = -1;

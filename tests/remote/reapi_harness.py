@@ -379,6 +379,38 @@ class Actions(RunnerTestCase):
         spans.sort()
         self.assertTrue(any(spans[k + 1][0] < spans[k][1] for k in range(7)), spans)
 
+    def test_one_input_root_serves_one_action_at_a_time(self):
+        future = self.start_long_action("busy", "sleep 6006")
+        fields = self.runner.action("busy2")
+        for root in ("busy/root", "busy"):  # the same input root, and one around it
+            with self.assertRaises(grpc.RpcError) as e:
+                self.runner.stub.Run(runner_pb2.RunRequest(
+                    arguments=["true"], **dict(fields, input_root_directory=root)), timeout=60)
+            self.assertEqual(e.exception.code(), grpc.StatusCode.FAILED_PRECONDITION, root)
+            self.assertIn("in use by another action", e.exception.details())
+            for stream in ("stdout", "stderr"):
+                os.unlink(self.runner.path("busy2/" + stream))
+        future.cancel()
+        wait_for(lambda: os.path.exists(os.path.join(self.runner.server_logs("busy"),
+                                                     "receipt.json")), 120, "the receipt")
+        # Free again once the first action has answered.
+        wait_for(lambda: self._runs_in("busy/root"), 60, "the input root to be free")
+
+    def _runs_in(self, root):
+        fields = self.runner.action("again")
+        for stream in ("stdout", "stderr"):
+            path = self.runner.path("again/" + stream)
+            if os.path.exists(path):
+                os.unlink(path)
+        try:
+            response = self.runner.stub.Run(runner_pb2.RunRequest(
+                arguments=["true"], **dict(fields, input_root_directory=root)), timeout=60)
+        except grpc.RpcError as e:
+            if e.code() != grpc.StatusCode.FAILED_PRECONDITION:
+                raise
+            return False
+        return response.exit_code == 0
+
     def test_hostile_requests_are_refused_and_the_runner_survives(self):
         fields = self.runner.action("h")
         os.symlink("/", self.runner.path("escape"))
