@@ -131,6 +131,7 @@ void ActionFlow::run(const std::function<bool()>& cancelled) {
            "the action's admission could not be frozen: " + frozen.error().message());
     return;
   }
+  report_.input_manifest_sha256 = frozen->document.source.manifest_sha256;
   if (cancelled()) {
     refuse(Answer::kCancelled, "cancelled before the run started");
     return;

@@ -32,7 +32,8 @@ struct ActionReport {
   Decision decision;  // what to answer
   std::string id;     // the run id, once one was made
   std::optional<ReceiptFacts> facts;
-  std::string envelope_sha256;  // of receipt.dsse.json, when the run was signed
+  std::string envelope_sha256;        // of receipt.dsse.json, when the run was signed
+  std::string input_manifest_sha256;  // the input root as pinned (source.manifest_sha256)
   struct rusage usage {};
   int64_t elapsed_ms = 0;
 };

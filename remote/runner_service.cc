@@ -222,7 +222,8 @@ grpc::Status RunnerService::Run(grpc::ServerContext* context,
   response->set_exit_code(d.exit_code);
   response->add_resource_usage()->PackFrom(posix_usage(r.usage, r.facts, d));
   if (r.facts)
-    response->add_resource_usage()->PackFrom(receipt_reference(*r.facts, r.envelope_sha256));
+    response->add_resource_usage()->PackFrom(
+        receipt_reference(*r.facts, r.envelope_sha256, r.input_manifest_sha256));
   return grpc::Status::OK;
 }
 

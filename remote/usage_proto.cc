@@ -37,7 +37,8 @@ buildbarn::resourceusage::POSIXResourceUsage posix_usage(const struct rusage& u,
 }
 
 sealrun::remote::ReceiptReference receipt_reference(const ReceiptFacts& f,
-                                                    const std::string& envelope_sha256) {
+                                                    const std::string& envelope_sha256,
+                                                    const std::string& input_manifest_sha256) {
   sealrun::remote::ReceiptReference r;
   r.set_receipt_sha256(f.receipt_sha256);
   r.set_run_id(f.id);
@@ -45,6 +46,7 @@ sealrun::remote::ReceiptReference receipt_reference(const ReceiptFacts& f,
   r.set_admission_sha256(f.admission_sha256);
   r.set_sealrun_exit(f.sealrun_exit);
   r.set_envelope_sha256(envelope_sha256);
+  r.set_input_manifest_sha256(input_manifest_sha256);
   return r;
 }
 

@@ -22,6 +22,7 @@ buildbarn::resourceusage::POSIXResourceUsage posix_usage(const struct rusage& us
                                                          const Decision& decision);
 
 sealrun::remote::ReceiptReference receipt_reference(const ReceiptFacts& facts,
-                                                    const std::string& envelope_sha256);
+                                                    const std::string& envelope_sha256,
+                                                    const std::string& input_manifest_sha256);
 
 }  // namespace sealrun::remote

@@ -135,11 +135,12 @@ TEST(ResourceUsage, PosixUsageTakesTheGroupPeakAndTheSignal) {
   auto without = posix_usage(u, std::nullopt, d);
   EXPECT_EQ(without.maximum_resident_set_size(), 100 * 1024);  // ru_maxrss, in bytes
 
-  auto ref = receipt_reference(f, "");
+  auto ref = receipt_reference(f, "", std::string(64, 'c'));
   EXPECT_EQ(ref.run_id(), "reapi-1");
   EXPECT_EQ(ref.state(), "failed");
   EXPECT_EQ(ref.sealrun_exit(), 5);
   EXPECT_EQ(ref.receipt_sha256(), f.receipt_sha256);
+  EXPECT_EQ(ref.input_manifest_sha256(), std::string(64, 'c'));
 }
 
 }  // namespace

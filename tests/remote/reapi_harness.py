@@ -259,6 +259,7 @@ class Actions(RunnerTestCase):
         with open(admission_path) as f:
             admission = json.load(f)
         self.assertEqual([e["path"] for e in admission["source"]["manifest"]], ["src/input.txt"])
+        self.assertEqual(reference.input_manifest_sha256, admission["source"]["manifest_sha256"])
         self.assertTrue(admission["mounts"]["source_writable"])
         self.assertEqual(admission["command"]["cwd"], "/src")
         self.assertEqual(admission["toolchain"]["mount_path"], "/opt/toolchain")
