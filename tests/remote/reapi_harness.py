@@ -77,7 +77,7 @@ def cgroups_of(run_id):
 class Runner:
     """One `sealrun runner` with its own build and state directories under `root`."""
 
-    def __init__(self, root, sets=(), concurrency=8, toolchain=None):
+    def __init__(self, root, sets=(), concurrency=8, toolchain=None, env=None):
         self.root = root
         self.build = os.path.join(root, "build")
         self.state = os.path.join(root, "state")
@@ -95,7 +95,7 @@ class Runner:
                 "--concurrency", str(concurrency), "--set", "limits.census_interval_ms=200"]
         for s in sets:
             argv += ["--set", s]
-        self.proc = subprocess.Popen(argv, stdout=self.log, stderr=self.log)
+        self.proc = subprocess.Popen(argv, stdout=self.log, stderr=self.log, env=env)
         wait_for(lambda: os.path.exists(self.socket) or self.proc.poll() is not None, 120,
                  "the runner's socket")
         if self.proc.poll() is not None:
@@ -499,6 +499,41 @@ class GrowthGuard(RunnerTestCase):
         self.assertIn("growth guard", self.read("big/stderr"))
         self.assertTrue(receipt["stop_confirmed"])
         self.assertEqual(processes_with("sleep 6004"), [])
+
+
+class NoContainment(unittest.TestCase):
+    """A host where bubblewrap cannot be found: not ready, and nothing runs."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory(prefix="sealrun-reapi-")
+        # What the pipeline needs besides bwrap, and no bwrap.
+        bin_dir = os.path.join(self.tmp.name, "bin")
+        os.makedirs(bin_dir)
+        for tool in ("sh", "unshare", "setpriv", "mount", "true"):
+            for d in ("/usr/bin", "/bin"):
+                if os.path.exists(os.path.join(d, tool)):
+                    os.symlink(os.path.join(d, tool), os.path.join(bin_dir, tool))
+                    break
+        self.runner = Runner(self.tmp.name, env=dict(os.environ, PATH=bin_dir))
+
+    def tearDown(self):
+        self.runner.stop()
+        self.tmp.cleanup()
+
+    def test_not_ready_and_actions_are_unavailable(self):
+        os.mkdir(self.runner.path("check_readiness"))
+        with self.assertRaises(grpc.RpcError) as e:
+            self.runner.stub.CheckReadiness(
+                runner_pb2.CheckReadinessRequest(path="check_readiness"))
+        self.assertEqual(e.exception.code(), grpc.StatusCode.UNAVAILABLE)
+        self.assertIn("bubblewrap", e.exception.details())
+        with self.assertRaises(grpc.RpcError) as e:
+            self.runner.run("nobwrap", "touch ran")
+        self.assertEqual(e.exception.code(), grpc.StatusCode.UNAVAILABLE, e.exception.details())
+        self.assertFalse(os.path.exists(self.runner.path("nobwrap/root/ran")))
+        with open(os.path.join(self.runner.server_logs("nobwrap"), "receipt.json")) as f:
+            receipt = json.load(f)
+        self.assertEqual((receipt["state"], receipt["exit"]), ("not_run", 4))
 
 
 class RunnerStopped(RunnerTestCase):
