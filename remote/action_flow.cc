@@ -12,8 +12,8 @@
 #include <ctime>
 
 #include "census/tree_usage.h"
-#include "containment/job_user.h"
 #include "core/bounded_file.h"
+#include "core/job_user.h"
 #include "core/syscall.h"
 #include "fingerprint/sha256.h"
 #include "remote/action_child.h"
@@ -25,6 +25,7 @@ namespace {
 constexpr size_t kMaxInputEntries = 1000000;
 constexpr size_t kMaxReceiptBytes = 2 * 1024 * 1024;  // receipts are <= 1 MiB by contract
 constexpr size_t kMaxEnvelopeBytes = 4 * 1024 * 1024;
+constexpr size_t kMaxRunStdoutBytes = 64 * 1024;  // `run --json`: one small document
 
 // Copies the file at `path` (if it exists) to the end of `fd`; returns the bytes copied.
 Result<uint64_t> append_file(const std::string& path, int fd) {
@@ -142,7 +143,7 @@ void ActionFlow::run(const std::function<bool()>& cancelled) {
   std::optional<JobUser> user;
   struct stat owner {};
   if (::geteuid() == 0) {
-    auto u = lookup_job_user(job_user_name());
+    auto u = lookup_job_user(config_.job_user);
     auto st = lstat_at(AT_FDCWD, input_root_);
     Status given = !u    ? Status(u.error())
                    : !st ? Status(st.error())
@@ -170,9 +171,12 @@ void ActionFlow::run(const std::function<bool()>& cancelled) {
     return;
   }
   report_.usage = child->usage;
-  std::string receipt_path =
-      fmt::format("{}/results/{}/receipt.json", config_.state_dir, report_.id);
-  auto bytes = read_bounded_file(AT_FDCWD, receipt_path, kMaxReceiptBytes);
+  auto run_stdout = read_bounded_file(AT_FDCWD, dir + "/run.stdout", kMaxRunStdoutBytes);
+  std::optional<std::string> said =
+      run_stdout ? receipt_path_from_run_json(*run_stdout) : std::nullopt;
+  receipt_path_ =
+      said ? *said : fmt::format("{}/results/{}/receipt.json", config_.state_dir, report_.id);
+  auto bytes = read_bounded_file(AT_FDCWD, receipt_path_, kMaxReceiptBytes);
   std::string receipt_problem;
   if (bytes) {
     if (auto facts = read_receipt_facts(*bytes))
@@ -198,8 +202,8 @@ void ActionFlow::deliver_receipt(const std::string& receipt_bytes, const std::st
   if (auto st = write_new_file_at(logs, "receipt.json", receipt_bytes); !st)
     delivery_failed("server logs receipt.json", st.error());
   // Signed runs (CONTRACT.md "Receipts an auditor can trust") leave an envelope beside it.
-  std::string results = fmt::format("{}/results/{}", config_.state_dir, report_.id);
-  auto envelope = read_bounded_file(AT_FDCWD, results + "/receipt.dsse.json", kMaxEnvelopeBytes);
+  std::string envelope_path = receipt_path_.substr(0, receipt_path_.size() - 5) + ".dsse.json";
+  auto envelope = read_bounded_file(AT_FDCWD, envelope_path, kMaxEnvelopeBytes);
   if (envelope) {
     report_.envelope_sha256 = sha256_hex(*envelope);
     if (auto st = write_new_file_at(logs, "receipt.dsse.json", *envelope); !st)
@@ -216,7 +220,7 @@ void ActionFlow::deliver_receipt(const std::string& receipt_bytes, const std::st
 }
 
 void ActionFlow::deliver_streams() {
-  std::string logs = fmt::format("{}/results/{}/logs/", config_.state_dir, report_.id);
+  std::string logs = receipt_path_.substr(0, receipt_path_.rfind('/')) + "/logs/";
   auto out = append_file(logs + "job.stdout", reserved_->stdout_fd.get());
   auto err = append_file(logs + "job.stderr", reserved_->stderr_fd.get());
   if (!out) delivery_failed("stdout_path", out.error());

@@ -22,6 +22,7 @@ struct FlowConfig {
   const BuildDir* build = nullptr;
   std::string state_dir;  // absolute
   std::string sealrun;    // the executable to run as `sealrun run`
+  std::string job_user;   // who the jobs run as when the runner is root (lent the input root)
   RunnerPins pins;
 };
 
@@ -60,12 +61,14 @@ class ActionFlow {
   // answer for the action's.
   void delivery_failed(const std::string& what, const Error& error);
   void deliver_receipt(const std::string& receipt_bytes, const std::string& action_dir);
+  // From results/<id>/logs/ (nothing for a run that executed nothing).
   void deliver_streams();
 
   FlowConfig config_;
   std::optional<CheckedAction> action_;
   std::unique_ptr<Reserved> reserved_;
   std::string input_root_;
+  std::string receipt_path_;  // where the run wrote its receipt (results/<id>/ or refusals/)
   ActionReport report_;
 };
 

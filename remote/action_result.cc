@@ -83,6 +83,14 @@ Result<ReceiptFacts> read_receipt_facts(std::string_view bytes) {
   return f;
 }
 
+std::optional<std::string> receipt_path_from_run_json(std::string_view run_stdout) {
+  auto doc = parse_strict_json(run_stdout);
+  if (!doc || !doc->is_object()) return std::nullopt;
+  std::string path = text(*doc, "receipt_path");
+  if (path.empty() || path[0] != '/' || !path.ends_with(".json")) return std::nullopt;
+  return path;
+}
+
 Decision decide(const std::optional<ReceiptFacts>& facts, int sealrun_code, int sealrun_signal,
                 bool cancelled, const std::string& stderr_tail) {
   Decision d;

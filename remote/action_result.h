@@ -28,6 +28,10 @@ struct ReceiptFacts {
 
 Result<ReceiptFacts> read_receipt_facts(std::string_view bytes);
 
+// Where `sealrun run --json` says it wrote the receipt (its stdout: one JSON document with
+// "receipt_path"; a run that executed nothing files it under refusals/, not results/<id>/).
+std::optional<std::string> receipt_path_from_run_json(std::string_view run_stdout);
+
 // How the runner answers one Run.
 enum class Answer {
   kResponse,            // RunResponse with exit_code

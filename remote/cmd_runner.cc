@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "controller/commands.h"
+#include "controller/host_config.h"
 #include "controller/output.h"
 #include "remote/runner_service.h"
 
@@ -70,6 +71,7 @@ int serve(RunnerOptions& o) {
   for (int sig : {SIGTERM, SIGINT, SIGHUP}) sigaddset(&stop_signals, sig);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
+  o.config.mechanism_context = mechanism_context();
   o.config.log = [](const std::string& line) {
     std::fprintf(stderr, "sealrun runner: %s\n", line.c_str());
   };

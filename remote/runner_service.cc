@@ -11,7 +11,6 @@
 
 #include "admission/freeze.h"
 #include "admission/path_rules.h"
-#include "containment/bwrap.h"
 #include "containment/grant.h"
 #include "containment/resgroup/resource_group.h"
 #include "core/syscall.h"
@@ -95,6 +94,7 @@ Result<std::unique_ptr<RunnerService>> RunnerService::create(RunnerConfig config
   config.pins.ceiling_bytes = doc.limits.ceiling_bytes;
   std::unique_ptr<RunnerService> service(new RunnerService(std::move(config), std::move(build)));
   service->required_ = doc.containment.required;
+  service->mechanism_ = doc.containment.mechanism;
   return service;
 }
 
@@ -144,20 +144,30 @@ std::string RunnerService::containment_problem() {
   int64_t now = monotonic_ms();
   if (readiness_checked_ms_ >= 0 && now - readiness_checked_ms_ < config_.readiness_cache_ms)
     return readiness_problem_;
-  // Runs without a slot: it only probes (a throwaway sandbox), it runs no action.
-  auto probe = make_bwrap_mechanism()->probe();
+  // Runs without a slot: it only probes (a throwaway sandbox each), it runs no action. The
+  // mechanisms tried are those the pipeline would try for the runner's admissions (no image).
   GroupCapabilities groups;
   for (const auto& p : resgroup::probe_backends()) {
     if (!p.available) continue;
     groups.memory = groups.memory || p.memory_max;
     groups.process_count = groups.process_count || p.pids_max;
   }
-  DimensionSet enforced = enforced_dimensions(probe, groups, DimensionSet::all());
-  DimensionSet missing = required_ - enforced;
-  readiness_problem_ = !probe.available ? "bubblewrap is unavailable: " + probe.unavailable_reason
-                       : !missing.empty()
-                           ? "cannot enforce the required dimension(s) " + missing.joined()
-                           : "";
+  auto kinds = mechanism_candidates(false, mechanism_, std::nullopt);
+  std::string problems = kinds ? "" : kinds.error().message();
+  bool ready = false;
+  for (MechanismKind kind : kinds ? *kinds : std::vector<MechanismKind>{}) {
+    auto probe = make_mechanism(kind, config_.mechanism_context)->probe();
+    DimensionSet missing = required_ - enforced_dimensions(probe, groups, DimensionSet::all());
+    std::string name(mechanism_kind_name(kind));
+    if (probe.available && missing.empty()) {
+      ready = true;
+      break;
+    }
+    problems += (problems.empty() ? "" : "; ") +
+                (!probe.available ? name + " is unavailable: " + probe.unavailable_reason
+                                  : name + " cannot enforce the required " + missing.joined());
+  }
+  readiness_problem_ = ready ? "" : problems;
   readiness_checked_ms_ = monotonic_ms();
   return readiness_problem_;
 }
@@ -184,7 +194,8 @@ grpc::Status RunnerService::Run(grpc::ServerContext* context,
                                 const buildbarn::runner::RunRequest* request,
                                 buildbarn::runner::RunResponse* response) {
   auto cancelled = [context] { return context->IsCancelled(); };
-  FlowConfig flow_config{&build_, config_.state_dir, config_.sealrun, config_.pins};
+  FlowConfig flow_config{&build_, config_.state_dir, config_.sealrun,
+                         config_.mechanism_context.job_user, config_.pins};
   ActionFlow flow(flow_config);
   if (!flow.prepare(fields_of(*request))) {
     log("refused a request: " + flow.report().decision.message);

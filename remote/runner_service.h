@@ -13,7 +13,8 @@
 #include <set>
 #include <string>
 
-#include "containment/dimension.h"
+#include "containment/mechanism_registry.h"
+#include "core/dimension.h"
 #include "pkg/proto/runner/runner.grpc.pb.h"
 #include "remote/action_flow.h"
 #include "remote/build_dir.h"
@@ -24,6 +25,9 @@ struct RunnerConfig {
   std::string build_dir;
   std::string state_dir;
   std::string sealrun = "/proc/self/exe";
+  // The job user (configuration the controller reads, passed in): mechanisms run jobs as it, and
+  // the runner lends it the input roots.
+  MechanismContext mechanism_context;
   RunnerPins pins;
   size_t concurrency = 1;
   int64_t readiness_cache_ms = 10000;
@@ -64,6 +68,7 @@ class RunnerService final : public buildbarn::runner::Runner::Service {
   RunnerConfig config_;
   BuildDir build_;
   DimensionSet required_;
+  MechanismChoice mechanism_;  // what the admissions allow (containment.mechanism)
   std::mutex mu_;
   std::condition_variable slot_free_;
   size_t running_ = 0;

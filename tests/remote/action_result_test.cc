@@ -67,6 +67,17 @@ TEST(ReceiptFacts, RefusesWhatIsNotAReceipt) {
   EXPECT_FALSE(read_receipt_facts("not json").ok());
 }
 
+TEST(RunJson, ReceiptPathIsWhereRunSaysItWroteIt) {
+  EXPECT_EQ(receipt_path_from_run_json(
+                R"({"id":"x","receipt_path":"/s/refusals/x/20261130T010203Z-7.json"})"),
+            "/s/refusals/x/20261130T010203Z-7.json");
+  EXPECT_EQ(receipt_path_from_run_json(R"({"receipt_path":null,"error":"id taken"})"),
+            std::nullopt);
+  EXPECT_EQ(receipt_path_from_run_json(R"({"receipt_path":"relative.json"})"), std::nullopt);
+  EXPECT_EQ(receipt_path_from_run_json(R"({"receipt_path":"/etc/passwd"})"), std::nullopt);
+  EXPECT_EQ(receipt_path_from_run_json("run x: built\n/s/results/x/receipt.json\n"), std::nullopt);
+}
+
 struct Case {
   const char* name;
   std::optional<json> receipt;  // nullopt: no receipt was written
