@@ -493,12 +493,6 @@ class Parser {
       error("limits.wall_clock_s", fmt::format("{} s leaves no time for verification and cleanup "
                                                "within limits.outer_s ({} s)",
                                                l.wall_clock_s, l.outer_s));
-    // A git or bundle source is an export the controller makes and owns; only a host tree is
-    // something a job user can be given to write.
-    if (doc.mounts.source_writable && doc.source.kind != SourceKind::kTree)
-      error("mounts.source_writable",
-            fmt::format("only a \"tree\" source can be writable (this one is \"{}\")",
-                        source_kind_name(doc.source.kind)));
     if (l.reserve_bytes >= l.ceiling_bytes)
       error("limits.reserve_bytes", fmt::format("{} is not below limits.ceiling_bytes ({})",
                                                 l.reserve_bytes, l.ceiling_bytes));

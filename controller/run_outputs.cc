@@ -3,6 +3,7 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <stdio.h>  // renameat2
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -16,21 +17,7 @@ namespace sealrun::run {
 
 namespace fs = std::filesystem;
 
-namespace {
-
-// Whether `path` is listed in the (sorted) manifest with exactly these bytes.
-bool is_unchanged(const Manifest& manifest, const std::string& path, uint64_t bytes,
-                  const std::string& sha256) {
-  auto it =
-      std::lower_bound(manifest.begin(), manifest.end(), path,
-                       [](const ManifestEntry& e, const std::string& p) { return e.path < p; });
-  return it != manifest.end() && it->path == path && it->bytes == bytes && it->sha256 == sha256;
-}
-
-}  // namespace
-
-Result<CollectedOutputs> collect_outputs(const std::string& output_dir, size_t max_entries,
-                                         const Manifest* unchanged) {
+Result<CollectedOutputs> collect_outputs(const std::string& output_dir, size_t max_entries) {
   CollectedOutputs c;
   std::error_code ec;
   fs::recursive_directory_iterator it(output_dir, fs::directory_options::none, ec);
@@ -48,7 +35,6 @@ Result<CollectedOutputs> collect_outputs(const std::string& output_dir, size_t m
     if (S_ISREG(st->st_mode)) {
       auto digest = hash_file(it->path().string());
       if (!digest) return std::move(digest).error().context("hash output " + rel);
-      if (unchanged && is_unchanged(*unchanged, rel, digest->bytes, digest->sha256)) continue;
       c.outputs.push_back({rel, digest->bytes, digest->sha256});
       c.total_bytes += digest->bytes;
     } else if (S_ISLNK(st->st_mode)) {
@@ -61,6 +47,46 @@ Result<CollectedOutputs> collect_outputs(const std::string& output_dir, size_t m
   std::sort(c.outputs.begin(), c.outputs.end(),
             [](const auto& a, const auto& b) { return a.path < b.path; });
   return c;
+}
+
+namespace {
+
+// Whether `path` is listed in the (sorted) manifest with exactly these bytes.
+bool is_unchanged(const Manifest& manifest, const std::string& path, uint64_t bytes,
+                  const std::string& sha256) {
+  auto it =
+      std::lower_bound(manifest.begin(), manifest.end(), path,
+                       [](const ManifestEntry& e, const std::string& p) { return e.path < p; });
+  return it != manifest.end() && it->path == path && it->bytes == bytes && it->sha256 == sha256;
+}
+
+}  // namespace
+
+Result<size_t> move_changed_files(const std::string& source_root, const Manifest& manifest,
+                                  const std::string& output_dir, size_t max_entries) {
+  std::error_code ec;
+  fs::recursive_directory_iterator it(source_root, fs::directory_options::none, ec);
+  if (ec) return Error::with_errno(ec.value(), "read the source copy " + source_root);
+  size_t seen = 0, moved = 0;
+  for (; it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    if (ec) return Error::with_errno(ec.value(), "walk the source copy " + source_root);
+    if (++seen > max_entries)
+      return Error::make(fmt::format("{}: more than {} entries", source_root, max_entries));
+    auto st = lstat_at(AT_FDCWD, it->path().string());
+    if (!st || !S_ISREG(st->st_mode)) continue;  // the job has stopped: nothing else moves here
+    std::string rel = fs::relative(it->path(), source_root, ec).string();
+    auto digest = hash_file(it->path().string());
+    if (!digest) return std::move(digest).error().context("hash " + rel);
+    if (is_unchanged(manifest, rel, digest->bytes, digest->sha256)) continue;
+    fs::path target = fs::path(output_dir) / rel;
+    fs::create_directories(target.parent_path(), ec);
+    if (ec) return Error::with_errno(ec.value(), "mkdir for output " + rel);
+    // RENAME_NOREPLACE: a path the job also wrote under the output mount is not silently lost.
+    if (::renameat2(AT_FDCWD, it->path().c_str(), AT_FDCWD, target.c_str(), RENAME_NOREPLACE) != 0)
+      return Error::from_errno(fmt::format("move output {} out of the source copy", rel));
+    ++moved;
+  }
+  return moved;
 }
 
 Result<receipt::StreamRecord> summarise_stream(const std::string& path) {

@@ -17,11 +17,17 @@ struct CollectedOutputs {
   uint64_t total_bytes = 0;
 };
 
-// Walks `output_dir` without following symlinks; hashes every regular file (race-checked). With
-// `unchanged`, a file equal to its entry there (same path, size and SHA-256) is an input the job
-// left as it was, not an output (admission mounts.outputs_from "source").
-Result<CollectedOutputs> collect_outputs(const std::string& output_dir, size_t max_entries = 100000,
-                                         const Manifest* unchanged = nullptr);
+// Walks `output_dir` without following symlinks; hashes every regular file (race-checked).
+Result<CollectedOutputs> collect_outputs(const std::string& output_dir,
+                                         size_t max_entries = 100000);
+
+// Admission mounts.outputs_from "source": moves every regular file of `source_root` (the run's
+// private, writable copy of the source) that is new or differs from `manifest` (path, size,
+// SHA-256) to the same relative path under `output_dir`, where collect_outputs() then finds it
+// among the outputs. Returns how many were moved. A path taken in `output_dir` already (the job
+// wrote it to both places) is an error; symlinks and other kinds are left where they are.
+Result<size_t> move_changed_files(const std::string& source_root, const Manifest& manifest,
+                                  const std::string& output_dir, size_t max_entries = 100000);
 
 // Digest, size and tail of a log file the job wrote.
 Result<receipt::StreamRecord> summarise_stream(const std::string& path);

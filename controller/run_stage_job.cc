@@ -117,10 +117,14 @@ StageStatus stage_post_run(RunContext& run) {
       {"toolchain.tree_sha256 (after the run)", doc.toolchain.tree_sha256, observed, same});
   if (!same) run.record_failure({kExitJobFailed, "the toolchain changed during the run"});
 
-  bool from_source = doc.mounts.outputs_from == admission::OutputsFrom::kSource;
-  auto outputs = from_source
-                     ? collect_outputs(run.admitted->source_root(), 100000, &doc.source.manifest)
-                     : collect_outputs(run.layout.output_dir);
+  // With outputs_from "source", what the job changed in its copy of the source joins /out first.
+  if (doc.mounts.outputs_from == admission::OutputsFrom::kSource)
+    if (auto moved = move_changed_files(run.admitted->source_root(), doc.source.manifest,
+                                        run.layout.output_dir);
+        !moved)
+      run.record_failure({kExitJobFailed, "the outputs in the source could not be collected: " +
+                                              moved.error().message()});
+  auto outputs = collect_outputs(run.layout.output_dir);
   if (outputs) {
     run.receipt.outputs = outputs->outputs;
     for (const auto& ignored : outputs->ignored)

@@ -13,7 +13,6 @@
 
 #include "census/tree_usage.h"
 #include "core/bounded_file.h"
-#include "core/job_user.h"
 #include "core/syscall.h"
 #include "fingerprint/sha256.h"
 #include "remote/action_child.h"
@@ -22,7 +21,7 @@ namespace sealrun::remote {
 
 namespace {
 
-constexpr size_t kMaxInputEntries = 1000000;
+constexpr size_t kMaxOutputs = 100000;                // as many as a run collects
 constexpr size_t kMaxReceiptBytes = 2 * 1024 * 1024;  // receipts are <= 1 MiB by contract
 constexpr size_t kMaxEnvelopeBytes = 4 * 1024 * 1024;
 constexpr size_t kMaxRunStdoutBytes = 64 * 1024;  // `run --json`: one small document
@@ -138,34 +137,9 @@ void ActionFlow::run(const std::function<bool()>& cancelled) {
     return;
   }
 
-  // The job runs as the job user when we are root: it must be able to write the input root's
-  // directories, and bb_worker must get back what it made there.
-  std::optional<JobUser> user;
-  struct stat owner {};
-  if (::geteuid() == 0) {
-    auto u = lookup_job_user(config_.job_user);
-    auto st = lstat_at(AT_FDCWD, input_root_);
-    Status given = !u    ? Status(u.error())
-                   : !st ? Status(st.error())
-                         : give_directories(input_root_, u->uid, u->gid, kMaxInputEntries);
-    if (!given) {
-      refuse(Answer::kInternal,
-             "handing the input root to the job user: " + given.error().message());
-      return;
-    }
-    user = *u;
-    owner = *st;
-  }
-
   ChildRequest request{config_.sealrun, frozen->path,      frozen->sha256,
                        report_.id,      config_.state_dir, dir};
   auto child = run_child(request, cancelled);
-  std::string ownership_note;
-  if (user) {
-    auto back =
-        return_ownership(input_root_, user->uid, owner.st_uid, owner.st_gid, kMaxInputEntries);
-    if (!back) ownership_note = "; ownership not fully returned: " + back.error().message();
-  }
   if (!child) {
     refuse(Answer::kInternal, "could not run `sealrun run`: " + child.error().message());
     return;
@@ -186,8 +160,8 @@ void ActionFlow::run(const std::function<bool()>& cancelled) {
   }
   report_.decision = decide(report_.facts, child->status.code, child->status.signal,
                             child->cancelled, child->stderr_tail + receipt_problem);
-  report_.decision.message += ownership_note;
   if (bytes && report_.facts) deliver_receipt(*bytes, dir);
+  deliver_outputs();
   deliver_streams();
   report_.elapsed_ms = monotonic_ms() - started;
 }
@@ -217,6 +191,18 @@ void ActionFlow::deliver_receipt(const std::string& receipt_bytes, const std::st
   Status copied =
       admission ? write_new_file_at(logs, "admission.json", *admission) : Status(admission.error());
   if (!copied) delivery_failed("server logs admission.json", copied.error());
+}
+
+void ActionFlow::deliver_outputs() {
+  // The job changed its private copy of the input root; what it made or changed is now in the
+  // run's results (outputs[] of the receipt). It goes into the input root, where bb_worker
+  // collects outputs, owned like the input root so that bb_worker can upload and remove it.
+  std::string out = receipt_path_.substr(0, receipt_path_.rfind('/')) + "/out";
+  auto owner = lstat_at(AT_FDCWD, input_root_);
+  if (!owner) return delivery_failed("the input root", owner.error());
+  auto installed = install_outputs(*config_.build, action_->input_root, out, owner->st_uid,
+                                   owner->st_gid, kMaxOutputs);
+  if (!installed) delivery_failed("outputs into the input root", installed.error());
 }
 
 void ActionFlow::deliver_streams() {

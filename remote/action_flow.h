@@ -1,8 +1,9 @@
 // One Run, start to end, without the protocol: the action is checked, the places its answer goes
 // are reserved in the build directory (stdout and stderr created, the server-logs directory
-// opened), the admission frozen, the input root handed to the job user, `sealrun run` started and
-// waited for, ownership given back, and the answer assembled — the job's streams copied where
-// bb_worker asked, the receipt, its envelope and the admission put into server_logs_directory.
+// opened), the admission frozen, `sealrun run` started and waited for (its job changes a private,
+// verified copy of the input root, never the input root itself), and the answer assembled — the
+// outputs installed into the input root, the job's streams copied where bb_worker asked, the
+// receipt, its envelope and the admission put into server_logs_directory.
 #pragma once
 
 #include <sys/resource.h>
@@ -22,7 +23,6 @@ struct FlowConfig {
   const BuildDir* build = nullptr;
   std::string state_dir;  // absolute
   std::string sealrun;    // the executable to run as `sealrun run`
-  std::string job_user;   // who the jobs run as when the runner is root (lent the input root)
   RunnerPins pins;
 };
 
@@ -61,6 +61,8 @@ class ActionFlow {
   // answer for the action's.
   void delivery_failed(const std::string& what, const Error& error);
   void deliver_receipt(const std::string& receipt_bytes, const std::string& action_dir);
+  // From results/<id>/out/ into the input root (nothing for a run that executed nothing).
+  void deliver_outputs();
   // From results/<id>/logs/ (nothing for a run that executed nothing).
   void deliver_streams();
 

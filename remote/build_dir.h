@@ -1,8 +1,7 @@
 // The build directory that bb_worker and the runner share. Every path a request names is resolved
-// beneath it with openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS): no symlink on the way (a job that
-// planted one cannot point the runner's writes elsewhere), no ".." past the top, no magic links.
-// Also the two ownership walks around a job that runs as the unprivileged job user: its input root
-// is handed to it to write, and everything it made there is given back afterwards.
+// beneath it with openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS): no symlink on the way (nothing
+// planted in the build directory can point the runner's writes elsewhere), no ".." past the top,
+// no magic links. Also the one write the runner makes into an input root: an action's outputs.
 #pragma once
 
 #include <sys/types.h>
@@ -32,14 +31,13 @@ class BuildDir {
   UniqueFd fd_;
 };
 
-// Before the job: the directories of `root` (itself included) become the job user's, so it can
-// create and replace files as an action does in its input root. Files keep their owner (inputs
-// stay read-only to the job where their mode says so). Symlinks are never followed.
-Status give_directories(const std::string& root, uid_t uid, gid_t gid, size_t max_entries);
-// After the job: everything under `root` (itself included) owned by `from_uid` goes to
-// `to_uid:to_gid`, so that bb_worker can read, upload and remove what the action left. Symlinks
-// are changed themselves, never followed. Returns how many entries changed owner.
-Result<size_t> return_ownership(const std::string& root, uid_t from_uid, uid_t to_uid, gid_t to_gid,
-                                size_t max_entries);
+// Copies every regular file under `from` (a run's results/<id>/out) to the same relative path
+// in the input root `input_root` (relative to the build directory), making missing directories.
+// Each file is written to a temporary name beside its target and renamed over it, so an input it
+// replaces — often a hard link into bb_worker's file cache — is unlinked, never written through.
+// Files and directories made get `uid:gid` (the input root's owner) and the source file's
+// permission bits (set-id bits dropped). Returns how many files were installed.
+Result<size_t> install_outputs(const BuildDir& build, const std::string& input_root,
+                               const std::string& from, uid_t uid, gid_t gid, size_t max_entries);
 
 }  // namespace sealrun::remote

@@ -194,8 +194,7 @@ grpc::Status RunnerService::Run(grpc::ServerContext* context,
                                 const buildbarn::runner::RunRequest* request,
                                 buildbarn::runner::RunResponse* response) {
   auto cancelled = [context] { return context->IsCancelled(); };
-  FlowConfig flow_config{&build_, config_.state_dir, config_.sealrun,
-                         config_.mechanism_context.job_user, config_.pins};
+  FlowConfig flow_config{&build_, config_.state_dir, config_.sealrun, config_.pins};
   ActionFlow flow(flow_config);
   if (!flow.prepare(fields_of(*request))) {
     log("refused a request: " + flow.report().decision.message);

@@ -25,8 +25,8 @@ struct RunnerConfig {
   std::string build_dir;
   std::string state_dir;
   std::string sealrun = "/proc/self/exe";
-  // The job user (configuration the controller reads, passed in): mechanisms run jobs as it, and
-  // the runner lends it the input roots.
+  // The job user (configuration the controller reads, passed in): the readiness probe's
+  // mechanisms run as it, as the runs' do.
   MechanismContext mechanism_context;
   RunnerPins pins;
   size_t concurrency = 1;

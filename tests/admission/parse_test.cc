@@ -319,14 +319,6 @@ const Rejection kRejections[] = {
        j["mounts"] = {{"outputs_from", "source"}};
      },
      "mounts.outputs_from: \"source\" needs mounts.source_writable"},
-    {"writable_git_source",
-     [](json& j) {
-       j["source"]["kind"] = "git";
-       j["source"]["commit"] = std::string(40, 'a');
-       j["source"]["tree"] = std::string(40, 'b');
-       j["mounts"] = {{"source_writable", true}};
-     },
-     "mounts.source_writable: only a \"tree\" source can be writable"},
     {"expiry_not_rfc3339", [](json& j) { j["expires_at"] = "tomorrow"; },
      "expires_at: expected an RFC 3339 time"},
     {"expiry_feb_30", [](json& j) { j["expires_at"] = "2030-02-30T00:00:00Z"; }, "expires_at"},

@@ -1,5 +1,5 @@
 // Unit tests of the build-directory rules: openat2 beneath the build directory refuses symlinks
-// and escapes, and the two ownership walks around a job touch only what they should.
+// and escapes, and outputs are installed into an input root without writing through its links.
 #include "remote/build_dir.h"
 
 #include <fcntl.h>
@@ -44,37 +44,48 @@ TEST(BuildDir, OpensOnlyBeneathWithoutSymlinks) {
   EXPECT_FALSE(b->open_beneath("a/stdout", O_WRONLY | O_CREAT | O_EXCL, 0644).ok());
 }
 
-TEST(BuildDir, OwnershipIsLentAndGivenBack) {
-  if (::geteuid() != 0) GTEST_SKIP() << "changing owners needs root";
+TEST(BuildDir, OutputsAreInstalledBesideAndRenamedOverNeverWrittenThrough) {
   TempDir dir;
-  std::string root = dir / "root";
-  fs::create_directories(root + "/sub");
-  write_text(root + "/input.txt", "in\n");
-  fs::create_symlink("/etc/passwd", root + "/link");
-  const uid_t lent = 4242;
-  ASSERT_TRUE(give_directories(root, lent, lent, 1000).ok());
+  fs::create_directories(dir / "build/a/root/sub");
+  fs::create_directories(dir / "build/cache");
+  fs::create_directories(dir / "out/sub");
+  fs::create_directories(dir / "out/new/deeper");
+  fs::create_directories(dir / "outside");
+  // An input hard-linked from bb_worker's file cache, as a native build directory does it.
+  write_text(dir / "build/cache/input", "cached input\n");
+  fs::create_hard_link(dir / "build/cache/input", dir / "build/a/root/sub/input");
+  write_text(dir / "out/sub/input", "changed by the action\n");
+  write_text(dir / "out/new/deeper/tool", "#!/bin/sh\n");
+  ::chmod((dir / "out/new/deeper/tool").c_str(), 04755);  // set-uid is not carried over
+  fs::create_symlink("/etc/passwd", dir / "out/link");    // not a regular file: left out
+  auto b = BuildDir::open(dir / "build");
+  ASSERT_TRUE(b.ok()) << b.error().message();
+  uid_t uid = ::geteuid() == 0 ? 4242 : ::geteuid();
+  gid_t gid = ::geteuid() == 0 ? 4242 : ::getegid();
+  auto n = install_outputs(*b, "a/root", dir / "out", uid, gid, 100);
+  ASSERT_TRUE(n.ok()) << n.error().message();
+  EXPECT_EQ(*n, 2u);
+  EXPECT_EQ(read_text(dir / "build/a/root/sub/input"), "changed by the action\n");
+  EXPECT_EQ(read_text(dir / "build/cache/input"), "cached input\n");  // the cache is untouched
   struct stat st {};
-  ASSERT_EQ(::lstat((root + "/sub").c_str(), &st), 0);
-  EXPECT_EQ(st.st_uid, lent);
-  ASSERT_EQ(::lstat((root + "/input.txt").c_str(), &st), 0);
-  EXPECT_EQ(st.st_uid, 0u);  // files keep their owner
-  // What "the job" made is the lent uid's; all of it comes back, symlinks not followed.
-  write_text(root + "/sub/new.txt", "out\n");
-  ASSERT_EQ(::chown((root + "/sub/new.txt").c_str(), lent, lent), 0);
-  ASSERT_EQ(::lchown((root + "/link").c_str(), lent, lent), 0);
-  struct stat passwd_before {};
-  ASSERT_EQ(::stat("/etc/passwd", &passwd_before), 0);
-  auto changed = return_ownership(root, lent, 0, 0, 1000);
-  ASSERT_TRUE(changed.ok()) << changed.error().message();
-  EXPECT_EQ(*changed, 4u);  // root, sub, sub/new.txt, link
-  for (const char* rel : {"", "/sub", "/sub/new.txt", "/link"}) {
-    ASSERT_EQ(::lstat((root + rel).c_str(), &st), 0);
-    EXPECT_EQ(st.st_uid, 0u) << rel;
-  }
-  struct stat passwd_after {};
-  ASSERT_EQ(::stat("/etc/passwd", &passwd_after), 0);
-  EXPECT_EQ(passwd_after.st_uid, passwd_before.st_uid);
-  EXPECT_FALSE(return_ownership(root, lent, 0, 0, 2).ok());  // bounded
+  ASSERT_EQ(::stat((dir / "build/a/root/new/deeper/tool").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0755u);
+  EXPECT_EQ(st.st_uid, uid);
+  ASSERT_EQ(::stat((dir / "build/a/root/new").c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, uid);  // directories made for outputs belong to the input root's owner
+  EXPECT_FALSE(fs::exists(fs::symlink_status(dir / "build/a/root/link")));
+
+  // A symlink in the input root never leads an output elsewhere.
+  fs::create_symlink(dir / "outside", dir / "build/a/root/escape");
+  fs::create_directories(dir / "out2/escape");
+  write_text(dir / "out2/escape/x", "x\n");
+  auto refused = install_outputs(*b, "a/root", dir / "out2", uid, gid, 100);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message().find("symbolic link"), std::string::npos)
+      << refused.error().message();
+  EXPECT_FALSE(fs::exists(dir / "outside/x"));
+  EXPECT_EQ(*install_outputs(*b, "a/root", dir / "no-such-dir", uid, gid, 100), 0u);
+  EXPECT_FALSE(install_outputs(*b, "a/root", dir / "out", uid, gid, 1).ok());  // bounded
 }
 
 }  // namespace
