@@ -63,6 +63,8 @@ json admission_to_json(const AdmissionDocument& doc) {
       {"free_min_bytes", l.free_min_bytes},       {"ceiling_bytes", l.ceiling_bytes},
       {"reserve_bytes", l.reserve_bytes},         {"census_interval_ms", l.census_interval_ms},
       {"receipt_max_bytes", l.receipt_max_bytes}};
+  // Written only when given, so admissions frozen before the key existed keep their bytes.
+  if (l.owned_max_inodes != 0) j["limits"]["owned_max_inodes"] = l.owned_max_inodes;
   j["containment"] = {{"required", doc.containment.required.names()},
                       {"network", doc.containment.network},
                       {"mechanism", std::string(mechanism_choice_name(doc.containment.mechanism))}};

@@ -91,6 +91,9 @@ struct Limits {
   uint64_t wall_clock_s = 1500;  // the job
   uint64_t outer_s = 1800;       // the whole run, verification and cleanup included
   uint64_t owned_max_bytes = 8 * kGiB;
+  // Files, directories and links the owned space may hold. 0: not given, and the controller's
+  // default applies (about one per 8 KiB of owned_max_bytes, docs/growth.md).
+  uint64_t owned_max_inodes = 0;
   uint64_t result_max_bytes = 1 * kGiB;
   uint64_t free_min_bytes = 1 * kGiB;
   uint64_t ceiling_bytes = 10 * kGiB;  // owned + result + reserve must stay under this

@@ -398,6 +398,7 @@ class Parser {
         {"wall_clock_s", &out->wall_clock_s, 1, 31 * 24 * 3600},
         {"outer_s", &out->outer_s, 2, 31 * 24 * 3600},
         {"owned_max_bytes", &out->owned_max_bytes, 1, kMaxLimit},
+        {"owned_max_inodes", &out->owned_max_inodes, 1024, kMaxLimit},
         {"result_max_bytes", &out->result_max_bytes, 1, kMaxLimit},
         {"free_min_bytes", &out->free_min_bytes, 0, kMaxLimit},
         {"ceiling_bytes", &out->ceiling_bytes, 1, kMaxLimit},

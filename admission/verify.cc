@@ -211,7 +211,19 @@ std::vector<PinCheck> verify_pins(const AdmissionDocument& doc, const VerifyOpti
   } else {
     TreeOptions tree_options;
     tree_options.progress = options.toolchain_progress;
-    auto summary = tree_digest(doc.toolchain.root, tree_options);
+    Result<TreeSummary> summary = Error::make("not hashed");
+    if (options.digest_cache_state_dir.empty()) {
+      summary = tree_digest(doc.toolchain.root, tree_options);
+    } else {
+      auto cached = tree_digest_cached({doc.toolchain.root, options.digest_cache_state_dir,
+                                        doc.toolchain.tree_sha256, options.rehash, tree_options});
+      if (cached) {
+        if (options.on_pin_cache) options.on_pin_cache(cached->pin_cache);
+        summary = std::move(cached->summary);
+      } else {
+        summary = std::move(cached).error();
+      }
+    }
     checks.compare("toolchain.tree_sha256", doc.toolchain.tree_sha256,
                    summary.ok() ? Result<std::string>(summary->sha256)
                                 : Result<std::string>(std::move(summary).error()));

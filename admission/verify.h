@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "admission/document.h"
+#include "fingerprint/cached_tree.h"
 
 namespace sealrun::admission {
 
@@ -46,6 +47,12 @@ struct VerifyOptions {
   std::string source_export_dir;
   // When non-empty, nothing is recomputed: every pin is listed as skipped, with this reason.
   std::string skip_reason;
+  // The state directory whose digest cache (docs/digest-cache.md) re-verifies an unchanged
+  // toolchain tree by a stat walk; empty: no cache, every byte is hashed. `rehash` bypasses the
+  // cache's contents (it is still refreshed). Each use is reported to `on_pin_cache`.
+  std::string digest_cache_state_dir;
+  bool rehash = false;
+  std::function<void(const PinCacheRecord&)> on_pin_cache;
 };
 
 // One PinCheck per pin of `doc`, in document order.

@@ -1,9 +1,15 @@
-// Generates a deterministic toolchain-like tree for bench/hash_tree_bench.sh: ~20,000 files from
-// 1 KiB to 20 MiB (~1.9 GiB) at scale 100, most of them small like headers and a few large like
-// shared libraries and archives, in directories of 50, plus a few hundred symlinks. The sizes and
-// bytes come from a fixed-seed generator, so every run (and every machine) hashes the same tree.
+// Generates a deterministic tree for bench/hash_tree_bench.sh, in one of four shapes (file counts
+// at scale 100):
+//   toolchain  20,000 files from 1 KiB to 20 MiB (~1.9 GiB), most of them small like headers and a
+//              few large like shared libraries and archives (log-uniform tiers)
+//   mixed      5,970 files of 1-64 KiB (uniform) plus 30 files of 20 MiB (~0.8 GB)
+//   huge       4 files of 1 GiB: as many files as hashing threads times two, nothing else
+//   small      220,100 files of 0.5-3 KiB (uniform, ~390 MB): the cold-cache case of issue 17
+// in directories of 50 (and 10 of those per top directory), plus a symlink per 60 files. The sizes
+// and bytes come from a fixed-seed generator, so every run (and every machine) hashes the same
+// tree.
 //
-//   gen_toolchain_tree DIR [SCALE_PERCENT]    DIR must not exist; prints files and bytes
+//   gen_toolchain_tree DIR [SCALE_PERCENT [SHAPE]]   DIR must not exist; prints files and bytes
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -18,15 +24,25 @@
 namespace {
 
 struct Tier {
-  double share;  // of the file count
+  int count;  // files at scale 100
   double min_kib, max_kib;
+  bool log_uniform;  // else uniform
 };
-// Log-uniform sizes inside each tier.
-constexpr Tier kTiers[] = {
-    {0.8160, 1, 16},            // headers, small sources
-    {0.1500, 16, 256},          // objects, larger sources
-    {0.0300, 256, 4096},        // static archives, small libraries
-    {0.0040, 4096, 20 * 1024},  // big shared libraries, compiler binaries
+struct Shape {
+  const char* name;
+  std::vector<Tier> tiers;
+};
+const Shape kShapes[] = {
+    {"toolchain",
+     {
+         {16320, 1, 16, true},         // headers, small sources
+         {3000, 16, 256, true},        // objects, larger sources
+         {600, 256, 4096, true},       // static archives, small libraries
+         {80, 4096, 20 * 1024, true},  // big shared libraries, compiler binaries
+     }},
+    {"mixed", {{5970, 1, 64, false}, {30, 20 * 1024, 20 * 1024, false}}},
+    {"huge", {{4, 1024 * 1024, 1024 * 1024, false}}},
+    {"small", {{220100, 0.5, 3, false}}},
 };
 
 uint64_t g_state = 0x9e3779b97f4a7c15ull;
@@ -48,8 +64,8 @@ void write_file(const std::string& path, uint64_t size, std::vector<uint64_t>& b
   if (fd < 0) die("create " + path);
   uint64_t left = size;
   while (left > 0) {
-    for (auto& w : buf) w = next_u64();
     size_t n = static_cast<size_t>(std::min<uint64_t>(left, buf.size() * 8));
+    for (size_t k = 0; k < (n + 7) / 8; ++k) buf[k] = next_u64();  // only the words written
     if (::write(fd, buf.data(), n) != static_cast<ssize_t>(n)) die("write " + path);
     left -= n;
   }
@@ -59,15 +75,22 @@ void write_file(const std::string& path, uint64_t size, std::vector<uint64_t>& b
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 2 || argc > 3) {
-    std::fprintf(stderr, "usage: %s DIR [SCALE_PERCENT]\n", argv[0]);
+  if (argc < 2 || argc > 4) {
+    std::fprintf(stderr, "usage: %s DIR [SCALE_PERCENT [toolchain|mixed|huge|small]]\n", argv[0]);
     return 2;
   }
   const std::string root = argv[1];
-  const double scale = argc == 3 ? std::atof(argv[2]) / 100.0 : 1.0;
-  const int files = static_cast<int>(20000 * scale);
-  if (files < 10) {
-    std::fprintf(stderr, "scale too small\n");
+  const double scale = argc >= 3 ? std::atof(argv[2]) / 100.0 : 1.0;
+  const std::string shape_name = argc == 4 ? argv[3] : "toolchain";
+  const Shape* shape = nullptr;
+  for (const Shape& s : kShapes)
+    if (shape_name == s.name) shape = &s;
+  if (shape == nullptr) {
+    std::fprintf(stderr, "unknown shape %s\n", shape_name.c_str());
+    return 2;
+  }
+  if (scale <= 0) {
+    std::fprintf(stderr, "scale must be positive\n");
     return 2;
   }
   if (::mkdir(root.c_str(), 0755) != 0) die("mkdir " + root);
@@ -76,16 +99,21 @@ int main(int argc, char** argv) {
   uint64_t total = 0;
   int links = 0;
   int index = 0;
-  for (const Tier& tier : kTiers) {
-    const int count = std::max(1, static_cast<int>(std::lround(files * tier.share)));
+  for (const Tier& tier : shape->tiers) {
+    const int count = std::max(1, static_cast<int>(std::lround(tier.count * scale)));
     for (int k = 0; k < count; ++k, ++index) {
       const std::string top = root + "/d" + std::to_string(index / 500);
       const std::string dir = top + "/s" + std::to_string((index / 50) % 10);
       if (index % 500 == 0) ::mkdir(top.c_str(), 0755);
       if (index % 50 == 0) ::mkdir(dir.c_str(), 0755);
-      const double kib = tier.min_kib * std::pow(tier.max_kib / tier.min_kib, next_unit());
+      const double u = next_unit();
+      const double kib = tier.log_uniform ? tier.min_kib * std::pow(tier.max_kib / tier.min_kib, u)
+                                          : tier.min_kib + (tier.max_kib - tier.min_kib) * u;
       const uint64_t size = static_cast<uint64_t>(kib * 1024);
-      const std::string name = "f" + std::to_string(index) + (tier.min_kib >= 256 ? ".so" : ".h");
+      // Appended rather than `"f" + std::to_string(...)`: at -O3 GCC 12 reports a -Wrestrict
+      // false positive in operator+(const char*, string&&) (GCC bug 105329; fixed in GCC 13).
+      std::string name = std::to_string(index);
+      name.insert(0, 1, 'f').append(tier.min_kib >= 256 ? ".so" : ".h");
       write_file(dir + "/" + name, size, buf);
       total += size;
       if (index % 60 == 0) {  // lib.so -> lib.so.N style links

@@ -187,7 +187,7 @@ int main(int argc, char** argv) {
                         run_plain(user, l, podman::load_argv(l, facts, archive));
                         run_plain(user, l, plain_run(l));
                         std::vector<std::string> actions;
-                        must(podman::remove_storage(l, user, facts, actions), "cold cleanup");
+                        must(podman::remove_storage(l, user, facts, "", actions), "cold cleanup");
                       }});
   variants.push_back({"sealrun podman", [&](int i) { sealrun_run(*podman_mech, i); }});
 
@@ -201,7 +201,7 @@ int main(int argc, char** argv) {
     }
   }
   std::vector<std::string> actions;
-  (void)podman::remove_storage(warm, user, facts, actions);
+  (void)podman::remove_storage(warm, user, facts, "", actions);
 
   auto find = [&](const std::string& n) -> const Variant* {
     for (const auto& v : variants)

@@ -69,10 +69,7 @@ class BwrapJob : public ContainedJob {
     // deliberately exits 129..192 is indistinguishable; it is read as a signal.
     auto code = bwrap_internal::status_value(l_.status_text, "exit-code");
     if (out.status.signal == 0 && code) out.status.code = static_cast<int>(*code);
-    if (out.status.signal == 0 && out.status.code > 128 && out.status.code <= 128 + 64) {
-      out.status.signal = out.status.code - 128;
-      out.status.code = -1;
-    }
+    out.status = status_from_shell_convention(out.status);
     exit_ = out;
     return out;
   }

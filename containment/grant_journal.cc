@@ -147,17 +147,28 @@ bool GrantJournal::has_record(const std::string& state_dir, const std::string& i
   return ::lstat(fmt::format("{}/grants/{}", state_dir, record_file(id)).c_str(), &st) == 0;
 }
 
+bool GrantJournal::has_record_in(int state_dirfd, const std::string& id) {
+  if (!is_valid_run_id(id)) return false;
+  struct stat st {};
+  return ::fstatat(state_dirfd, ("grants/" + record_file(id)).c_str(), &st,
+                   AT_SYMLINK_NOFOLLOW) == 0;
+}
+
 Result<GrantJournal> GrantJournal::open(const std::string& state_dir) {
   if (state_dir.empty()) return Error::make("grant journal: the state directory is empty");
   if (::mkdir(state_dir.c_str(), 0700) != 0 && errno != EEXIST)
     return Error::from_errno("grant journal: mkdir " + state_dir);
   auto state = SEALRUN_TRY_CTX(open_at(AT_FDCWD, state_dir, O_RDONLY | O_DIRECTORY),
                                "grant journal: open the state directory");
-  if (::mkdirat(state.get(), "grants", 0700) != 0 && errno != EEXIST)
+  return open_in(state.get(), state_dir);
+}
+
+Result<GrantJournal> GrantJournal::open_in(int state_dirfd, const std::string& state_dir) {
+  if (::mkdirat(state_dirfd, "grants", 0700) != 0 && errno != EEXIST)
     return Error::from_errno(fmt::format("grant journal: mkdir {}/grants", state_dir));
   GrantJournal j;
   j.dir_ = state_dir + "/grants";
-  j.dirfd_ = SEALRUN_TRY_CTX(open_at(state.get(), "grants", O_RDONLY | O_DIRECTORY | O_NOFOLLOW),
+  j.dirfd_ = SEALRUN_TRY_CTX(open_at(state_dirfd, "grants", O_RDONLY | O_DIRECTORY | O_NOFOLLOW),
                              "grant journal: open " + j.dir_ + " (a symlink is refused)");
   auto st = SEALRUN_TRY(fstat_fd(j.dirfd_.get(), j.dir_));
   if (st.st_uid != ::geteuid())
@@ -176,7 +187,9 @@ Status GrantJournal::record(const GrantRecord& record) {
     return Error::make(
         fmt::format("grant journal: run id '{}' is not usable as a record name", record.id));
   auto lock = SEALRUN_TRY_CTX(JournalLock::take(dirfd_.get(), dir_, true), "grant journal");
-  return write_file_atomic(dir_ + "/" + record_file(record.id), grant_record_to_json(record), 0600)
+  // Through the held descriptor of grants/: a path swapped meanwhile cannot redirect it.
+  return write_file_atomic_in(dirfd_.get(), record_file(record.id), grant_record_to_json(record),
+                              0600, dir_ + "/" + record_file(record.id))
       .context("grant journal: record " + record.id);
 }
 

@@ -58,8 +58,13 @@ class GrantJournal {
  public:
   // Opens (creating if needed) <state_dir>/grants with mode 0700.
   static Result<GrantJournal> open(const std::string& state_dir);
+  // The same below a state directory the caller has checked and holds open (`state_dirfd`;
+  // `state_dir` names it in messages): grants/ is created and opened from that descriptor, and a
+  // link there is refused.
+  static Result<GrantJournal> open_in(int state_dirfd, const std::string& state_dir);
   // Whether <state_dir>/grants holds a record for run `id` (without creating anything).
   static bool has_record(const std::string& state_dir, const std::string& id);
+  static bool has_record_in(int state_dirfd, const std::string& id);
   Status record(const GrantRecord& record);  // atomic write + fsync, under the lock
   Status forget(const std::string& id);      // removes the record once cleanup is confirmed
   Result<std::vector<JournalEntry>> list();  // every record, corrupt ones reported, not skipped

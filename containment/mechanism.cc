@@ -1,6 +1,9 @@
 // The shared verbs of every mechanism (mechanism.h): spawn's common re-check, and the defaults.
 #include "containment/mechanism.h"
 
+#include <fmt/format.h>
+#include <unistd.h>
+
 #include "containment/grant.h"
 #include "containment/resgroup/resource_group.h"
 
@@ -20,5 +23,20 @@ Result<std::unique_ptr<ContainedJob>> Mechanism::spawn(const Grant& grant,
 std::map<std::string, std::string> Mechanism::journal_locators(const ContainmentSpec&) const {
   return {};
 }
+
+ExitStatus status_from_shell_convention(const ExitStatus& status) {
+  ExitStatus out = status;
+  if (out.signal == 0 && out.code > 128 && out.code <= 128 + 64) {
+    out.signal = out.code - 128;
+    out.code = -1;
+  }
+  return out;
+}
+
+std::string default_short_link_dir() {
+  return fmt::format("/tmp/sealrun-links-{}", ::geteuid());
+}
+
+std::vector<SweepStep> Mechanism::sweep_strays(const std::vector<StrayDir>&) { return {}; }
 
 }  // namespace sealrun

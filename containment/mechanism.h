@@ -6,7 +6,9 @@
 //                      (recheck_grant) always runs first, then the mechanism's own start();
 //   ContainedJob       wait (with the wall-clock limit), stop (TERM, grace, KILL), cleanup;
 //   journal_locators() what `sweep` needs to find the run's leftovers, recorded before spawn;
-//   sweep_leftovers()  remove what a killed controller left, from those recorded locators.
+//   sweep_leftovers()  remove what a killed controller left, from those recorded locators;
+//   sweep_strays()     remove what a killed controller left before it could record anything
+//                      (in its temporaries under the state directory, or short links).
 // The controller and `sweep` never name a mechanism: they go through mechanism_registry.h.
 #pragma once
 
@@ -55,6 +57,11 @@ struct JobIo {
   int stderr_fd = -1;
 };
 
+// A sandbox's exit code read the shell's way: 128 + N (N in 1..64) means the job was killed by
+// signal N — bwrap and podman both report a job's death so, and neither passes on more; a job that
+// exits 129..192 on purpose is read as that signal (docs/containment.md).
+ExitStatus status_from_shell_convention(const ExitStatus& status);
+
 struct JobExit {
   ExitStatus status;
   bool timed_out = false;  // stopped at the wall-clock limit (TERM, grace, KILL)
@@ -81,6 +88,18 @@ struct LeftoverRun {
   std::string owned_root;
   std::string job_user;  // the configured job user's name when the controller was root, else ""
   std::map<std::string, std::string> locators;  // journal_locators() as recorded
+  std::string controller_start;  // the controller's starttime: what it started came later
+};
+
+// The short directory for links a mechanism needs at a short path (MechanismContext):
+// /tmp/sealrun-links-<euid>, one per user, so that it is the caller's own.
+std::string default_short_link_dir();
+
+// A directory of temporaries whose controller is gone (<state>/tmp/<pid>.<start>), for
+// sweep_strays(): anything found running from it must have started after `creator_start`.
+struct StrayDir {
+  std::string path;
+  std::string creator_start;  // /proc/<pid>/stat starttime of the controller that made it
 };
 
 class Mechanism {
@@ -103,6 +122,10 @@ class Mechanism {
   // Removes what a killed run of this mechanism left, from its recorded locators, checking each
   // against what this mechanism would itself derive for the run (never trusting a record blindly).
   virtual std::vector<SweepStep> sweep_leftovers(const LeftoverRun& run) = 0;
+  // Removes what killed controllers left that no grant record names: what this mechanism kept in
+  // their temporaries (`dead_dirs`; the directories themselves are the caller's to remove) and
+  // links in the context's short link directory whose target is gone. Default: nothing.
+  virtual std::vector<SweepStep> sweep_strays(const std::vector<StrayDir>& dead_dirs);
 
  protected:
   virtual Result<std::unique_ptr<ContainedJob>> start(const Grant& grant,

@@ -27,12 +27,14 @@ const std::vector<MechanismEntry>& table() {
        [](const MechanismContext& c) {
          BwrapOptions o;
          o.job_user = c.job_user;
-         return make_bwrap_mechanism(o);
+         return make_bwrap_mechanism(o);  // bwrap keeps nothing outside the owned root
        }},
       {MechanismKind::kPodman, 2, true,
        [](const MechanismContext& c) {
          PodmanOptions o;
          o.job_user = c.job_user;
+         o.probe_dir = c.scratch_dir;
+         o.link_dir = c.short_link_dir;
          return make_podman_mechanism(o);
        }},
   };
@@ -50,6 +52,14 @@ const MechanismEntry& entry(MechanismKind kind) {
 
 std::unique_ptr<Mechanism> make_mechanism(MechanismKind kind, const MechanismContext& context) {
   return entry(kind).make(context);
+}
+
+std::vector<SweepStep> sweep_mechanism_strays(const MechanismContext& context,
+                                              const std::vector<StrayDir>& dead_dirs) {
+  std::vector<SweepStep> steps;
+  for (const auto& e : table())
+    for (auto& s : e.make(context)->sweep_strays(dead_dirs)) steps.push_back(std::move(s));
+  return steps;
 }
 
 std::vector<MechanismKind> all_mechanisms() {

@@ -16,12 +16,29 @@
 
 namespace sealrun {
 
-// What every mechanism is given when it is made: configuration the controller reads once.
+// What every mechanism is given when it is made: configuration the controller reads once, and
+// where a mechanism may keep what it makes outside a run's owned root — always somewhere `sealrun
+// sweep` looks, so that nothing a killed controller leaves is invisible to it.
 struct MechanismContext {
   std::string job_user = kDefaultJobUser;  // the unprivileged user rootless mechanisms run as
+  // This controller's private directory for a mechanism's temporaries (podman's probe storage):
+  // <state>/tmp/<pid>.<starttime>, named after the controller so that sweep can prove it gone and
+  // hand what is left to sweep_strays(). Empty: the mechanism's own fallback (for `sealrun probe`,
+  // which has no state directory).
+  std::string scratch_dir;
+  // A directory with a short path for links a mechanism needs at a short path (podman's
+  // --runroot must be at most 50 characters). Root's or the caller's own, never writable by
+  // anyone else; sweep_strays() removes the links in it whose target is gone.
+  std::string short_link_dir = default_short_link_dir();
 };
 
 std::unique_ptr<Mechanism> make_mechanism(MechanismKind kind, const MechanismContext& context);
+
+// For `sealrun sweep`: every mechanism's sweep_strays() (Mechanism::sweep_strays) over the
+// temporaries of dead controllers ({dir, the controller's starttime}) and the short link
+// directory. The caller removes each dir afterwards, unless a step reports something left.
+std::vector<SweepStep> sweep_mechanism_strays(const MechanismContext& context,
+                                              const std::vector<StrayDir>& dead_dirs);
 
 // The mechanisms to try for a run, strongest first. `admitted` is what the admission allows
 // (nullopt: any), `requested` what `run --mechanism` asks (nullopt: auto); an explicit request

@@ -25,6 +25,7 @@
 #include "containment/podman_storage.h"
 #include "containment/resgroup/resource_group.h"
 #include "core/bounded_file.h"
+#include "core/proc.h"
 #include "core/process_ref.h"
 #include "core/syscall.h"
 
@@ -45,7 +46,8 @@ class PodmanJob final : public ContainedJob {
  public:
   PodmanJob(JobUser user, StorageLayout layout, HostFacts facts, std::string run_id, Child child,
             podman::Watchdog watchdog, int64_t wall_clock_ms, int64_t grace_ms,
-            int64_t command_timeout_ms, std::vector<std::string> setup_actions)
+            int64_t command_timeout_ms, std::vector<std::string> setup_actions,
+            std::string not_before)
       : user_(std::move(user)),
         layout_(std::move(layout)),
         facts_(std::move(facts)),
@@ -55,7 +57,8 @@ class PodmanJob final : public ContainedJob {
         deadline_ms_(monotonic_ms() + wall_clock_ms),
         grace_ms_(grace_ms),
         command_timeout_ms_(command_timeout_ms),
-        setup_actions_(std::move(setup_actions)) {}
+        setup_actions_(std::move(setup_actions)),
+        not_before_(std::move(not_before)) {}
 
   ~PodmanJob() override {
     if (!cleaned_) {
@@ -83,7 +86,7 @@ class PodmanJob final : public ContainedJob {
                                                    podman::container_name(run_id_)));
     }
     (void)container_id();  // the cidfile is gone once cleanup removed the storage
-    exit.status = SEALRUN_TRY_CTX(child_.wait(), "wait for podman run");
+    exit.status = podman::job_status_from_podman(SEALRUN_TRY_CTX(child_.wait(), "wait for podman run"));
     return exit;
   }
 
@@ -128,7 +131,7 @@ class PodmanJob final : public ContainedJob {
                                     podman::run_label(run_id_),
                                     left ? "still there: " + *left : left.error().message()));
     }
-    Status removed = podman::remove_storage(layout_, user_, facts_, actions);
+    Status removed = podman::remove_storage(layout_, user_, facts_, not_before_, actions);
     confirmed = confirmed && removed.ok();
     cleaned_ = true;
     if (!confirmed)
@@ -153,6 +156,7 @@ class PodmanJob final : public ContainedJob {
   int64_t grace_ms_;
   int64_t command_timeout_ms_;
   std::vector<std::string> setup_actions_;
+  std::string not_before_;  // the controller's starttime: what runs from the storage came later
   mutable std::mutex mu_;
   mutable std::string cid_;
   std::atomic<bool> cleaned_{false};
@@ -182,10 +186,11 @@ class PodmanMechanism final : public Mechanism {
   std::map<std::string, std::string> journal_locators(const ContainmentSpec& spec) const override {
     // Where sweep finds the container and its storage if the controller is killed.
     return {{"container_name", podman::container_name(spec.run_id)},
-            {"podman_root", podman::storage_layout(spec.owned_root).graph_root}};
+            {"podman_root", podman::storage_layout(spec.owned_root, options_.link_dir).graph_root}};
   }
 
   std::vector<SweepStep> sweep_leftovers(const LeftoverRun& run) override;
+  std::vector<SweepStep> sweep_strays(const std::vector<StrayDir>& dead_dirs) override;
 
  protected:
   Result<std::unique_ptr<ContainedJob>> start(const Grant& grant, resgroup::ResourceGroup* group,
@@ -199,16 +204,18 @@ class PodmanMechanism final : public Mechanism {
       facts_ = outcome_->facts;
     }
     JobUser user = SEALRUN_TRY(podman::resolve_job_user(options_.job_user));
-    StorageLayout layout = podman::storage_layout(spec.owned_root);
-    SEALRUN_TRY(podman::prepare_storage(layout, user));
+    StorageLayout layout = podman::storage_layout(spec.owned_root, options_.link_dir);
+    std::string not_before = SEALRUN_TRY(own_starttime());
     std::vector<std::string> actions;
-    auto job = start_in(grant, group, io, user, layout, actions);
+    Status prepared = podman::prepare_storage(layout, user);
+    auto job = prepared ? start_in(grant, group, io, user, layout, not_before, actions)
+                        : Result<std::unique_ptr<ContainedJob>>(prepared.error());
     if (!job) {
       // Nothing may stay behind from a refused or failed start: no container, no storage.
       std::vector<std::string> undo;
       (void)podman::run_as_job_user(user, layout, podman::rm_argv(layout, facts_, spec.run_id),
                                     options_.command_timeout_ms);
-      (void)podman::remove_storage(layout, user, facts_, undo);
+      (void)podman::remove_storage(layout, user, facts_, not_before, undo);
     }
     return job;
   }
@@ -216,15 +223,19 @@ class PodmanMechanism final : public Mechanism {
  private:
   Result<std::unique_ptr<ContainedJob>> start_in(const Grant& grant, resgroup::ResourceGroup* group,
                                                  const JobIo& io, const JobUser& user,
-                                              const StorageLayout& layout,
-                                              std::vector<std::string>& actions) {
+                                                 const StorageLayout& layout,
+                                                 const std::string& not_before,
+                                                 std::vector<std::string>& actions) {
     const ContainmentSpec& spec = grant.spec;
     SEALRUN_TRY(podman::write_seccomp_profile(layout, user, podman::job_seccomp_profile_json()));
     std::string archive = SEALRUN_TRY(
         podman::accessible_image_archive(layout, user, spec.image->archive_path, actions));
+    std::string source = SEALRUN_TRY_CTX(
+        podman::image_source(user, layout, archive, options_.command_timeout_ms),
+        fmt::format("load image archive {}", spec.image->archive_path));
     SEALRUN_TRY_CTX(
-        podman::run_as_job_user(user, layout, podman::load_argv(layout, facts_, archive),
-                                options_.command_timeout_ms),
+        podman::run_as_job_user(user, layout, podman::pull_argv(layout, facts_, source),
+                                options_.command_timeout_ms, layout.base),
         fmt::format("load image archive {}", spec.image->archive_path));
     std::string ids = SEALRUN_TRY(podman::podman_output(
         user, layout, podman::image_ids_argv(layout, facts_), options_.command_timeout_ms));
@@ -260,7 +271,8 @@ class PodmanMechanism final : public Mechanism {
     }
     return std::unique_ptr<ContainedJob>(std::make_unique<PodmanJob>(
         user, layout, facts_, spec.run_id, std::move(child), std::move(watchdog),
-        spec.wall_clock_ms, spec.stop_grace_ms, options_.command_timeout_ms, std::move(actions)));
+        spec.wall_clock_ms, spec.stop_grace_ms, options_.command_timeout_ms, std::move(actions),
+        not_before));
   }
 
   static Result<Child> spawn_process(const SpawnOptions& o) { return sealrun::spawn(o); }
@@ -273,10 +285,16 @@ class PodmanMechanism final : public Mechanism {
 
 }  // namespace
 
+ExitStatus podman::job_status_from_podman(const ExitStatus& podman_run) {
+  return status_from_shell_convention(podman_run);
+}
+
 Result<std::vector<std::string>> podman::sweep_podman_storage(const std::string& owned_root,
                                                               const std::string& run_id,
-                                                              const std::string& job_user) {
-  StorageLayout layout = podman::storage_layout(owned_root);
+                                                              const std::string& job_user,
+                                                              const std::string& link_dir,
+                                                              const std::string& not_before) {
+  StorageLayout layout = podman::storage_layout(owned_root, link_dir);
   std::vector<std::string> actions;
   std::error_code ec;
   if (!std::filesystem::exists(std::filesystem::symlink_status(layout.base, ec))) {
@@ -286,16 +304,13 @@ Result<std::vector<std::string>> podman::sweep_podman_storage(const std::string&
   JobUser user = SEALRUN_TRY(podman::resolve_job_user(job_user.empty() ? kDefaultJobUser : job_user));
   HostFacts facts = SEALRUN_TRY(podman::basic_host_facts(PodmanOptions{}));
   // The link is gone if the storage was half removed; podman needs it (or recreates a directory).
-  struct stat st {};
-  if (::lstat(layout.run_root_link.c_str(), &st) != 0 &&
-      ::symlink(layout.run_root.c_str(), layout.run_root_link.c_str()) == 0 && user.drop)
-    (void)::lchown(layout.run_root_link.c_str(), user.uid, user.gid);
+  (void)podman::ensure_runroot_link(layout, user);
   auto rm =
       podman::run_as_job_user(user, layout, podman::rm_argv(layout, facts, run_id), 120 * 1000);
   actions.push_back(rm ? fmt::format("podman rm -f {}: ok", podman::container_name(run_id))
                        : fmt::format("podman rm -f {}: {}", podman::container_name(run_id),
                                      rm.error().message()));
-  SEALRUN_TRY(podman::remove_storage(layout, user, facts, actions));
+  SEALRUN_TRY(podman::remove_storage(layout, user, facts, not_before, actions));
   return actions;
 }
 
@@ -313,7 +328,7 @@ std::vector<SweepStep> PodmanMechanism::sweep_leftovers(const LeftoverRun& run) 
     return {s};
   }
   // Re-derived from the owned root and the run id; a record pointing podman elsewhere is refused.
-  auto layout = podman::storage_layout(run.owned_root);
+  auto layout = podman::storage_layout(run.owned_root, options_.link_dir);
   if (get("podman_root") != layout.graph_root || name != podman::container_name(run.run_id)) {
     s.outcome = fmt::format("refused: recorded storage {} / name {} are not this run's ({} / {})",
                             get("podman_root"), name, layout.graph_root,
@@ -322,7 +337,8 @@ std::vector<SweepStep> PodmanMechanism::sweep_leftovers(const LeftoverRun& run) 
     return {s};
   }
   // The container (podman rm -f), the rootless pause process, the storage and its runroot link.
-  auto actions = podman::sweep_podman_storage(run.owned_root, run.run_id, run.job_user);
+  auto actions = podman::sweep_podman_storage(run.owned_root, run.run_id, run.job_user,
+                                              options_.link_dir, run.controller_start);
   if (!actions) {
     s.outcome = "podman sweep failed: " + actions.error().message();
     s.left = true;
@@ -331,6 +347,37 @@ std::vector<SweepStep> PodmanMechanism::sweep_leftovers(const LeftoverRun& run) 
   for (const auto& a : *actions) s.outcome += (s.outcome.empty() ? "" : "; ") + a;
   if (s.outcome.empty()) s.outcome = "nothing of podman's was left";
   return {s};
+}
+
+std::vector<SweepStep> PodmanMechanism::sweep_strays(const std::vector<StrayDir>& dead_dirs) {
+  std::vector<SweepStep> steps;
+  // The probe's storages in the temporaries of controllers that are gone (podman_probe.cc names
+  // them podman-probe-*): their pause process and anything else still running from them.
+  for (const StrayDir& dead : dead_dirs) {
+    auto dir = open_at(AT_FDCWD, dead.path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
+    if (!dir) continue;
+    for (const std::string& name : list_dir_names(dir->get())) {
+      if (name.rfind(podman::kProbeDirPrefix, 0) != 0) continue;
+      std::string owned = dead.path + "/" + name + "/owned";
+      SweepStep s{"podman probe storage " + owned + "/podman", "", false};
+      auto actions = podman::sweep_podman_storage(owned, podman::probe_run_id(dead.path), options_.job_user,
+                                                  options_.link_dir, dead.creator_start);
+      if (!actions) {
+        s.outcome = "podman sweep failed: " + actions.error().message();
+        s.left = true;
+      } else {
+        for (const auto& a : *actions) s.outcome += (s.outcome.empty() ? "" : "; ") + a;
+      }
+      steps.push_back(std::move(s));
+    }
+  }
+  auto links = podman::sweep_dangling_links(options_.link_dir);
+  if (!links.empty()) {
+    SweepStep s{"podman runroot links in " + options_.link_dir, "", false};
+    for (const auto& a : links) s.outcome += (s.outcome.empty() ? "" : "; ") + a;
+    steps.push_back(std::move(s));
+  }
+  return steps;
 }
 
 std::unique_ptr<Mechanism> make_podman_mechanism(PodmanOptions options) {

@@ -29,9 +29,12 @@ struct PodmanOptions {
   // The unprivileged user podman runs as when the controller is root (the controller passes the
   // configured name in).
   std::string job_user = kDefaultJobUser;
-  // The probe builds a throwaway busybox image here (a directory the job user can traverse);
-  // empty: /var/tmp. Its working directory is removed afterwards.
+  // The probe builds a throwaway busybox image and storage in a new directory here (one the job
+  // user can traverse: the controller's temporaries, MechanismContext::scratch_dir, where sweep
+  // finds it after a killed controller); empty: /var/tmp. It is removed afterwards.
   std::string probe_dir;
+  // Where the short --runroot links go (MechanismContext::short_link_dir).
+  std::string link_dir = default_short_link_dir();
   std::string busybox_path = "/bin/busybox";
   // Time limits for podman's own housekeeping commands (load, kill, rm, ps, inspect).
   int64_t command_timeout_ms = 120 * 1000;
@@ -41,11 +44,22 @@ std::unique_ptr<Mechanism> make_podman_mechanism(PodmanOptions options = {});
 
 namespace podman {
 // For `sealrun sweep` after a killed controller: if <owned_root>/podman exists, removes the run's
-// container (`podman rm -f` by name), kills the rootless pause process, removes the storage and
-// the short runroot link. Each action is reported; an absent storage is reported, not an error.
+// container (`podman rm -f` by name), kills the rootless pause process and whatever else still
+// runs from the storage (started no earlier than `not_before`, the controller's starttime),
+// removes the storage and the short runroot link (in `link_dir`). Each action is reported; an
+// absent storage is reported, not an error.
 Result<std::vector<std::string>> sweep_podman_storage(const std::string& owned_root,
                                                       const std::string& run_id,
-                                                      const std::string& job_user);
+                                                      const std::string& job_user,
+                                                      const std::string& link_dir,
+                                                      const std::string& not_before);
+
+// How a job ended, from `podman run`'s own exit status: podman exits with the container's exit
+// code, which is 128 + N when the job was killed by signal N (catatonit, podman's --init, exits
+// so for a child killed by N; conmon records the same for an init killed by N). `podman inspect`
+// shows the same number (State.ExitCode) and no signal, so a job that exits 129..192 on purpose
+// cannot be told from one killed by a signal: it is read as the signal, as under bwrap.
+ExitStatus job_status_from_podman(const ExitStatus& podman_run);
 
 // The probe's verdicts, separated from running it so the parsing is unit-tested: `status` is the
 // throwaway container's /proc/self/status, `checks` its "name=value" lines from the probe script.

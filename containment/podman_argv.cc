@@ -9,20 +9,22 @@
 
 namespace sealrun::podman {
 
-StorageLayout storage_layout(const std::string& owned_root) {
+StorageLayout storage_layout(const std::string& owned_root, const std::string& link_dir) {
   StorageLayout l;
+  l.link_dir = link_dir.empty() ? default_short_link_dir() : link_dir;
   l.base = owned_root + "/podman";
   l.home = l.base + "/home";
   l.graph_root = l.base + "/graph";
   l.run_root = l.base + "/runroot";
   uint64_t h = 1469598103934665603ULL;  // FNV-1a: stable across builds, unlike std::hash
   for (unsigned char c : l.base) h = (h ^ c) * 1099511628211ULL;
-  l.run_root_link = fmt::format("/tmp/sealrun-pm-{:016x}", h);
+  l.run_root_link = fmt::format("{}/{:016x}", l.link_dir, h);
   l.tmp_dir = l.base + "/tmp";
   l.runtime_dir = l.base + "/xdg";
   l.stage_dir = l.base + "/stage";
   l.seccomp_profile = l.base + "/seccomp.json";
   l.image_copy = l.base + "/image.tar";
+  l.image_dir = l.base + "/image";
   l.cidfile = l.base + "/container.id";
   l.conmon_pidfile = l.base + "/conmon.pid";
   return l;
@@ -144,6 +146,13 @@ std::vector<std::string> load_argv(const StorageLayout& l, const HostFacts& f,
                                    const std::string& archive) {
   auto a = global_args(l, f);
   a.insert(a.end(), {"load", "--quiet", "--input", archive});
+  return a;
+}
+
+std::vector<std::string> pull_argv(const StorageLayout& l, const HostFacts& f,
+                                   const std::string& transport_ref) {
+  auto a = global_args(l, f);
+  a.insert(a.end(), {"pull", "--quiet", transport_ref});
   return a;
 }
 

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "containment/mechanism.h"
 #include "containment/spec.h"
 #include "core/result.h"
 
@@ -22,17 +23,22 @@ struct StorageLayout {
   std::string run_root;    // base/runroot: the container state (locks, attach sockets)
   // podman refuses a --runroot longer than 50 characters (its sockets must fit sun_path), and an
   // owned root is usually deeper than that: --runroot is this short symlink to run_root instead,
-  // "/tmp/sealrun-pm-<FNV-1a 64 of base, hex>", so sweep can recompute it from the owned root.
+  // "<link_dir>/<FNV-1a 64 of base, hex>", so sweep can recompute it from the owned root. The
+  // directory is the controller's (MechanismContext::short_link_dir), never world-writable, and
+  // sweep removes the links in it whose target is gone.
+  std::string link_dir;
   std::string run_root_link;
   std::string tmp_dir;          // base/tmp: TMPDIR and --tmpdir (libpod's temporary state)
   std::string runtime_dir;      // base/xdg: XDG_RUNTIME_DIR (podman refuses one it does not own)
   std::string stage_dir;        // base/stage: copies of mount sources the job user cannot read
   std::string seccomp_profile;  // base/seccomp.json: the job policy as an OCI profile
   std::string image_copy;       // base/image.tar: the archive, when the job user cannot read it
+  std::string image_dir;        // base/image: an OCI archive unpacked (podman pulls it as oci:DIR)
   std::string cidfile;          // base/container.id (--cidfile)
   std::string conmon_pidfile;   // base/conmon.pid (--conmon-pidfile)
 };
-StorageLayout storage_layout(const std::string& owned_root);
+// `link_dir` empty: default_short_link_dir().
+StorageLayout storage_layout(const std::string& owned_root, const std::string& link_dir = {});
 // The directories to create, parents first.
 std::vector<std::string> storage_dirs(const StorageLayout& layout);
 
@@ -75,6 +81,12 @@ Result<std::vector<std::string>> run_argv(const ContainmentSpec& spec,
 
 std::vector<std::string> load_argv(const StorageLayout& layout, const HostFacts& facts,
                                    const std::string& archive);
+// `podman pull` from one named local transport ("oci:DIR" or "docker-archive:FILE"): no registry,
+// and no guessing of the format. (`podman load` tries every transport in turn, extracting an OCI
+// archive into /var/tmp on the way whatever the configuration says — where a killed run would
+// leave it — and reports only the last transport's complaint.)
+std::vector<std::string> pull_argv(const StorageLayout& layout, const HostFacts& facts,
+                                   const std::string& transport_ref);
 // Lists every image id in the run's (fresh) storage, one "sha256:<hex>" per line.
 std::vector<std::string> image_ids_argv(const StorageLayout& layout, const HostFacts& facts);
 std::vector<std::string> kill_argv(const StorageLayout& layout, const HostFacts& facts,

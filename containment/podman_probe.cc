@@ -14,6 +14,7 @@
 #include "containment/podman_runner.h"
 #include "containment/podman_storage.h"
 #include "containment/seccomp_policy.h"
+#include "core/proc.h"
 
 namespace sealrun::podman {
 
@@ -195,16 +196,18 @@ Status probe_container(MechanismProbe& p, HostFacts& facts, const PodmanOptions&
   fs::create_directory(owned, ec);
   fs::permissions(owned, fs::perms(0711), ec);
   if (ec) return Error::with_errno(ec.value(), fmt::format("create {}", owned.string()));
-  StorageLayout layout = storage_layout(owned.string());
-  SEALRUN_TRY(prepare_storage(layout, user));
+  StorageLayout layout = storage_layout(owned.string(), o.link_dir);
   std::vector<std::string> actions;
+  std::string not_before = SEALRUN_TRY(own_starttime());
   struct StorageGuard {
     const StorageLayout& layout;
     const JobUser& user;
     const HostFacts& facts;
+    const std::string& not_before;
     std::vector<std::string>& actions;
-    ~StorageGuard() { (void)remove_storage(layout, user, facts, actions); }
-  } guard{layout, user, facts, actions};
+    ~StorageGuard() { (void)remove_storage(layout, user, facts, not_before, actions); }
+  } guard{layout, user, facts, not_before, actions};
+  SEALRUN_TRY(prepare_storage(layout, user));
 
   PodmanInfo info =
       SEALRUN_TRY_CTX(podman_info(user, layout, facts, o.command_timeout_ms), "podman info");
@@ -226,7 +229,7 @@ Status probe_container(MechanismProbe& p, HostFacts& facts, const PodmanOptions&
 
   SEALRUN_TRY(write_seccomp_profile(layout, user, job_seccomp_profile_json()));
   ContainmentSpec spec;
-  spec.run_id = fmt::format("probe-{}", ::getpid());
+  spec.run_id = fmt::format("probe-{}", ::getpid());  // probe_run_id() says the same for sweep
   spec.owned_root = owned.string();
   spec.argv = {"/bin/sh", "-c", kProbeScript};
   spec.cwd = "/";
@@ -249,6 +252,11 @@ Status probe_container(MechanismProbe& p, HostFacts& facts, const PodmanOptions&
 
 }  // namespace
 
+std::string probe_run_id(const std::string& controller_temp_dir) {
+  std::string name = controller_temp_dir.substr(controller_temp_dir.rfind('/') + 1);
+  return "probe-" + name.substr(0, name.find('.'));
+}
+
 ProbeOutcome run_probe(const PodmanOptions& o) {
   ProbeOutcome out;
   MechanismProbe& p = out.probe;
@@ -269,8 +277,11 @@ ProbeOutcome run_probe(const PodmanOptions& o) {
         fmt::format("{} is missing: the probe builds its throwaway image from it; install "
                     "busybox-static",
                     o.busybox_path));
+  // Under the controller's temporaries, where sweep finds it (and the pause process its storage
+  // starts) should the controller be killed mid-probe; /var/tmp only without a state directory.
   std::string parent = o.probe_dir.empty() ? "/var/tmp" : o.probe_dir;
-  std::string tmpl = parent + "/sealrun-podman-probe-XXXXXX";
+  std::string tmpl =
+      parent + (o.probe_dir.empty() ? "/sealrun-" : "/") + kProbeDirPrefix + "XXXXXX";
   if (::mkdtemp(tmpl.data()) == nullptr)
     return fail(fmt::format("create a probe directory in {}: {}", parent, errno_text(errno)));
   fs::path work = tmpl;

@@ -39,4 +39,11 @@ Result<PodmanInfo> podman_info(const JobUser& user, const StorageLayout& layout,
 
 ProbeOutcome run_probe(const PodmanOptions& options);
 
+// The probe works in a new directory "podman-probe-XXXXXX" in PodmanOptions::probe_dir, its
+// storage in <that>/owned/podman, its container named after the controller's pid.
+inline constexpr const char* kProbeDirPrefix = "podman-probe-";
+// The probe container's run id for the controller whose temporaries are `controller_temp_dir`
+// (<state>/tmp/<pid>.<start>): "probe-<pid>".
+std::string probe_run_id(const std::string& controller_temp_dir);
+
 }  // namespace sealrun::podman

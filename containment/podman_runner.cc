@@ -45,7 +45,44 @@ std::string describe_command(const std::vector<std::string>& argv) {
   return out;
 }
 
+namespace {
+
+// `podman load` tries each transport in turn and, when all fail, lists every complaint in a fixed
+// order ("oci", "oci-archive", "docker-archive", "dir"): the last line is then "dir: open
+// X/manifest.json: not a directory", true of any archive, and the real reason (a layer podman
+// refused, say) is on another line. Those lines that only say the archive is not in a transport's
+// format are dropped; what is left is the reason.
+std::string load_failure_reason(const std::string& err, size_t listed_at) {
+  std::vector<std::string> kept, all;
+  for (size_t at = err.find("\n * ", listed_at); at != std::string::npos;
+       at = err.find("\n * ", at + 1)) {
+    size_t start = at + 4;
+    size_t end = err.find('\n', start);
+    std::string line = err.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    all.push_back(line);
+    std::string transport = line.substr(0, line.find(':'));
+    bool directory_transport = transport == "oci" || transport == "dir";  // an archive is a file
+    bool not_this_format =
+        (line.find("manifest.json") != std::string::npos ||
+         line.find("index.json") != std::string::npos) &&
+        (line.find("does not exist") != std::string::npos ||
+         line.find("no such file or directory") != std::string::npos);
+    if (!directory_transport && !not_this_format) kept.push_back(line);
+  }
+  const auto& use = kept.empty() ? all : kept;
+  std::string out;
+  for (const auto& l : use) out += (out.empty() ? "" : "; ") + l;
+  return out;
+}
+
+}  // namespace
+
 std::string last_stderr_line(const std::string& err) {
+  size_t listed = err.find("does not match any of the supported image formats");
+  if (listed != std::string::npos) {
+    std::string reason = load_failure_reason(err, listed);
+    if (!reason.empty()) return reason;
+  }
   size_t end = err.find_last_not_of(" \n\r\t");
   if (end == std::string::npos) return {};
   size_t start = err.rfind('\n', end);
@@ -54,10 +91,12 @@ std::string last_stderr_line(const std::string& err) {
 }
 
 Result<Captured> run_as_job_user(const JobUser& user, const StorageLayout& layout,
-                                 std::vector<std::string> argv, int64_t timeout_ms) {
+                                 std::vector<std::string> argv, int64_t timeout_ms,
+                                 const std::string& cwd) {
   std::string what = describe_command(argv);
-  auto c =
-      SEALRUN_TRY(run_capture(as_job_user(user, layout, std::move(argv)), timeout_ms, 256 * 1024));
+  SpawnOptions o = as_job_user(user, layout, std::move(argv));
+  if (!cwd.empty()) o.cwd = cwd;
+  auto c = SEALRUN_TRY(run_capture(std::move(o), timeout_ms, 256 * 1024));
   if (c.timed_out)
     return Error::make(fmt::format("{}: no answer within {} ms (killed)", what, timeout_ms));
   if (!c.status.success())

@@ -24,9 +24,11 @@ Result<JobUser> resolve_job_user(const std::string& configured_name);
 SpawnOptions as_job_user(const JobUser& user, const StorageLayout& layout,
                          std::vector<std::string> argv);
 
-// Runs argv as the job user; a non-zero exit becomes an error that quotes podman's stderr.
+// Runs argv as the job user (in `cwd`, default "/"); a non-zero exit becomes an error that quotes
+// podman's stderr.
 Result<Captured> run_as_job_user(const JobUser& user, const StorageLayout& layout,
-                                 std::vector<std::string> argv, int64_t timeout_ms);
+                                 std::vector<std::string> argv, int64_t timeout_ms,
+                                 const std::string& cwd = {});
 Result<std::string> podman_output(const JobUser& user, const StorageLayout& layout,
                                   std::vector<std::string> argv, int64_t timeout_ms);
 
@@ -55,7 +57,8 @@ Result<Watchdog> start_watchdog(const JobUser& user, const StorageLayout& layout
 
 // "podman load --quiet --input ...": the subcommand without the global flags, for messages.
 std::string describe_command(const std::vector<std::string>& argv);
-// The last non-empty line of podman's stderr, trimmed: its "Error: ..." message.
+// The last non-empty line of podman's stderr, trimmed: its "Error: ..." message; for `podman
+// load`'s list of every transport's complaint, the complaints that are not about the format.
 std::string last_stderr_line(const std::string& err);
 
 }  // namespace sealrun::podman

@@ -8,14 +8,17 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <charconv>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <system_error>
 
 #include "core/bounded_file.h"
+#include "core/proc.h"
 #include "core/process.h"
 #include "core/syscall.h"
+#include "core/trusted_dir.h"
 
 namespace sealrun::podman {
 
@@ -92,32 +95,42 @@ bool is_empty_directory(const std::string& path) {
   return fs::directory_iterator(path, ec) == fs::directory_iterator() && !ec;
 }
 
-// Rootless podman keeps its user namespace alive with a pause process ("catatonit -P", or podman
-// itself) and records its pid in libpod's tmp dir (--tmpdir: layout.tmp_dir; without that flag,
-// $XDG_RUNTIME_DIR/libpod/tmp). Every run has its own
-// XDG_RUNTIME_DIR, hence its own pause process, which would otherwise outlive the run. It is
-// killed only when /proc shows it is the job user's and was started with this run's
-// XDG_RUNTIME_DIR; the pidfd is opened first, so a recycled pid cannot be hit.
-void stop_pause_process(const StorageLayout& layout, const JobUser& user,
-                        std::vector<std::string>& actions) {
-  auto text = read_bounded_file(AT_FDCWD, layout.tmp_dir + "/pause.pid", 64);
-  if (!text) text = read_bounded_file(AT_FDCWD, layout.runtime_dir + "/libpod/tmp/pause.pid", 64);
-  if (!text) return;  // never started (no user namespace was needed)
-  pid_t pid = static_cast<pid_t>(std::strtol(text->c_str(), nullptr, 10));
-  if (pid <= 1) return;
+uint64_t ticks(std::string_view s) {
+  uint64_t v = 0;
+  std::from_chars(s.data(), s.data() + s.size(), v);
+  return v;
+}
+
+// Whether `pid` (pinned by `pidfd`) is one of this storage's processes: the job user's, started
+// no earlier than `not_before` (a /proc starttime; empty: not checked), and running with the
+// storage's XDG_RUNTIME_DIR — podman sets it for every process it starts (its pause process,
+// conmon) and sealrun for every podman it runs, and no two storages share one.
+bool runs_from_storage(pid_t pid, const StorageLayout& layout, const JobUser& user,
+                       const std::string& not_before) {
+  auto uid = process_real_uid(pid);
+  if (!uid || *uid != user.uid) return false;
+  auto start = process_starttime(pid);
+  if (!start || (!not_before.empty() && ticks(*start) < ticks(not_before))) return false;
+  auto environ = read_bounded_file(AT_FDCWD, fmt::format("/proc/{}/environ", pid), 256 * 1024);
+  std::string want = "XDG_RUNTIME_DIR=" + layout.runtime_dir + '\0';
+  return environ && (environ->rfind(want, 0) == 0 ||
+                     environ->find('\0' + want) != std::string::npos);
+}
+
+// Kills `pid` through a pidfd opened before the checks (a recycled pid is never hit) if it runs
+// from this storage; reports what was done.
+void kill_storage_process(pid_t pid, const char* what, const StorageLayout& layout,
+                          const JobUser& user, const std::string& not_before,
+                          std::vector<std::string>& actions) {
   UniqueFd pidfd(pidfd_open_raw(pid, 0));
   if (!pidfd) {
-    actions.push_back(fmt::format("podman pause process {}: already gone", pid));
+    if (std::string_view(what) == "pause process")
+      actions.push_back(fmt::format("podman pause process {}: already gone", pid));
     return;
   }
-  std::string proc = fmt::format("/proc/{}", pid);
-  struct stat st {};
-  auto environ = read_bounded_file(AT_FDCWD, proc + "/environ", 64 * 1024);
-  std::string want = "XDG_RUNTIME_DIR=" + layout.runtime_dir;
-  bool ours = ::stat(proc.c_str(), &st) == 0 && st.st_uid == user.uid && environ &&
-              environ->find(want + '\0') != std::string::npos;
-  if (!ours) {
-    actions.push_back(fmt::format("podman pause process {}: not this run's, left alone", pid));
+  if (!runs_from_storage(pid, layout, user, not_before)) {
+    if (std::string_view(what) == "pause process")
+      actions.push_back(fmt::format("podman pause process {}: not this storage's, left alone", pid));
     return;
   }
   pidfd_send_signal_raw(pidfd.get(), SIGKILL);
@@ -125,8 +138,99 @@ void stop_pause_process(const StorageLayout& layout, const JobUser& user,
     pidfd.get(), POLLIN, 0
   };
   bool gone = retry_eintr([&] { return ::poll(&p, 1, 5000); }) > 0;
-  actions.push_back(gone ? fmt::format("killed podman pause process {}", pid)
-                         : fmt::format("podman pause process {}: still alive after KILL", pid));
+  actions.push_back(gone ? fmt::format("killed podman {} {}", what, pid)
+                         : fmt::format("podman {} {}: still alive after KILL", what, pid));
+}
+
+// Rootless podman keeps its user namespace alive with a pause process ("catatonit -P", or podman
+// itself) and records its pid in libpod's tmp dir (--tmpdir: layout.tmp_dir; without that flag,
+// $XDG_RUNTIME_DIR/libpod/tmp). Every storage has its own XDG_RUNTIME_DIR, hence its own pause
+// process, which would otherwise outlive the run. Then every other process still running from the
+// storage (a podman or conmon a killed controller left, the watchdog) goes the same way; /proc is
+// scanned for them because a controller killed early may not have learnt their pids.
+void stop_storage_processes(const StorageLayout& layout, const JobUser& user,
+                            const std::string& not_before, std::vector<std::string>& actions) {
+  auto text = read_bounded_file(AT_FDCWD, layout.tmp_dir + "/pause.pid", 64);
+  if (!text) text = read_bounded_file(AT_FDCWD, layout.runtime_dir + "/libpod/tmp/pause.pid", 64);
+  if (text) {
+    pid_t pid = static_cast<pid_t>(std::strtol(text->c_str(), nullptr, 10));
+    if (pid > 1) kill_storage_process(pid, "pause process", layout, user, not_before, actions);
+  }
+  auto proc = open_at(AT_FDCWD, "/proc", O_RDONLY | O_DIRECTORY);
+  if (!proc) return;
+  for (const std::string& name : list_dir_names(proc->get())) {
+    pid_t pid = 0;
+    auto [end, ec] = std::from_chars(name.data(), name.data() + name.size(), pid);
+    if (ec != std::errc() || end != name.data() + name.size() || pid <= 1 || pid == ::getpid())
+      continue;
+    kill_storage_process(pid, "process", layout, user, not_before, actions);
+  }
+}
+
+// The runroot link's directory: made when absent (0711: the job user passes through it, nobody
+// but its owner writes it) and checked like every directory root writes into.
+Result<UniqueFd> open_link_dir(const StorageLayout& layout) {
+  if (::mkdir(layout.link_dir.c_str(), 0711) != 0 && errno != EEXIST)
+    return Error::from_errno("mkdir " + layout.link_dir);
+  auto dir = SEALRUN_TRY(open_at(AT_FDCWD, layout.link_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW));
+  SEALRUN_TRY(check_trusted_dir(SEALRUN_TRY(fstat_fd(dir.get(), layout.link_dir)),
+                                layout.link_dir, false));
+  return dir;
+}
+
+std::string link_name(const StorageLayout& layout) {
+  return layout.run_root_link.substr(layout.run_root_link.rfind('/') + 1);
+}
+
+// The target of `name` in `dirfd` when it is a symlink, else "".
+std::string link_target(int dirfd, const std::string& name) {
+  std::vector<char> buf(4096);
+  ssize_t n = ::readlinkat(dirfd, name.c_str(), buf.data(), buf.size() - 1);
+  return n > 0 ? std::string(buf.data(), static_cast<size_t>(n)) : std::string();
+}
+
+Status make_runroot_link(const StorageLayout& layout, const JobUser& user) {
+  std::string name = link_name(layout);
+  // Another storage's cleanup may remove the (then empty) directory between our mkdir and
+  // symlinkat: then it is made again.
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    auto dir = SEALRUN_TRY(open_link_dir(layout));
+    struct stat st {};
+    if (::fstatat(dir.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
+      // A link left by a killed run of this same owned root may be replaced; nothing else.
+      if (!S_ISLNK(st.st_mode) || link_target(dir.get(), name) != layout.run_root)
+        return Error::make(
+            fmt::format("podman runroot link {} exists and is not this run's; remove "
+                        "it (sealrun sweep)",
+                        layout.run_root_link));
+      ::unlinkat(dir.get(), name.c_str(), 0);
+    }
+    if (::symlinkat(layout.run_root.c_str(), dir.get(), name.c_str()) == 0) {
+      if (user.drop &&
+          ::fchownat(dir.get(), name.c_str(), user.uid, user.gid, AT_SYMLINK_NOFOLLOW) != 0)
+        return Error::from_errno(fmt::format("chown {}", layout.run_root_link));
+      return ok_status();
+    }
+    if (errno != ENOENT)
+      return Error::from_errno(
+          fmt::format("symlink {} -> {}", layout.run_root_link, layout.run_root));
+  }
+  return Error::make(fmt::format("symlink {}: its directory kept disappearing", layout.run_root_link));
+}
+
+// Removes the storage's runroot link (only if it points at this storage), then its directory if
+// that is now empty.
+void remove_runroot_link(const StorageLayout& layout, std::vector<std::string>& actions) {
+  auto dir = open_at(AT_FDCWD, layout.link_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
+  if (!dir) return;
+  std::string name = link_name(layout);
+  if (link_target(dir->get(), name) != layout.run_root) return;
+  if (::unlinkat(dir->get(), name.c_str(), 0) == 0)
+    actions.push_back(fmt::format("removed runroot link {}", layout.run_root_link));
+  else
+    actions.push_back(
+        fmt::format("remove runroot link {}: {}", layout.run_root_link, errno_text(errno)));
+  ::rmdir(layout.link_dir.c_str());  // fails while another storage's link is in it: fine
 }
 
 }  // namespace
@@ -136,23 +240,7 @@ Status prepare_storage(const StorageLayout& layout, const JobUser& user) {
     SEALRUN_TRY_CTX(make_dir_at(AT_FDCWD, dir, 0700), "podman storage");
     SEALRUN_TRY_CTX(chown_path(dir, user), "podman storage");
   }
-  // A link left by a killed run of this same owned root may be replaced; anything else is not ours.
-  struct stat st {};
-  if (::lstat(layout.run_root_link.c_str(), &st) == 0) {
-    std::error_code ec;
-    if (!S_ISLNK(st.st_mode) || fs::read_symlink(layout.run_root_link, ec) != layout.run_root)
-      return Error::make(
-          fmt::format("podman runroot link {} exists and is not this run's; remove "
-                      "it (sealrun sweep)",
-                      layout.run_root_link));
-    ::unlink(layout.run_root_link.c_str());
-  }
-  if (::symlink(layout.run_root.c_str(), layout.run_root_link.c_str()) != 0)
-    return Error::from_errno(
-        fmt::format("symlink {} -> {}", layout.run_root_link, layout.run_root));
-  // Owned by the job user so that fs.protected_symlinks lets it follow the link in sticky /tmp.
-  if (user.drop && ::lchown(layout.run_root_link.c_str(), user.uid, user.gid) != 0)
-    return Error::from_errno(fmt::format("chown {}", layout.run_root_link));
+  SEALRUN_TRY_CTX(make_runroot_link(layout, user), "podman storage");
   bool reachable = SEALRUN_TRY(job_user_can_access(user, layout, layout.run_root_link, "-w"));
   if (!reachable) {
     // Name the first directory on the way that denies the job user search permission.
@@ -202,6 +290,48 @@ Result<std::string> accessible_image_archive(const StorageLayout& layout, const 
   actions.push_back(fmt::format("copied image archive {} to {} (unreadable for {})", archive,
                                 layout.image_copy, user.name));
   return layout.image_copy;
+}
+
+Status ensure_runroot_link(const StorageLayout& layout, const JobUser& user) {
+  return make_runroot_link(layout, user);
+}
+
+Result<std::string> image_source(const JobUser& user, const StorageLayout& layout,
+                                 const std::string& archive, int64_t timeout_ms) {
+  // podman's transport references are "transport:path[:reference]".
+  if (archive.find(':') != std::string::npos)
+    return Error::make(fmt::format(
+        "{} contains ':', which podman's image reference syntax cannot carry; move it", archive));
+  std::string tar = SEALRUN_TRY(find_program("tar"));
+  auto listing = SEALRUN_TRY(
+      run_capture(as_job_user(user, layout, {tar, "-tf", archive}), timeout_ms, 1024 * 1024));
+  if (listing.timed_out || !listing.status.success())
+    return Error::make(fmt::format("tar -tf {}: {}: {}", archive,
+                                   listing.timed_out ? "timed out" : listing.status.describe(),
+                                   last_stderr_line(listing.err)));
+  bool oci = false;
+  for (size_t at = 0; at < listing.out.size() && !oci;) {
+    size_t end = listing.out.find('\n', at);
+    std::string_view member(listing.out.data() + at,
+                            (end == std::string::npos ? listing.out.size() : end) - at);
+    oci = member == "index.json" || member == "./index.json";
+    at = end == std::string::npos ? listing.out.size() : end + 1;
+  }
+  if (!oci) return "docker-archive:" + archive;
+  SEALRUN_TRY(make_dir_at(AT_FDCWD, layout.image_dir, 0700));
+  SEALRUN_TRY(chown_path(layout.image_dir, user));
+  // As the job user, into its own directory: a hostile member can reach nothing else, and GNU tar
+  // refuses ".." members and strips leading "/".
+  auto unpacked = SEALRUN_TRY(run_capture(
+      as_job_user(user, layout,
+                  {tar, "--no-same-owner", "--no-same-permissions", "-xf", archive, "-C",
+                   layout.image_dir}),
+      timeout_ms, 64 * 1024));
+  if (unpacked.timed_out || !unpacked.status.success())
+    return Error::make(fmt::format("unpack {}: {}: {}", archive,
+                                   unpacked.timed_out ? "timed out" : unpacked.status.describe(),
+                                   last_stderr_line(unpacked.err)));
+  return "oci:" + layout.image_dir.substr(layout.base.size() + 1);
 }
 
 Result<std::vector<MountSpec>> prepare_mounts(const ContainmentSpec& spec,
@@ -259,7 +389,7 @@ Result<std::vector<MountSpec>> prepare_mounts(const ContainmentSpec& spec,
 }
 
 Status remove_storage(const StorageLayout& layout, const JobUser& user, const HostFacts& facts,
-                      std::vector<std::string>& actions) {
+                      const std::string& not_before, std::vector<std::string>& actions) {
   std::error_code ec;
   if (!fs::exists(fs::symlink_status(layout.base, ec)) &&
       !fs::is_symlink(fs::symlink_status(layout.run_root_link, ec))) {
@@ -274,16 +404,8 @@ Status remove_storage(const StorageLayout& layout, const JobUser& user, const Ho
   actions.push_back(
       unshared ? fmt::format("podman unshare rm -rf {} {}: ok", layout.graph_root, layout.run_root)
                : fmt::format("podman unshare rm -rf: {}", unshared.error().message()));
-  stop_pause_process(layout, user, actions);
-  struct stat st {};
-  if (::lstat(layout.run_root_link.c_str(), &st) == 0 && S_ISLNK(st.st_mode) &&
-      fs::read_symlink(layout.run_root_link, ec) == layout.run_root) {
-    if (::unlink(layout.run_root_link.c_str()) == 0)
-      actions.push_back(fmt::format("removed runroot link {}", layout.run_root_link));
-    else
-      actions.push_back(
-          fmt::format("remove runroot link {}: {}", layout.run_root_link, errno_text(errno)));
-  }
+  stop_storage_processes(layout, user, not_before, actions);
+  remove_runroot_link(layout, actions);
   fs::remove_all(layout.base, ec);
   if (ec) {
     actions.push_back(fmt::format("remove {}: {}", layout.base, ec.message()));
@@ -291,6 +413,30 @@ Status remove_storage(const StorageLayout& layout, const JobUser& user, const Ho
   }
   actions.push_back(fmt::format("removed {}", layout.base));
   return ok_status();
+}
+
+std::vector<std::string> sweep_dangling_links(const std::string& link_dir) {
+  std::vector<std::string> actions;
+  auto dir = open_at(AT_FDCWD, link_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
+  if (!dir) return actions;
+  auto st = fstat_fd(dir->get(), link_dir);
+  if (!st || !check_trusted_dir(*st, link_dir, false)) {
+    actions.push_back(fmt::format("{}: not a directory sealrun can trust; left alone", link_dir));
+    return actions;
+  }
+  for (const std::string& name : list_dir_names(dir->get())) {
+    // Only names podman_argv makes: 16 hex digits.
+    if (name.size() != 16 || name.find_first_not_of("0123456789abcdef") != std::string::npos)
+      continue;
+    std::string target = link_target(dir->get(), name);
+    struct stat tst {};
+    if (target.empty() || ::lstat(target.c_str(), &tst) == 0) continue;  // in use, or not a link
+    if (::unlinkat(dir->get(), name.c_str(), 0) == 0)
+      actions.push_back(fmt::format("removed runroot link {}/{} (its storage {} is gone)",
+                                    link_dir, name, target));
+  }
+  ::rmdir(link_dir.c_str());  // fails while a live storage's link is in it: fine
+  return actions;
 }
 
 }  // namespace sealrun::podman

@@ -51,14 +51,33 @@ Result<std::string> accessible_image_archive(const StorageLayout& layout, const 
                                              const std::string& archive,
                                              std::vector<std::string>& actions);
 
+// What `podman pull` should read the (verified, accessible) archive from, with exactly one
+// transport: an OCI archive is unpacked as the job user into layout.image_dir and read as
+// "oci:image" — relative, so `podman pull` must run in layout.base: podman names the image after
+// the path, and refuses one with capitals — (podman unpacks OCI archives into /var/tmp whatever it
+// is told, where a killed run would leave them); a docker archive is read in place as
+// "docker-archive:FILE".
+Result<std::string> image_source(const JobUser& user, const StorageLayout& layout,
+                                 const std::string& archive, int64_t timeout_ms);
+
+// (Re)creates the storage's runroot link in its checked link directory.
+Status ensure_runroot_link(const StorageLayout& layout, const JobUser& user);
+
 // Applies decide_mount_action() to each mount; returns the mounts podman should bind.
 Result<std::vector<MountSpec>> prepare_mounts(const ContainmentSpec& spec,
                                               const StorageLayout& layout, const JobUser& user,
                                               std::vector<std::string>& actions);
 
-// Removes the storage: `podman unshare rm -rf` for files owned by subordinate ids, then the rest.
-// Each action is reported; failures are reported and returned as the error.
+// Removes the storage: `podman unshare rm -rf` for files owned by subordinate ids; the processes
+// still running from it (its pause process, and any podman, conmon or watchdog of the job user
+// with its XDG_RUNTIME_DIR that started no earlier than `not_before`, a /proc starttime — the
+// controller's); its runroot link; then the rest. Each action is reported; failures are reported
+// and returned as the error.
 Status remove_storage(const StorageLayout& layout, const JobUser& user, const HostFacts& facts,
-                      std::vector<std::string>& actions);
+                      const std::string& not_before, std::vector<std::string>& actions);
+
+// For sweep: removes the links in `link_dir` whose target is gone (a killed run's or probe's
+// runroot link, once its storage was removed), then the directory if it is empty.
+std::vector<std::string> sweep_dangling_links(const std::string& link_dir);
 
 }  // namespace sealrun::podman

@@ -60,6 +60,8 @@ std::vector<SweepStep> sweep_recorded_run(const GrantRecord& r, int64_t grace_ms
   std::vector<SweepStep> steps = resgroup::sweep_recorded(
       {r.group_backend, r.group_locators, r.id, r.controller_pid, r.controller_start}, grace_ms);
   if (r.job_pid > 0) steps.push_back(sweep_job_process(r));
+  // Recorded before a grant named a mechanism: no mechanism was given anything to make.
+  if (r.mechanism.empty() && r.mechanism_locators.empty()) return steps;
   auto kind = parse_mechanism_kind(r.mechanism);
   if (!kind) {
     steps.push_back({"mechanism " + r.mechanism,
@@ -72,7 +74,8 @@ std::vector<SweepStep> sweep_recorded_run(const GrantRecord& r, int64_t grace_ms
   MechanismContext ctx = context;
   if (!r.job_user.empty()) ctx.job_user = r.job_user;
   auto mechanism = make_mechanism(*kind, ctx);
-  for (auto& s : mechanism->sweep_leftovers({r.id, r.owned_root, r.job_user, r.mechanism_locators}))
+  for (auto& s : mechanism->sweep_leftovers(
+           {r.id, r.owned_root, r.job_user, r.mechanism_locators, r.controller_start}))
     steps.push_back(std::move(s));
   return steps;
 }

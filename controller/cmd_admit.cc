@@ -3,6 +3,7 @@
 // own digest and every pin without running anything (exit 0 when every check passed, 3 otherwise —
 // the same code `sealrun run` uses for a refused admission).
 #include <fmt/format.h>
+#include <sys/stat.h>
 
 #include <cstdio>
 #include <memory>
@@ -32,6 +33,8 @@ struct FreezeArgs {
 struct CheckArgs {
   std::string path;
   std::string sha256;
+  std::string state_dir = "sealrun-state";  // whose digest cache re-verifies unchanged trees
+  bool rehash = false;
   bool json = false;
 };
 
@@ -76,6 +79,12 @@ int run_freeze(FreezeArgs& args) {
   return kExitOk;
 }
 
+nlohmann::json pin_cache_json(const std::vector<PinCacheRecord>& records) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& r : records) out.push_back(pin_cache_to_json(r));
+  return out;
+}
+
 int run_check(const CheckArgs& args) {
   if (from_hex(args.sha256).value_or("").size() != 32) {
     print_error("admit check", fmt::format("--sha256 {}: expected 64 hex digits", args.sha256));
@@ -83,6 +92,13 @@ int run_check(const CheckArgs& args) {
   }
   admission::VerifyOptions options;
   options.toolchain_progress = terminal_progress("toolchain");
+  // The digest cache of an existing state directory (the one `run` would use); none otherwise.
+  struct stat st {};
+  if (::stat(args.state_dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+    options.digest_cache_state_dir = args.state_dir;
+  options.rehash = args.rehash;
+  std::vector<PinCacheRecord> pin_cache;
+  options.on_pin_cache = [&pin_cache](const PinCacheRecord& r) { pin_cache.push_back(r); };
   AdmitOutcome out = admission::admit(args.path, args.sha256, options);
   clear_progress_line();
   const admission::AdmissionReport& report = out.report;
@@ -94,11 +110,16 @@ int run_check(const CheckArgs& args) {
                           {"passed", report.all_passed()},
                           {"refusal", report.refusal ? nlohmann::json(report.refusal->message())
                                                      : nlohmann::json(nullptr)},
-                          {"checks", std::move(checks)}}));
+                          {"checks", std::move(checks)},
+                          {"pin_cache", pin_cache_json(pin_cache)}}));
   } else {
     for (const PinCheck& c : report.checks)
       fmt::print("{:<7} {}  expected {}  observed {}\n", admission::check_status_name(c.status),
                  c.target, c.expected, c.observed);
+    for (const PinCacheRecord& r : pin_cache)
+      fmt::print("cache   {}: {} ({} of {} files checked by stat, {} re-hashed){}\n", r.root,
+                 pin_cache_status_name(r.status), r.checked_by_stat, r.files, r.rehashed,
+                 r.reason.empty() ? "" : "; " + r.reason);
   }
   std::fflush(stdout);
   if (report.all_passed()) return kExitOk;
@@ -158,8 +179,14 @@ void register_admit(CLI::App& app, int* exit_code) {
   check->add_option("ADMISSION", c->path, "The admission file")->required();
   check->add_option("--sha256", c->sha256, "The SHA-256 the admission's exact bytes must have")
       ->required();
+  check->add_option("--state-dir", c->state_dir,
+                    "whose digest cache re-verifies unchanged pinned trees by a stat walk (used "
+                    "when the directory exists)")
+      ->capture_default_str();
+  check->add_flag("--rehash", c->rehash,
+                  "hash pinned trees in full instead of trusting the digest cache");
   check->add_flag("--json", c->json,
-                  "Print {admission, sha256, passed, refusal, checks[]} as JSON");
+                  "Print {admission, sha256, passed, refusal, checks[], pin_cache[]} as JSON");
   check->callback([c, exit_code] { *exit_code = run_check(*c); });
 }
 

@@ -24,14 +24,17 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// examples/hello next to the build directory holding this executable (build/sealrun), else the
+// examples/hello next to the build directory holding this executable (build/sealrun), or where
+// an install puts it (PREFIX/share/sealrun/examples/hello beside PREFIX/bin/sealrun), else the
 // source tree this binary was configured from.
 std::string find_example() {
   std::error_code ec;
   fs::path exe = fs::read_symlink("/proc/self/exe", ec);
   if (!ec) {
-    fs::path candidate = exe.parent_path().parent_path() / "examples" / "hello";
-    if (fs::is_directory(candidate / ".", ec)) return candidate.string();
+    fs::path above = exe.parent_path().parent_path();
+    for (const fs::path& candidate :
+         {above / "examples" / "hello", above / "share" / "sealrun" / "examples" / "hello"})
+      if (fs::is_directory(candidate / ".", ec)) return candidate.string();
   }
   return std::string(SEALRUN_SOURCE_DIR) + "/examples/hello";
 }

@@ -5,6 +5,8 @@
 
 #include <map>
 
+#include "attest/keys.h"
+#include "attest/provenance.h"
 #include "controller/commands.h"
 #include "controller/exit_codes.h"
 #include "controller/output.h"
@@ -49,35 +51,6 @@ void add_show(CLI::App& parent, int* exit_code) {
   });
 }
 
-void add_verify(CLI::App& parent, int* exit_code) {
-  auto* cmd = parent.add_subcommand(
-      "verify", "Recompute the receipt's digest and check its consistency (exit 0: all pass)");
-  auto path = std::make_shared<std::string>();
-  auto as_json = std::make_shared<bool>(false);
-  cmd->add_option("RECEIPT", *path, "receipt.json")->required();
-  cmd->add_flag("--json", *as_json, "one JSON object per check, in an array");
-  cmd->callback([=] {
-    auto bytes = load_bytes(*path);
-    auto findings = bytes ? receipt::verify_receipt_bytes(*bytes)
-                          : Result<std::vector<receipt::VerifyFinding>>(bytes.error());
-    if (!findings) {
-      print_error("receipt verify", findings.error());
-      *exit_code = kExitFailure;
-      return;
-    }
-    bool all = true;
-    json items = json::array();
-    for (const auto& f : *findings) {
-      all = all && f.pass;
-      items.push_back(
-          {{"check", f.check}, {"result", f.pass ? "pass" : "fail"}, {"detail", f.detail}});
-      if (!*as_json) fmt::print("{:<4}  {:<28} {}\n", f.pass ? "pass" : "FAIL", f.check, f.detail);
-    }
-    if (*as_json) print_json(items);
-    *exit_code = all ? kExitOk : kExitFailure;
-  });
-}
-
 void add_diff(CLI::App& parent, int* exit_code) {
   auto* cmd = parent.add_subcommand(
       "diff",
@@ -113,32 +86,47 @@ void add_diff(CLI::App& parent, int* exit_code) {
 
 void add_export(CLI::App& parent, int* exit_code) {
   auto* cmd = parent.add_subcommand(
-      "export", "Export a verified receipt as an in-toto Statement v1 with SLSA provenance v1");
+      "export",
+      "Export a receipt as an in-toto Statement v1 with SLSA provenance v1 (docs/build-type.md); "
+      "only a `built` receipt unless --include-failed");
   auto path = std::make_shared<std::string>();
+  auto include_failed = std::make_shared<bool>(false);
+  auto sign = std::make_shared<std::string>();
   cmd->add_option("RECEIPT", *path, "receipt.json")->required();
+  cmd->add_flag("--include-failed", *include_failed,
+                "export a receipt that is not `built` too (its state, exit and reason are "
+                "recorded, under sealrun's unsuccessful-builder id)");
+  cmd->add_option("--sign", *sign,
+                  "Ed25519 signing key: print a DSSE envelope (application/vnd.in-toto+json)");
+  // The statement is JSON already; the flag is accepted so scripts can pass it to every command.
+  auto as_json = std::make_shared<bool>(false);
+  cmd->add_flag("--json", *as_json, "the output is one JSON document (always)");
   cmd->callback([=] {
+    auto fail = [&](const Error& e) {
+      print_error("receipt export", e);
+      *exit_code = kExitFailure;
+    };
     auto bytes = load_bytes(*path);
-    if (!bytes) {
-      print_error("receipt export", bytes.error());
-      *exit_code = kExitFailure;
-      return;
-    }
+    if (!bytes) return fail(bytes.error());
     auto findings = receipt::verify_receipt_bytes(*bytes);
-    if (!findings) {
-      print_error("receipt export", findings.error());
-      *exit_code = kExitFailure;
-      return;
-    }
+    if (!findings) return fail(findings.error());
     for (const auto& f : *findings)
-      if (!f.pass) {
-        print_error("receipt export", fmt::format("the receipt does not verify ({}: {}); run "
-                                                  "`sealrun receipt verify` for details",
-                                                  f.check, f.detail));
-        *exit_code = kExitFailure;
-        return;
-      }
-    auto doc = parse_strict_json(*bytes);
-    print_json(receipt::to_in_toto(*doc));
+      if (!f.pass)
+        return fail(Error::make(fmt::format("the receipt does not verify ({}: {}); run `sealrun "
+                                            "receipt verify` for details",
+                                            f.check, f.detail)));
+    attest::ExportOptions opts;
+    opts.include_failed = *include_failed;
+    Result<std::string> out = Error::make("unreachable");
+    if (sign->empty()) {
+      out = attest::export_statement(*bytes, opts);
+    } else {
+      auto key = attest::load_signing_key(*sign);
+      if (!key) return fail(std::move(key).error().context("--sign"));
+      out = attest::export_signed_statement(*bytes, opts, *key);
+    }
+    if (!out) return fail(out.error());
+    fmt::print("{}", *out);
     *exit_code = kExitOk;
   });
 }
@@ -146,10 +134,12 @@ void add_export(CLI::App& parent, int* exit_code) {
 }  // namespace
 
 void register_receipt(CLI::App& app, int* exit_code) {
-  auto* cmd = app.add_subcommand("receipt", "Review receipts: show, verify, diff, export");
+  auto* cmd =
+      app.add_subcommand("receipt", "Review receipts: show, verify, diff, export, list");
   cmd->require_subcommand(1);
   add_show(*cmd, exit_code);
-  add_verify(*cmd, exit_code);
+  add_receipt_verify(*cmd, exit_code);
+  add_receipt_list(*cmd, exit_code);
   add_diff(*cmd, exit_code);
   add_export(*cmd, exit_code);
 }

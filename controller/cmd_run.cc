@@ -1,6 +1,7 @@
 // `sealrun run ADMISSION --sha256 HEX --id ID ...`: the main job (CONTRACT.md). A short summary
 // goes to stdout, and the receipt's path is always the last line of stdout when one was written.
 #include <fmt/format.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 #include <nlohmann/json.hpp>
@@ -10,6 +11,7 @@
 #include "controller/output.h"
 #include "controller/host_config.h"
 #include "controller/run_pipeline.h"
+#include "controller/state_dir.h"
 #include "core/syscall.h"
 
 namespace sealrun::cli {
@@ -50,12 +52,23 @@ void register_run(CLI::App& app, int* exit_code) {
       ->capture_default_str();
   cmd->add_option("--state-dir", req->state_dir, "holds owned/<id>/ and results/<id>/")
       ->capture_default_str();
+  cmd->add_option("--signing-key", req->signing_key,
+                  "Ed25519 key (sealrun key generate) to sign the receipt with; default: "
+                  "STATE/keys/sealrun.key when it exists, else the receipt is unsigned");
+  cmd->add_flag("--rehash", req->rehash,
+                "hash pinned trees in full instead of re-verifying unchanged files from the digest "
+                "cache (STATE/cache/digests; the cache is refreshed either way)");
   cmd->add_flag("--json", *json,
                 "print one JSON document (id, state, exit, reason, receipt_path, ...) on stdout");
   cmd->callback([=] {
     req->mode = *mode == "report-only" ? GrantMode::kReportOnly : GrantMode::kEnforcing;
     req->mechanism = parse_mechanism_kind(*mechanism);  // "auto": nullopt
     if (req->id.empty()) req->id = generated_run_id();
+    // Every temporary of the run (the admission's scratch copies, git's) goes where `sealrun
+    // sweep` finds it should this controller be killed: its own directory under the state
+    // directory, made by the run's first stage (docs/state-directory.md).
+    if (auto temp = run::controller_temp_dir(run::state_dir_path(req->state_dir)); temp)
+      ::setenv("TMPDIR", temp->c_str(), 1);
     run::RunOutcome o = run::run_pipeline(*req, run::default_pipeline_deps(mechanism_context()));
     const auto& r = o.receipt;
     *exit_code = o.exit_code;  // set first: a closed stdout below must not change it

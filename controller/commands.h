@@ -18,7 +18,12 @@ void register_demo(CLI::App& app, int* exit_code);
 void register_census(CLI::App& app, int* exit_code);
 void register_run(CLI::App& app, int* exit_code);
 void register_receipt(CLI::App& app, int* exit_code);
+// `receipt verify` and `receipt list`, added to the `receipt` sub-command.
+void add_receipt_verify(CLI::App& receipt, int* exit_code);
+void add_receipt_list(CLI::App& receipt, int* exit_code);
 void register_key(CLI::App& app, int* exit_code);  // controller/cmd_key.cc
 void register_runner(CLI::App& app, int* exit_code);  // remote/cmd_runner.cc
+// Hidden `__generate man|bash-completion`: walks `app` (the root, register it last) at run time.
+void register_generate(CLI::App& app, int* exit_code);
 
 }  // namespace sealrun::cli

@@ -11,6 +11,7 @@
 
 #include "controller/commands.h"
 #include "controller/exit_codes.h"
+#include "core/version.h"
 
 namespace {
 
@@ -26,6 +27,7 @@ int run_cli(CLI::App& app, int argc, char** argv) {
   sealrun::cli::register_sweep(app, &exit_code);
   sealrun::cli::register_key(app, &exit_code);
   sealrun::cli::register_runner(app, &exit_code);
+  sealrun::cli::register_generate(app, &exit_code);  // hidden; walks the commands above
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -56,7 +58,8 @@ int main(int argc, char** argv) {
     CLI::App app{"sealrun: hermetic, sandboxed build/run controller with provable receipts",
                  "sealrun"};
     app.require_subcommand(1);
-    app.set_version_flag("--version", "sealrun 0.1.0");
+    app.set_version_flag("--version",
+                         "sealrun " + sealrun::version_text(sealrun::sealrun_version()));
     return run_cli(app, argc, argv);
   } catch (const std::exception& e) {
     // Modules report failures as Results; an exception here is a bug (or memory exhaustion).

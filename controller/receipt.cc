@@ -1,12 +1,24 @@
-// Rendering a receipt: values → JSON, shrinking in named steps until it fits, then the digest.
-// The shrinking order keeps what an auditor needs most (the verdict, the stop, the cleanup, the
-// verifications and the command list) and gives up first what is only illustrative (output tails,
-// then census samples, then per-output detail).
+// Rendering a receipt: values → JSON, shrunk in named levels until it fits, then the digest.
+//
+// What may shrink is only what illustrates: stream tails, census samples, free text (argv
+// elements, notes, cleanup details, limit notes, the mechanisms tried), and how many outputs are
+// *listed*. What bears on the verdict (receipt_fields.h, FieldRole::kVerdict) is rendered whole at
+// every level: state, exit, reason, every verification with its result, the grant, the memory
+// limits and events, the guard, every command's exit, signal and stream digests, stop_confirmed,
+// every cleanup action with its result, not_finished, and outputs_total + outputs_list_sha256,
+// which pin the full output list however few outputs are listed. A job therefore cannot strip
+// its own receipt by leaving junk in /out: junk only pushes other junk out of the listing.
+//
+// Only when even the last level does not fit (thousands of cleanup entries under a 16 KiB cap,
+// say) does the last resort fold the passing entries of the verdict lists into counts, keeping
+// every failing entry it can, and say so in `truncated`.
 #include "controller/receipt.h"
 
 #include <algorithm>
+#include <set>
 
 #include "controller/receipt_fields.h"
+#include "controller/receipt_outputs.h"
 #include "fingerprint/sha256.h"
 
 namespace sealrun::receipt {
@@ -15,159 +27,314 @@ using nlohmann::json;
 
 namespace {
 
-json stream_json(const StreamRecord& s, size_t tail_bytes) {
-  return {{"sha256", s.sha256}, {"size", s.size}, {"tail", bounded_tail(s.tail, tail_bytes)}};
-}
+constexpr size_t kAll = static_cast<size_t>(-1);
 
 json opt_u64(const std::optional<uint64_t>& v) { return v ? json(*v) : json(nullptr); }
 
-// How much detail one rendering attempt keeps.
+// How much illustrative detail one rendering attempt keeps.
 struct Detail {
   size_t tail_bytes;
   size_t samples;
-  size_t outputs;       // per-output records kept (the rest summarised)
-  size_t string_bytes;  // cap on free-text fields (reason, observed, argv elements)
-  const char* cut;      // what this level gave up, for `truncated`
+  size_t outputs_bytes;  // budget for the listed outputs (compact JSON bytes); kAll: every one
+  size_t text_bytes;     // cap on free text that only explains
+  size_t argv_items;     // argv elements kept per command
+  size_t notes;          // notes kept
 };
 
 constexpr Detail kLevels[] = {
-    {kTailBytes, kMaxSamples, 100000, 4096, nullptr},
-    {1024, 64, 100000, 4096, "stdout/stderr tails shortened to 1024 bytes; samples thinned to 64"},
-    {128, 16, 1000, 1024,
-     "tails shortened to 128 bytes; samples thinned to 16; outputs listed up to 1000"},
-    {0, 4, 100, 256,
-     "tails dropped; samples thinned to 4; outputs listed up to 100; long strings cut to 256 "
-     "bytes"},
-    {0, 2, 10, 64,
-     "tails dropped; samples thinned to 2; outputs listed up to 10; long strings cut to 64 bytes"},
+    {kTailBytes, kMaxSamples, kAll, 4096, kAll, kAll},
+    {1024, 64, 512 * 1024, 4096, 256, 64},
+    {128, 16, 64 * 1024, 1024, 64, 16},
+    {0, 4, 8 * 1024, 256, 16, 4},
+    {0, 2, 0, 0, 4, 2},
 };
 
-std::string cut(const std::string& s, size_t max) {
-  if (s.size() <= max) return s;
-  return bounded_tail(s.substr(0, max), max) + "…";
-}
+// The cuts one rendering made, each said once in `truncated`.
+class Cuts {
+ public:
+  void add(std::string what) {
+    if (seen_.insert(what).second) list_.push_back(std::move(what));
+  }
+  std::vector<std::string> take() { return std::move(list_); }
 
-json to_json(const Receipt& r, const Detail& d, std::vector<std::string> truncated) {
-  json doc;
-  doc[field::kSchema] = kSchema;
-  doc[field::kId] = r.id;
-  doc[field::kState] = r.state;
-  doc[field::kExit] = r.exit;
-  doc[field::kReason] = cut(r.reason, d.string_bytes);
-  doc[field::kAdmissionSha256] = r.admission_sha256;
-  doc[field::kStarted] = r.started;
-  doc[field::kFinished] = r.finished;
+ private:
+  std::set<std::string> seen_;
+  std::vector<std::string> list_;
+};
 
-  json verifications = json::array();
-  for (const auto& v : r.verifications)
-    verifications.push_back({{"target", cut(v.target, d.string_bytes)},
-                             {"expected", cut(v.expected, d.string_bytes)},
-                             {"observed", cut(v.observed, d.string_bytes)},
-                             {"result", v.pass ? "pass" : "fail"}});
-  doc[field::kVerifications] = verifications;
+class Renderer {
+ public:
+  Renderer(const Receipt& r, const ListedOutputs& outputs) : r_(r), outputs_(outputs) {}
 
-  if (r.grant) {
-    doc[field::kGrant] = {
-        {"mechanism", r.grant->mechanism}, {"mode", r.grant->mode},
-        {"enforced", r.grant->enforced},   {"degraded", r.grant->degraded},
-        {"required", r.grant->required},   {"unenforced_required", r.grant->unenforced_required},
-        {"tried", r.grant->tried}};
-  } else {
-    doc[field::kGrant] = nullptr;
+  // The whole document at `d`. `summary` (the last resort) replaces the verdict lists by their
+  // failing entries (at most `keep_failing` of each) and counts.
+  json render(const Detail& d, bool summary = false, size_t keep_failing = kAll) {
+    d_ = d;
+    cuts_ = Cuts();
+    json doc;
+    doc[field::kSchema] = kSchema;
+    doc[field::kSealrunVersion] = r_.sealrun_version;
+    doc[field::kAdmission] = r_.admission;
+    doc[field::kSigning] = r_.signing;
+    doc[field::kId] = r_.id;
+    doc[field::kState] = r_.state;
+    doc[field::kExit] = r_.exit;
+    doc[field::kReason] = r_.reason;
+    doc[field::kAdmissionSha256] = r_.admission_sha256;
+    doc[field::kStarted] = r_.started;
+    doc[field::kFinished] = r_.finished;
+    doc[field::kVerifications] = verifications(doc, summary, keep_failing);
+    doc[field::kGrant] = grant();
+    doc[field::kCommands] = commands(doc, summary, keep_failing);
+    samples(doc);
+    doc[field::kGuard] = r_.guard ? json{{"name", r_.guard->name},
+                                         {"limit", r_.guard->limit},
+                                         {"observed", r_.guard->observed},
+                                         {"t_ms", r_.guard->t_ms}}
+                                  : json(nullptr);
+    doc[field::kMemory] = memory();
+    doc[field::kOwnedSpace] = owned_space();
+    doc[field::kPinCache] = r_.pin_cache;
+    doc[field::kSlurm] = r_.slurm;
+    doc[field::kOutputs] = list_outputs(summary ? 0 : d.outputs_bytes, cuts_);
+    doc[field::kOutputsTotal] = outputs_.recorded ? json(outputs_.total) : json(nullptr);
+    doc[field::kOutputsListSha256] = outputs_.recorded ? json(outputs_.list_sha256) : json(nullptr);
+    doc[field::kOutputsBytes] = r_.outputs_bytes;
+    doc[field::kNotFinished] = r_.not_finished;
+    doc[field::kStopConfirmed] = r_.stop_confirmed;
+    doc[field::kCleanup] = cleanup(doc, summary, keep_failing);
+    doc[field::kNotes] = notes(summary ? 0 : d.notes);
+    return doc;
   }
 
-  json commands = json::array();
-  for (const auto& c : r.commands) {
-    json argv = json::array();
-    for (const auto& a : c.argv) argv.push_back(cut(a, d.string_bytes));
-    commands.push_back({{"label", c.label},
-                        {"argv", argv},
-                        {"exit", c.exit ? json(*c.exit) : json(nullptr)},
-                        {"signal", c.signal},
-                        {"timed_out", c.timed_out},
-                        {"started", c.started},
-                        {"finished", c.finished},
-                        {"stdout", stream_json(c.stdout_record, d.tail_bytes)},
-                        {"stderr", stream_json(c.stderr_record, d.tail_bytes)}});
+  std::vector<std::string> take_cuts() { return cuts_.take(); }
+
+ private:
+  std::string text(const std::string& s) {
+    if (s.size() <= d_.text_bytes) return s;
+    if (d_.text_bytes == 0) {
+      cuts_.add("free text (argv elements, notes, cleanup details, limit notes, mechanisms tried) "
+                "dropped");
+      return "";
+    }
+    cuts_.add(
+        "free text (argv elements, notes, cleanup details, limit notes, mechanisms tried) "
+        "cut to " +
+        std::to_string(d_.text_bytes) + " bytes");
+    return bounded_tail(s.substr(0, d_.text_bytes), d_.text_bytes) + "…";
   }
-  doc[field::kCommands] = commands;
 
-  std::vector<Sample> samples = r.samples;
-  uint64_t dropped = r.samples_dropped + census::decimate_samples(samples, d.samples);
-  json sample_list = json::array();
-  for (const auto& s : samples)
-    sample_list.push_back({{"t_ms", s.t_ms},
-                           {"owned_bytes", s.owned_bytes},
-                           {"result_bytes", s.result_bytes},
-                           {"free_bytes", s.free_bytes}});
-  doc[field::kSamples] = sample_list;
-  doc[field::kSamplesDropped] = dropped;
+  // A verdict list: every entry, or (in the summary) the failing ones up to keep_failing, those
+  // `always` asks for, and counts of all.
+  template <typename T, typename Failed, typename Always, typename Render>
+  json verdict_list(const std::vector<T>& all, bool summary, size_t keep_failing, Failed failed,
+                    Always always, Render render, json& doc, std::string_view total_key,
+                    std::string_view failed_key, const char* name) {
+    json out = json::array();
+    size_t failing = 0, listed_failing = 0;
+    for (const auto& e : all) {
+      bool bad = failed(e);
+      failing += bad ? 1 : 0;
+      if (!summary || always(e)) {
+        out.push_back(render(e));
+      } else if (bad && listed_failing < keep_failing) {
+        ++listed_failing;
+        out.push_back(render(e));
+      }
+    }
+    if (summary) {
+      doc[total_key] = all.size();
+      doc[failed_key] = failing;
+      cuts_.add(std::string(name) + ": only failing entries listed (" + std::string(total_key) +
+                " and " + std::string(failed_key) + " count them all)");
+      if (listed_failing < failing && keep_failing != kAll)
+        cuts_.add(std::string(name) + ": at most " + std::to_string(keep_failing) +
+                  " failing entries listed");
+    }
+    return out;
+  }
 
-  doc[field::kGuard] = r.guard ? json{{"name", r.guard->name},
-                                {"limit", r.guard->limit},
-                                {"observed", r.guard->observed},
-                                {"t_ms", r.guard->t_ms}}
-                         : json(nullptr);
+  json verifications(json& doc, bool summary, size_t keep_failing) {
+    return verdict_list(
+        r_.verifications, summary, keep_failing, [](const Verification& v) { return !v.pass; },
+        [](const Verification&) { return false; },
+        [](const Verification& v) {
+          return json{{"target", v.target},
+                      {"expected", v.expected},
+                      {"observed", v.observed},
+                      {"result", v.pass ? "pass" : "fail"}};
+        },
+        doc, field::kVerificationsTotal, field::kVerificationsFailed, "verifications");
+  }
 
-  if (r.memory) {
+  json grant() {
+    if (!r_.grant) return nullptr;
+    const auto& g = *r_.grant;
+    json tried = json::array();
+    for (const auto& t : g.tried) tried.push_back(text(t));
+    return {{"mechanism", g.mechanism},
+            {"mode", g.mode},
+            {"enforced", g.enforced},
+            {"degraded", g.degraded},
+            {"required", g.required},
+            {"unenforced_required", g.unenforced_required},
+            {"tried", tried}};
+  }
+
+  json stream(const StreamRecord& s) {
+    if (s.tail.size() > d_.tail_bytes)
+      cuts_.add("stdout/stderr tails shortened to " + std::to_string(d_.tail_bytes) + " bytes");
+    if (s.cut)
+      cuts_.add(
+          "a job stream was read only up to its bound: its sha256 covers its last read_bytes "
+          "bytes (commands[].stdout/stderr.cut)");
+    return {{"sha256", s.sha256},
+            {"size", s.size},
+            {"read_bytes", s.read_bytes},
+            {"cut", s.cut},
+            {"tail", bounded_tail(s.tail, d_.tail_bytes)}};
+  }
+
+  json commands(json& doc, bool summary, size_t keep_failing) {
+    auto failed = [](const CommandRecord& c) {
+      return !c.exit || *c.exit != 0 || c.signal != 0 || c.timed_out;
+    };
+    // In the summary the job's own command stays listed, failing or not.
+    auto job = [](const CommandRecord& c) { return c.label == "job"; };
+    return verdict_list(
+        r_.commands, summary, keep_failing, failed, job,
+        [&](const CommandRecord& c) {
+          json argv = json::array();
+          size_t n = std::min(c.argv.size(), d_.argv_items);
+          for (size_t i = 0; i < n; ++i) argv.push_back(text(c.argv[i]));
+          if (n < c.argv.size())
+            cuts_.add("argv: at most " + std::to_string(d_.argv_items) + " elements listed");
+          return json{{"label", c.label},
+                      {"argv", argv},
+                      {"exit", c.exit ? json(*c.exit) : json(nullptr)},
+                      {"signal", c.signal},
+                      {"timed_out", c.timed_out},
+                      {"started", c.started},
+                      {"finished", c.finished},
+                      {"stdout", stream(c.stdout_record)},
+                      {"stderr", stream(c.stderr_record)}};
+        },
+        doc, field::kCommandsTotal, field::kCommandsFailed, "commands");
+  }
+
+  void samples(json& doc) {
+    std::vector<Sample> kept = r_.samples;
+    uint64_t thinned = census::decimate_samples(kept, d_.samples);
+    if (thinned > 0)
+      cuts_.add("samples thinned to " + std::to_string(d_.samples) + " (first, last, peak kept)");
+    json list = json::array();
+    for (const auto& s : kept)
+      list.push_back({{"t_ms", s.t_ms},
+                      {"owned_bytes", s.owned_bytes},
+                      {"result_bytes", s.result_bytes},
+                      {"free_bytes", s.free_bytes}});
+    doc[field::kSamples] = list;
+    doc[field::kSamplesDropped] = r_.samples_dropped + thinned;
+  }
+
+  json owned_space() {
+    if (!r_.owned_space) return nullptr;
+    const auto& o = *r_.owned_space;
+    json j = {{"kind", o.kind}, {"size_bytes", o.size_bytes}, {"inodes", o.inodes}};
+    if (!o.why_not.empty()) j["why_not"] = text(o.why_not);
+    return j;
+  }
+
+  json memory() {
+    if (!r_.memory) return nullptr;
+    const auto& m = *r_.memory;
     json limits = json::array();
-    for (const auto& l : r.memory->limits)
+    for (const auto& l : m.limits)
       limits.push_back({{"name", l.name},
                         {"requested", l.requested},
                         {"observed", opt_u64(l.observed)},
                         {"applied", l.applied},
-                        {"note", cut(l.note, d.string_bytes)},
+                        {"note", text(l.note)},
                         {"effective", opt_u64(l.effective)},
                         {"effective_set_by", l.effective_set_by}});
-    doc[field::kMemory] = {{"backend", r.memory->backend},
-                     {"limits", limits},
-                     {"peak_bytes", opt_u64(r.memory->peak_bytes)},
-                     {"swap_used_bytes", opt_u64(r.memory->swap_used_bytes)},
-                     {"events",
-                      {{"high", r.memory->events_high},
-                       {"max", r.memory->events_max},
-                       {"oom", r.memory->events_oom},
-                       {"oom_kill", r.memory->events_oom_kill}}}};
-  } else {
-    doc[field::kMemory] = nullptr;
+    return {{"backend", m.backend},
+            {"limits", limits},
+            {"peak_bytes", opt_u64(m.peak_bytes)},
+            {"swap_used_bytes", opt_u64(m.swap_used_bytes)},
+            {"events",
+             {{"high", m.events_high},
+              {"max", m.events_max},
+              {"oom", m.events_oom},
+              {"oom_kill", m.events_oom_kill}}}};
   }
 
-  json outputs = json::array();
-  size_t kept = std::min(d.outputs, r.outputs.size());
-  for (size_t i = 0; i < kept; ++i)
-    outputs.push_back({{"path", cut(r.outputs[i].path, d.string_bytes)},
-                       {"size", r.outputs[i].size},
-                       {"sha256", r.outputs[i].sha256}});
-  doc[field::kOutputs] = outputs;
-  if (kept < r.outputs.size()) {
-    // The full list is still pinned: its digest over "path\0size\0sha256\n" lines.
-    Sha256 all;
-    for (const auto& o : r.outputs)
-      all.update(o.path + '\0' + std::to_string(o.size) + '\0' + o.sha256 + '\n');
-    doc[field::kOutputsTotal] = r.outputs.size();
-    doc[field::kOutputsListSha256] = all.finish_hex();
-    truncated.push_back("outputs: " + std::to_string(r.outputs.size() - kept) + " of " +
-                        std::to_string(r.outputs.size()) + " not listed (see outputs_list_sha256)");
+  json list_outputs(size_t budget, Cuts& cuts) {
+    std::vector<size_t> chosen = outputs_.select(budget);
+    json list = json::array();
+    for (size_t i : chosen) list.push_back(outputs_.items[i]);
+    if (chosen.size() < outputs_.items.size())
+      cuts.add("outputs: " + std::to_string(chosen.size()) + " of " +
+               std::to_string(outputs_.items.size()) +
+               " listed, regular files first (outputs.jsonl holds them all; outputs_total and "
+               "outputs_list_sha256 pin it)");
+    return list;
   }
 
-  doc[field::kStopConfirmed] = r.stop_confirmed;
-  json cleanup = json::array();
-  for (const auto& c : r.cleanup)
-    cleanup.push_back({{"action", cut(c.action, d.string_bytes)},
-                       {"result", c.ok ? "ok" : "failed"},
-                       {"detail", cut(c.detail, d.string_bytes)}});
-  doc[field::kCleanup] = cleanup;
-  json notes = json::array();
-  for (const auto& n : r.notes) notes.push_back(cut(n, d.string_bytes));
-  doc[field::kNotes] = notes;
-  if (d.cut != nullptr) truncated.emplace_back(d.cut);
-  doc[field::kTruncated] = truncated;
-  return doc;
+  json cleanup(json& doc, bool summary, size_t keep_failing) {
+    return verdict_list(
+        r_.cleanup, summary, keep_failing, [](const CleanupAction& c) { return !c.ok; },
+        [](const CleanupAction&) { return false; },
+        [&](const CleanupAction& c) {
+          return json{
+              {"action", c.action}, {"result", c.ok ? "ok" : "failed"}, {"detail", text(c.detail)}};
+        },
+        doc, field::kCleanupTotal, field::kCleanupFailed, "cleanup");
+  }
+
+  json notes(size_t max) {
+    json out = json::array();
+    for (size_t i = 0; i < r_.notes.size() && i < max; ++i) out.push_back(text(r_.notes[i]));
+    if (max < r_.notes.size())
+      cuts_.add("notes: " + std::to_string(max) + " of " + std::to_string(r_.notes.size()) +
+                " kept");
+    return out;
+  }
+
+  const Receipt& r_;
+  const ListedOutputs& outputs_;
+  Detail d_{};
+  Cuts cuts_;
+};
+
+// The bytes of `doc`: indented for people when that fits `max_bytes`, else compact (the digest
+// covers the canonical compact form either way, so both spellings verify alike).
+std::string finish(json doc, std::vector<std::string> truncated, size_t max_bytes) {
+  doc[field::kTruncated] = std::move(truncated);
+  doc[field::kDigest] = {{"algorithm", "sha256"}, {"value", sha256_hex(digest_payload(doc))}};
+  std::string pretty = doc.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+  if (pretty.size() <= max_bytes) return pretty;
+  return doc.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
 }
 
-std::string finish(json doc) {
-  doc[field::kDigest] = {{"algorithm", "sha256"}, {"value", sha256_hex(digest_payload(doc))}};
-  return doc.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+// The last resort: every verdict-bearing value still present, the verdict lists folded into
+// counts with their failing entries, halving those until the receipt fits.
+std::string last_resort(const Receipt& r, Renderer& renderer, size_t max_bytes) {
+  const Detail& last = kLevels[std::size(kLevels) - 1];
+  std::string bytes;
+  for (size_t keep = kAll;; keep = keep == kAll ? 64 : keep / 2) {
+    json doc = renderer.render(last, /*summary=*/true, keep);
+    std::vector<std::string> cuts = renderer.take_cuts();
+    cuts.insert(cuts.begin(), "the receipt exceeded " + std::to_string(max_bytes) +
+                                  " bytes with every detail shed: passing entries are counted, "
+                                  "not listed");
+    if (keep == 0 && r.reason.size() > 1024) {
+      // Nothing else is left to give up; a reason this long is not one a person reads whole.
+      doc[field::kReason] = bounded_tail(r.reason.substr(0, 1024), 1024) + "…";
+      cuts.push_back("reason cut to 1024 bytes");
+    }
+    bytes = finish(std::move(doc), std::move(cuts), max_bytes);
+    if (bytes.size() <= max_bytes || keep == 0) return bytes;
+  }
 }
 
 }  // namespace
@@ -185,58 +352,20 @@ std::string bounded_tail(std::string_view bytes, size_t max) {
   while (start < bytes.size() && start < 3 &&
          (static_cast<unsigned char>(bytes[start]) & 0xC0) == 0x80)
     ++start;
-  std::string out(bytes.substr(start));
   // Invalid sequences are replaced when dumped (error_handler_t::replace).
-  return out;
+  return std::string(bytes.substr(start));
 }
 
 std::string render_receipt(const Receipt& r, size_t max_bytes) {
   max_bytes = std::max(max_bytes, kMinReceiptBytes);
+  ListedOutputs outputs(r);
+  Renderer renderer(r, outputs);
   for (const auto& level : kLevels) {
-    std::string bytes = finish(to_json(r, level, {}));
+    json doc = renderer.render(level);
+    std::string bytes = finish(std::move(doc), renderer.take_cuts(), max_bytes);
     if (bytes.size() <= max_bytes) return bytes;
   }
-  // Last resort: the verdict, the job command in brief and the cleanup summary. Every field the
-  // contract names is present; what was left out is counted.
-  Receipt minimal;
-  minimal.id = r.id.substr(0, 64);
-  minimal.state = r.state;
-  minimal.exit = r.exit;
-  minimal.reason = r.reason;
-  minimal.admission_sha256 = r.admission_sha256;
-  minimal.started = r.started;
-  minimal.finished = r.finished;
-  minimal.stop_confirmed = r.stop_confirmed;
-  minimal.notes.resize(std::min<size_t>(r.notes.size(), 4));
-  std::copy_n(r.notes.begin(), minimal.notes.size(), minimal.notes.begin());
-  uint64_t failed_commands = 0;
-  for (const auto& c : r.commands) {
-    bool failed = !c.exit || *c.exit != 0 || c.signal != 0 || c.timed_out;
-    failed_commands += failed ? 1 : 0;
-    if (minimal.commands.size() < 4 && (c.label == "job" || failed)) {
-      CommandRecord brief = c;
-      brief.argv.resize(std::min<size_t>(brief.argv.size(), 1));
-      brief.stdout_record.tail.clear();
-      brief.stderr_record.tail.clear();
-      minimal.commands.push_back(brief);
-    }
-  }
-  bool cleanup_ok =
-      std::all_of(r.cleanup.begin(), r.cleanup.end(), [](const CleanupAction& c) { return c.ok; });
-  minimal.cleanup.push_back(
-      {"cleanup summary (" + std::to_string(r.cleanup.size()) + " actions)", cleanup_ok, ""});
-  minimal.samples_dropped = r.samples_dropped + r.samples.size();
-  Detail last = kLevels[std::size(kLevels) - 1];
-  last.cut = nullptr;
-  json doc = to_json(minimal, last,
-                     {"everything but the verdict, the job command and the cleanup summary: the "
-                      "full receipt exceeded " +
-                      std::to_string(max_bytes) + " bytes"});
-  doc[field::kCommandsTotal] = r.commands.size();
-  doc[field::kCommandsFailed] = failed_commands;
-  doc[field::kVerificationsFailed] = std::count_if(r.verifications.begin(), r.verifications.end(),
-                                              [](const Verification& v) { return !v.pass; });
-  return finish(doc);
+  return last_resort(r, renderer, max_bytes);
 }
 
 }  // namespace sealrun::receipt

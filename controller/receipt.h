@@ -1,9 +1,12 @@
 // The receipt: the bounded record of one run that an auditor reads (CONTRACT.md "The receipt").
 // Built as plain values by the run pipeline, rendered as canonical JSON (sorted keys, no
 // insignificant whitespace) with a SHA-256 digest over everything but the digest itself, shrunk
-// to fit receipt_max_bytes (tails first, then samples, then per-output details; every cut is named
-// in `truncated`), and written atomically. receipt_verify() re-derives the digest and checks that
-// the record is internally consistent.
+// to fit receipt_max_bytes, and written atomically. Shrinking sheds only illustrative detail
+// (tails, samples, free text, the listing of outputs) and names every cut in `truncated`;
+// verdict-bearing fields (receipt_fields.h) stay whole, and the full output list stays pinned by
+// `outputs_total` and `outputs_list_sha256` (the digest of results/<id>/outputs.jsonl,
+// docs/receipt.md). receipt_verify() re-derives the digest and checks that the record is internally
+// consistent.
 #pragma once
 
 #include <cstdint>
@@ -27,9 +30,13 @@ struct Verification {
   bool pass = false;
 };
 
+// A stream the job wrote (its stdout or stderr), read only up to a bound: a job can ftruncate(2)
+// its own stdout to 100 GiB, and that must cost nothing to record.
 struct StreamRecord {
-  std::string sha256;  // of the whole stream
-  uint64_t size = 0;
+  std::string sha256;  // of the bytes read: the last `read_bytes` of the stream
+  uint64_t size = 0;   // apparent size (st_size) of the whole stream
+  uint64_t read_bytes = 0;
+  bool cut = false;  // read_bytes < size: the digest covers only the stream's end
   std::string tail;  // the last bytes, for a person (invalid UTF-8 replaced)
 };
 
@@ -76,16 +83,43 @@ struct GuardRecord {
   int64_t t_ms = 0;
 };
 
+// What kind of entry an output is. Directories are not outputs (they are implied by the paths).
+enum class OutputKind : uint8_t { kFile, kSymlink, kFifo, kSocket, kCharDevice, kBlockDevice };
+std::string_view output_kind_name(OutputKind kind);  // "file", "symlink", "fifo", ...
+
+// One entry the job left in /out. Names are raw bytes (a Linux name need not be UTF-8); the
+// rendering (output_json) records them losslessly.
 struct OutputRecord {
-  std::string path;  // relative to /out
-  uint64_t size = 0;
-  std::string sha256;
+  std::string path;    // raw bytes, relative to /out, '/'-separated
+  uint64_t size = 0;   // files: apparent size (st_size)
+  std::string sha256;  // files
+  OutputKind kind = OutputKind::kFile;
+  std::string hardlink_of;  // files: the first path (byte order) of the same inode, if not this
+  std::string target;       // symlinks: the raw target, never followed
+  std::string device;       // devices: "major:minor"
 };
+
+// An output as the receipt and results/<id>/outputs.jsonl spell it (docs/receipt.md): a name that
+// is valid UTF-8 as is; otherwise `<key>_b64` (base64 of the raw bytes) beside an escaped display
+// form under `<key>`. Symlinks: {path, kind, target}; files: {path, size, sha256[, hardlink_of]}.
+nlohmann::json output_json(const OutputRecord& output);
+// The exact bytes of outputs.jsonl for `outputs` (sorted by raw path bytes): one compact JSON
+// object per line, keys sorted, each line ending in "\n". Its SHA-256 is `outputs_list_sha256`.
+std::string output_list_bytes(const std::vector<OutputRecord>& outputs);
 
 struct CleanupAction {
   std::string action;
   bool ok = false;
   std::string detail;
+};
+
+// What the owned space was (CONTRACT.md, "Growth enforced by the kernel"): a file system of its
+// own, or a directory guarded by the walking census, and why not a file system when not.
+struct OwnedSpaceRecord {
+  std::string kind;  // "filesystem" | "directory"
+  uint64_t size_bytes = 0;
+  uint64_t inodes = 0;
+  std::string why_not;  // kind "directory": what the host lacked, else empty
 };
 
 struct Receipt {
@@ -102,10 +136,23 @@ struct Receipt {
   uint64_t samples_dropped = 0;
   std::optional<GuardRecord> guard;
   std::optional<MemoryRecord> memory;
+  std::optional<OwnedSpaceRecord> owned_space;  // null when no owned space was made
+  // Every output, sorted by raw path bytes; empty unless outputs_recorded. The receipt may list
+  // only some of them; outputs_total and outputs_list_sha256 always pin them all.
   std::vector<OutputRecord> outputs;
+  bool outputs_recorded = false;  // the whole list was recorded (and written to outputs.jsonl)
+  uint64_t outputs_bytes = 0;     // apparent bytes of the distinct regular files
+  std::vector<std::string> not_finished;  // post-run work that was interrupted or refused
   bool stop_confirmed = false;
   std::vector<CleanupAction> cleanup;
   std::vector<std::string> notes;  // warnings the run survived, census notes
+  nlohmann::json admission;        // receipt_admission.h; null when nothing was admitted
+  nlohmann::json sealrun_version;  // {version, commit, dirty}
+  nlohmann::json signing;          // {key_id, envelope} when the run signs its receipt, else null
+  // Where in a Slurm cluster the run happened (slurm_context.h), or null outside Slurm.
+  nlohmann::json slurm;
+  // How each pinned tree was verified (fingerprint/cached_tree.h pin_cache_to_json), in order.
+  nlohmann::json pin_cache = nlohmann::json::array();
 };
 
 // Renders, bounds and digests: the bytes to write (always <= max_bytes, and valid JSON).

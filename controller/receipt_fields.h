@@ -17,6 +17,8 @@ inline constexpr std::string_view kState = "state";
 inline constexpr std::string_view kExit = "exit";
 inline constexpr std::string_view kReason = "reason";
 inline constexpr std::string_view kAdmissionSha256 = "admission_sha256";
+inline constexpr std::string_view kAdmission = "admission";
+inline constexpr std::string_view kSigning = "signing";
 inline constexpr std::string_view kStarted = "started";
 inline constexpr std::string_view kFinished = "finished";
 inline constexpr std::string_view kVerifications = "verifications";
@@ -26,18 +28,29 @@ inline constexpr std::string_view kSamples = "samples";
 inline constexpr std::string_view kSamplesDropped = "samples_dropped";
 inline constexpr std::string_view kGuard = "guard";
 inline constexpr std::string_view kMemory = "memory";
+inline constexpr std::string_view kOwnedSpace = "owned_space";
+inline constexpr std::string_view kPinCache = "pin_cache";
+inline constexpr std::string_view kSlurm = "slurm";
 inline constexpr std::string_view kOutputs = "outputs";
 inline constexpr std::string_view kStopConfirmed = "stop_confirmed";
 inline constexpr std::string_view kCleanup = "cleanup";
 inline constexpr std::string_view kNotes = "notes";
 inline constexpr std::string_view kTruncated = "truncated";
 inline constexpr std::string_view kDigest = "digest";
-// Present only in a receipt that had to shed detail: what the shortened lists no longer show.
+// Every output, pinned however few the receipt lists: the count and the SHA-256 of
+// results/<id>/outputs.jsonl (null when no list was recorded: then the run is not built).
 inline constexpr std::string_view kOutputsTotal = "outputs_total";
 inline constexpr std::string_view kOutputsListSha256 = "outputs_list_sha256";
+inline constexpr std::string_view kOutputsBytes = "outputs_bytes";
+// Post-run work that was interrupted (signal, outer deadline) or refused (too many outputs...).
+inline constexpr std::string_view kNotFinished = "not_finished";
+// Present only in a receipt that had to shed detail: what the shortened lists no longer show.
 inline constexpr std::string_view kCommandsTotal = "commands_total";
 inline constexpr std::string_view kCommandsFailed = "commands_failed";
 inline constexpr std::string_view kVerificationsFailed = "verifications_failed";
+inline constexpr std::string_view kVerificationsTotal = "verifications_total";
+inline constexpr std::string_view kCleanupTotal = "cleanup_total";
+inline constexpr std::string_view kCleanupFailed = "cleanup_failed";
 }  // namespace field
 
 // JSON kinds a field may take, as a bit mask.
@@ -51,9 +64,13 @@ enum JsonKind : uint8_t {
 };
 
 enum class FieldRole : uint8_t {
-  kVerdict,  // bears on the verdict: kept whole however much the receipt must shrink
-  kRecord,   // detail an auditor reads; may be shortened (and `truncated` says so)
-  kTiming,   // differs between two runs of the same thing without meaning anything
+  // Bears on the verdict: kept whole at every shrinking level. Only a receipt that cannot fit its
+  // bound even then (receipt.cc, the last resort) folds the *passing* entries of a verdict list
+  // into counts (verifications_total, cleanup_total, commands_total and their *_failed), keeping
+  // every failing entry.
+  kVerdict,
+  kRecord,  // detail an auditor reads; may be shortened (and `truncated` says so)
+  kTiming,  // differs between two runs of the same thing without meaning anything
 };
 
 struct FieldSpec {
@@ -65,12 +82,16 @@ struct FieldSpec {
 
 inline constexpr FieldSpec kReceiptFields[] = {
     {field::kSchema, kJsonString, FieldRole::kVerdict, true},
-    {field::kSealrunVersion, kJsonObject, FieldRole::kRecord, false},
+    {field::kSealrunVersion, kJsonObject | kJsonNull, FieldRole::kRecord, false},
     {field::kId, kJsonString, FieldRole::kTiming, true},
     {field::kState, kJsonString, FieldRole::kVerdict, true},
     {field::kExit, kJsonInteger, FieldRole::kVerdict, true},
     {field::kReason, kJsonString, FieldRole::kVerdict, true},
     {field::kAdmissionSha256, kJsonString, FieldRole::kVerdict, true},
+    // What was admitted (command, env, limits, containment, inputs): kept whole when shrinking.
+    {field::kAdmission, kJsonObject | kJsonNull, FieldRole::kVerdict, false},
+    // Who signs it ({key_id}), or null: an unsigned receipt says so.
+    {field::kSigning, kJsonObject | kJsonNull, FieldRole::kVerdict, false},
     {field::kStarted, kJsonString, FieldRole::kTiming, true},
     {field::kFinished, kJsonString, FieldRole::kTiming, true},
     {field::kVerifications, kJsonArray, FieldRole::kVerdict, true},
@@ -80,17 +101,29 @@ inline constexpr FieldSpec kReceiptFields[] = {
     {field::kSamplesDropped, kJsonInteger, FieldRole::kTiming, true},
     {field::kGuard, kJsonObject | kJsonNull, FieldRole::kVerdict, true},
     {field::kMemory, kJsonObject | kJsonNull, FieldRole::kVerdict, true},
-    {field::kOutputs, kJsonArray, FieldRole::kVerdict, true},
+    // {kind: filesystem | directory, size_bytes, inodes[, why_not]}: how growth was bounded.
+    {field::kOwnedSpace, kJsonObject | kJsonNull, FieldRole::kVerdict, false},
+    // How each pinned tree was verified: from the digest cache by stat, or hashed (docs/digest-cache.md).
+    {field::kPinCache, kJsonArray, FieldRole::kRecord, false},
+    // The Slurm job, step and node the run belonged to (its environment's word), or null.
+    {field::kSlurm, kJsonObject | kJsonNull, FieldRole::kRecord, false},
+    // The listing is detail (it may be shortened); outputs_total and outputs_list_sha256 pin it.
+    {field::kOutputs, kJsonArray, FieldRole::kRecord, true},
     {field::kStopConfirmed, kJsonBool, FieldRole::kVerdict, true},
     {field::kCleanup, kJsonArray, FieldRole::kVerdict, true},
     {field::kNotes, kJsonArray, FieldRole::kRecord, false},
     {field::kTruncated, kJsonArray, FieldRole::kRecord, true},
     {field::kDigest, kJsonObject, FieldRole::kTiming, true},
-    {field::kOutputsTotal, kJsonInteger, FieldRole::kVerdict, false},
-    {field::kOutputsListSha256, kJsonString, FieldRole::kVerdict, false},
+    {field::kOutputsTotal, kJsonInteger | kJsonNull, FieldRole::kVerdict, true},
+    {field::kOutputsListSha256, kJsonString | kJsonNull, FieldRole::kVerdict, true},
+    {field::kOutputsBytes, kJsonInteger, FieldRole::kRecord, true},
+    {field::kNotFinished, kJsonArray, FieldRole::kVerdict, true},
     {field::kCommandsTotal, kJsonInteger, FieldRole::kVerdict, false},
     {field::kCommandsFailed, kJsonInteger, FieldRole::kVerdict, false},
     {field::kVerificationsFailed, kJsonInteger, FieldRole::kVerdict, false},
+    {field::kVerificationsTotal, kJsonInteger, FieldRole::kVerdict, false},
+    {field::kCleanupTotal, kJsonInteger, FieldRole::kVerdict, false},
+    {field::kCleanupFailed, kJsonInteger, FieldRole::kVerdict, false},
 };
 
 // Keys below the top level that are timings too (a diff leaves them out by default).

@@ -12,14 +12,17 @@
 #include <vector>
 
 #include "admission/admitted.h"
+#include "attest/keys.h"
 #include "census/census_thread.h"
 #include "containment/grant.h"
 #include "containment/grant_journal.h"
 #include "containment/mechanism.h"
+#include "containment/ownedfs/ownedfs.h"
 #include "containment/resgroup/resource_group.h"
 #include "controller/receipt.h"
 #include "controller/run_pipeline.h"
 #include "controller/run_plan.h"
+#include "controller/state_dir.h"
 #include "controller/stop_switch.h"
 #include "core/job_user.h"
 
@@ -51,12 +54,13 @@ inline StageStatus stage_fail(int exit_code, std::string reason) {
 // each thing it names is created, updated as the run acquires more (record before create).
 class RunJournal {
  public:
-  // Opens the journal and writes the first record (run id, controller, owned root). A journal
-  // that cannot be written is a warning, not a refusal: it narrows nothing.
-  void open(const std::string& state_dir, GrantRecord first, std::vector<std::string>& warnings);
-  // Changes the record and writes it again.
-  void update(const std::function<void(GrantRecord&)>& change,
-              std::vector<std::string>& warnings);
+  // Opens the journal below the held state directory and writes the first record (run id,
+  // controller, owned root). A journal that cannot be written is an error: nothing may be created
+  // that `sweep` could not find.
+  Status open(const StateDir& state, GrantRecord first);
+  // Changes the record and writes it again. The caller decides what a failure means: before
+  // something is created it must stop the run; after, it is a warning.
+  Status update(const std::function<void(GrantRecord&)>& change);
   bool recorded() const { return recorded_; }
   const GrantRecord& record() const { return record_; }
   Status forget();
@@ -92,6 +96,9 @@ struct RunContext {
   StopSwitch stop;
   std::optional<SignalWatch> watch;
 
+  // The key the receipt will be signed with (chosen before anything runs), or none.
+  std::optional<attest::SigningKey> signing_key;
+
   // Proven, in stage order.
   std::optional<admission::AuthenticatedAdmission> authenticated;
   std::optional<admission::AdmissionReport> admission_report;
@@ -100,8 +107,13 @@ struct RunContext {
   JobUser job_user;  // who the job runs as (the caller itself when not root)
 
   // Acquired, released by the cleanup stage.
+  std::optional<StateDir> state;  // checked and held from stage 0 on (state_dir.h)
+  std::string temp_dir;           // this controller's temporaries, <state>/tmp/<pid>.<start>
+  // What the mechanisms are made with: the deps' context, with this run's temporaries.
+  MechanismContext mechanism_context;
   std::string export_dir;  // a git or bundle source's verified export (outside the owned root)
   bool owned_claimed = false;
+  std::optional<ownedfs::OwnedFs> owned_fs;  // mounted over the owned root (run_owned_space.h)
   RunJournal journal;
   std::vector<std::unique_ptr<Mechanism>> mechanisms;
   Mechanism* chosen = nullptr;

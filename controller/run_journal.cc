@@ -5,29 +5,20 @@
 
 namespace sealrun::run {
 
-void RunJournal::open(const std::string& state_dir, GrantRecord first,
-                      std::vector<std::string>& warnings) {
+Status RunJournal::open(const StateDir& state, GrantRecord first) {
   record_ = std::move(first);
-  auto journal = GrantJournal::open(state_dir);
-  if (!journal) {
-    warnings.push_back("grant journal: " + journal.error().message());
-    return;
-  }
-  journal_.emplace(std::move(*journal));
-  if (auto st = journal_->record(record_); st)
-    recorded_ = true;
-  else
-    warnings.push_back("grant journal: " + st.error().message());
+  journal_.emplace(SEALRUN_TRY(GrantJournal::open_in(state.fd(), state.path())));
+  SEALRUN_TRY(journal_->record(record_));
+  recorded_ = true;
+  return ok_status();
 }
 
-void RunJournal::update(const std::function<void(GrantRecord&)>& change,
-                        std::vector<std::string>& warnings) {
+Status RunJournal::update(const std::function<void(GrantRecord&)>& change) {
   change(record_);
-  if (!journal_) return;
-  if (auto st = journal_->record(record_); st)
-    recorded_ = true;
-  else
-    warnings.push_back("grant journal: " + st.error().message());
+  if (!journal_) return Error::make("grant journal: not open");
+  SEALRUN_TRY(journal_->record(record_));
+  recorded_ = true;
+  return ok_status();
 }
 
 Status RunJournal::forget() {

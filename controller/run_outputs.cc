@@ -1,124 +1,87 @@
-// Outputs and logs: see run_outputs.h.
+// Logs and the output list: see run_outputs.h.
 #include "controller/run_outputs.h"
 
 #include <fcntl.h>
 #include <fmt/format.h>
-#include <stdio.h>  // renameat2
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <filesystem>
 
+#include "core/atomic_write.h"
 #include "core/syscall.h"
-#include "fingerprint/file_hash.h"
+#include "fingerprint/sha256.h"
 
 namespace sealrun::run {
 
-namespace fs = std::filesystem;
-
-Result<CollectedOutputs> collect_outputs(const std::string& output_dir, size_t max_entries) {
-  CollectedOutputs c;
-  std::error_code ec;
-  fs::recursive_directory_iterator it(output_dir, fs::directory_options::none, ec);
-  if (ec) return Error::with_errno(ec.value(), fmt::format("read outputs in {}", output_dir));
-  size_t seen = 0;
-  for (; it != fs::recursive_directory_iterator(); it.increment(ec)) {
-    if (ec) return Error::with_errno(ec.value(), fmt::format("walk outputs in {}", output_dir));
-    if (++seen > max_entries)
-      return Error::make(
-          fmt::format("{}: more than {} entries in the outputs", output_dir, max_entries));
-    std::string rel = fs::relative(it->path(), output_dir, ec).string();
-    auto st = lstat_at(AT_FDCWD, it->path().string());
-    if (!st) continue;  // vanished: the job has stopped, so only cleanup races here
-    if (S_ISDIR(st->st_mode)) continue;
-    if (S_ISREG(st->st_mode)) {
-      auto digest = hash_file(it->path().string());
-      if (!digest) return std::move(digest).error().context("hash output " + rel);
-      c.outputs.push_back({rel, digest->bytes, digest->sha256});
-      c.total_bytes += digest->bytes;
-    } else if (S_ISLNK(st->st_mode)) {
-      c.ignored.push_back(fmt::format("{} -> {} (symlink, not an output)", rel,
-                                      fs::read_symlink(it->path(), ec).string()));
-    } else {
-      c.ignored.push_back(fmt::format("{} (not a regular file, not an output)", rel));
-    }
-  }
-  std::sort(c.outputs.begin(), c.outputs.end(),
-            [](const auto& a, const auto& b) { return a.path < b.path; });
-  return c;
-}
-
 namespace {
 
-// Whether `path` is listed in the (sorted) manifest with exactly these bytes.
-bool is_unchanged(const Manifest& manifest, const std::string& path, uint64_t bytes,
-                  const std::string& sha256) {
-  auto it =
-      std::lower_bound(manifest.begin(), manifest.end(), path,
-                       [](const ManifestEntry& e, const std::string& p) { return e.path < p; });
-  return it != manifest.end() && it->path == path && it->bytes == bytes && it->sha256 == sha256;
+constexpr size_t kChunkBytes = 1 << 20;
+
+// Reads bytes [offset, offset + length) of `fd`, feeding each chunk to `sink`.
+Status read_range(int fd, uint64_t offset, uint64_t length, const std::string& what,
+                  const std::function<Status(std::string_view)>& sink) {
+  std::string buf(kChunkBytes, '\0');
+  uint64_t done = 0;
+  while (done < length) {
+    size_t want = static_cast<size_t>(std::min<uint64_t>(kChunkBytes, length - done));
+    ssize_t n = retry_eintr(
+        [&] { return ::pread(fd, buf.data(), want, static_cast<off_t>(offset + done)); });
+    if (n < 0) return Error::from_errno("read " + what);
+    if (n == 0) break;  // shorter than fstat said: what was read is what is recorded
+    SEALRUN_TRY(sink(std::string_view(buf.data(), static_cast<size_t>(n))));
+    done += static_cast<uint64_t>(n);
+  }
+  return ok_status();
 }
 
 }  // namespace
 
-Result<size_t> move_changed_files(const std::string& source_root, const Manifest& manifest,
-                                  const std::string& output_dir, size_t max_entries) {
-  std::error_code ec;
-  fs::recursive_directory_iterator it(source_root, fs::directory_options::none, ec);
-  if (ec) return Error::with_errno(ec.value(), "read the source copy " + source_root);
-  size_t seen = 0, moved = 0;
-  for (; it != fs::recursive_directory_iterator(); it.increment(ec)) {
-    if (ec) return Error::with_errno(ec.value(), "walk the source copy " + source_root);
-    if (++seen > max_entries)
-      return Error::make(fmt::format("{}: more than {} entries", source_root, max_entries));
-    auto st = lstat_at(AT_FDCWD, it->path().string());
-    if (!st || !S_ISREG(st->st_mode)) continue;  // the job has stopped: nothing else moves here
-    std::string rel = fs::relative(it->path(), source_root, ec).string();
-    auto digest = hash_file(it->path().string());
-    if (!digest) return std::move(digest).error().context("hash " + rel);
-    if (is_unchanged(manifest, rel, digest->bytes, digest->sha256)) continue;
-    fs::path target = fs::path(output_dir) / rel;
-    fs::create_directories(target.parent_path(), ec);
-    if (ec) return Error::with_errno(ec.value(), "mkdir for output " + rel);
-    // RENAME_NOREPLACE: a path the job also wrote under the output mount is not silently lost.
-    if (::renameat2(AT_FDCWD, it->path().c_str(), AT_FDCWD, target.c_str(), RENAME_NOREPLACE) != 0)
-      return Error::from_errno(fmt::format("move output {} out of the source copy", rel));
-    ++moved;
-  }
-  return moved;
-}
-
-Result<receipt::StreamRecord> summarise_stream(const std::string& path) {
+Result<receipt::StreamRecord> summarise_stream(int dirfd, const std::string& path,
+                                               uint64_t max_read) {
+  auto fd = SEALRUN_TRY(open_at(dirfd, path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK));
+  auto st = SEALRUN_TRY(fstat_fd(fd.get(), path));
+  if (!S_ISREG(st.st_mode)) return Error::make(path + " is not a regular file");
   receipt::StreamRecord r;
-  auto digest = SEALRUN_TRY(hash_file(path));
-  r.sha256 = digest.sha256;
-  r.size = digest.bytes;
-  auto fd = SEALRUN_TRY(open_at(AT_FDCWD, path, O_RDONLY | O_NOFOLLOW));
-  off_t start = static_cast<off_t>(
-      digest.bytes > receipt::kTailBytes ? digest.bytes - receipt::kTailBytes : 0);
-  if (::lseek(fd.get(), start, SEEK_SET) < 0) return Error::from_errno("seek " + path);
-  r.tail = SEALRUN_TRY(read_up_to(fd.get(), receipt::kTailBytes, path));
+  r.size = static_cast<uint64_t>(st.st_size);
+  uint64_t read = std::min(r.size, max_read);
+  uint64_t start = r.size - read;
+  Sha256 sha;
+  std::string tail;
+  SEALRUN_TRY(read_range(fd.get(), start, read, path, [&](std::string_view chunk) {
+    sha.update(chunk);
+    r.read_bytes += chunk.size();
+    tail.append(chunk);
+    if (tail.size() > 2 * receipt::kTailBytes) tail.erase(0, tail.size() - receipt::kTailBytes);
+    return ok_status();
+  }));
+  r.sha256 = sha.finish_hex();
+  r.cut = r.read_bytes < r.size;
+  r.tail =
+      tail.size() > receipt::kTailBytes ? tail.substr(tail.size() - receipt::kTailBytes) : tail;
   return r;
 }
 
-Result<uint64_t> keep_log_tail(const std::string& from, const std::string& to, uint64_t max_bytes) {
-  auto in = SEALRUN_TRY(open_at(AT_FDCWD, from, O_RDONLY | O_NOFOLLOW));
+Result<uint64_t> keep_log_tail(int from_dirfd, const std::string& from, int to_dirfd,
+                               const std::string& to, uint64_t max_bytes) {
+  auto in = SEALRUN_TRY(open_at(from_dirfd, from, O_RDONLY | O_NOFOLLOW | O_NONBLOCK));
   auto st = SEALRUN_TRY(fstat_fd(in.get(), from));
+  if (!S_ISREG(st.st_mode)) return Error::make(from + " is not a regular file");
   uint64_t size = static_cast<uint64_t>(st.st_size);
   uint64_t keep = std::min(size, max_bytes);
-  if (::lseek(in.get(), static_cast<off_t>(size - keep), SEEK_SET) < 0)
-    return Error::from_errno("seek " + from);
-  auto out = SEALRUN_TRY(open_at(AT_FDCWD, to, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0644));
+  auto out = SEALRUN_TRY(open_at(to_dirfd, to, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0644));
   uint64_t copied = 0;
-  while (copied < keep) {
-    auto chunk =
-        SEALRUN_TRY(read_up_to(in.get(), std::min<uint64_t>(keep - copied, 1 << 20), from));
-    if (chunk.empty()) break;
-    SEALRUN_TRY(write_all(out.get(), chunk, to));
+  SEALRUN_TRY(read_range(in.get(), size - keep, keep, from, [&](std::string_view chunk) {
     copied += chunk.size();
-  }
+    return write_all(out.get(), chunk, to);
+  }));
   return copied;
+}
+
+Status write_output_list(const StateDir& state, const std::string& results_root,
+                         const std::vector<receipt::OutputRecord>& outputs) {
+  return state.write_atomic(results_root + "/outputs.jsonl", receipt::output_list_bytes(outputs))
+      .context("write the output list");
 }
 
 }  // namespace sealrun::run

@@ -1,38 +1,36 @@
-// After the job: what it left in /out (the outputs, hashed), and its standard streams (hashed,
-// with a tail for the receipt, and a bounded copy kept beside the receipt).
+// After the job: its standard streams (digested and tailed for the receipt, a bounded copy kept
+// beside it) and the output list file. Reading is bounded by apparent size: a job can make its
+// own stdout 100 GiB with one ftruncate(2), and that must cost no more than a small log does.
+// The outputs themselves are walked by output_walk.h.
 #pragma once
 
 #include <string>
 #include <vector>
 
 #include "controller/receipt.h"
+#include "controller/state_dir.h"
 #include "core/result.h"
-#include "fingerprint/source.h"
 
 namespace sealrun::run {
 
-struct CollectedOutputs {
-  std::vector<receipt::OutputRecord> outputs;  // regular files, sorted by path
-  std::vector<std::string> ignored;            // other kinds, e.g. "link -> target (symlink)"
-  uint64_t total_bytes = 0;
-};
+// How much of a stream is read: its last 16 MiB at most. The receipt's digest covers those bytes
+// (StreamRecord::read_bytes, `cut` when that is not all of it), and the copy kept is their end.
+inline constexpr uint64_t kLogReadMaxBytes = 16ULL << 20;
 
-// Walks `output_dir` without following symlinks; hashes every regular file (race-checked).
-Result<CollectedOutputs> collect_outputs(const std::string& output_dir,
-                                         size_t max_entries = 100000);
+// Digest of the last `max_read` bytes, apparent size and tail of a log file the job wrote: `name`
+// in the directory `dirfd` (never a link).
+Result<receipt::StreamRecord> summarise_stream(int dirfd, const std::string& name,
+                                               uint64_t max_read = kLogReadMaxBytes);
 
-// Admission mounts.outputs_from "source": moves every regular file of `source_root` (the run's
-// private, writable copy of the source) that is new or differs from `manifest` (path, size,
-// SHA-256) to the same relative path under `output_dir`, where collect_outputs() then finds it
-// among the outputs. Returns how many were moved. A path taken in `output_dir` already (the job
-// wrote it to both places) is an error; symlinks and other kinds are left where they are.
-Result<size_t> move_changed_files(const std::string& source_root, const Manifest& manifest,
-                                  const std::string& output_dir, size_t max_entries = 100000);
+// Copies the last `max_bytes` of `from` (in `from_dirfd`) to `to` (a new file in `to_dirfd`),
+// neither of them a link. Returns the bytes copied.
+Result<uint64_t> keep_log_tail(int from_dirfd, const std::string& from, int to_dirfd,
+                               const std::string& to, uint64_t max_bytes);
 
-// Digest, size and tail of a log file the job wrote.
-Result<receipt::StreamRecord> summarise_stream(const std::string& path);
-
-// Copies the last `max_bytes` of `from` to `to` (a new file). Returns the bytes copied.
-Result<uint64_t> keep_log_tail(const std::string& from, const std::string& to, uint64_t max_bytes);
+// Writes results/<id>/outputs.jsonl: output_list_bytes(), atomically, beneath the held state
+// directory. The receipt's outputs_list_sha256 is the SHA-256 of the same bytes
+// (receipt_outputs.cc).
+Status write_output_list(const StateDir& state, const std::string& results_root,
+                         const std::vector<receipt::OutputRecord>& outputs);
 
 }  // namespace sealrun::run

@@ -8,11 +8,14 @@
 #include <filesystem>
 
 #include "controller/exit_codes.h"
+#include "controller/receipt_signing.h"
 #include "controller/run_dirs.h"
 #include "controller/run_stages.h"
+#include "controller/slurm_context.h"
 #include "core/atomic_write.h"
 #include "core/run_id.h"
 #include "core/syscall.h"
+#include "core/version.h"
 
 namespace sealrun::run {
 
@@ -20,7 +23,7 @@ namespace {
 
 // The state directory is made absolute once: mechanisms bind paths into other namespaces.
 RunLayout absolute_layout(const RunRequest& req) {
-  return layout_for(std::filesystem::absolute(req.state_dir).lexically_normal().string(), req.id);
+  return layout_for(state_dir_path(req.state_dir), req.id);
 }
 
 // Nothing was executed and nothing is left: the id is given back and the receipt goes to
@@ -43,16 +46,20 @@ RunOutcome write_receipt(RunContext& run) {
   RunOutcome o;
   o.exit_code = r.exit;
   std::string path = run.layout.receipt_path;
+  if (!run.state) {  // the state directory was refused (or never reached): nothing goes there
+    o.receipt = std::move(r);
+    return o;
+  }
   if (executed_nothing(run) || !run.owned_claimed) {
     if (!is_valid_run_id(run.req.id)) {  // no name to file it under: the message says it all
       o.receipt = std::move(r);
       return o;
     }
     if (run.owned_claimed) {
-      Status released = release_run_claim(run.layout, run.req.id);
+      Status released = release_run_claim(*run.state, run.layout, run.req.id);
       if (!released) run.warn("the run id could not be given back: " + released.error().message());
     }
-    auto refusal = refusal_receipt_path(run.layout.state_dir, run.req.id);
+    auto refusal = refusal_receipt_path(*run.state, run.req.id);
     if (!refusal) {
       o.message = "the receipt could not be written: " + refusal.error().message();
       o.receipt = std::move(r);
@@ -61,8 +68,16 @@ RunOutcome write_receipt(RunContext& run) {
     path = *refusal;
   }
   std::string bytes = receipt::render_receipt(r, run.receipt_max_bytes);
-  if (auto st = write_file_atomic(path, bytes, 0644); st) {
+  if (auto st = run.state->write_atomic(path, bytes, 0644); st) {
     o.receipt_path = path;
+    auto recorded = receipt::sign_and_record(*run.state, path, bytes,
+                                             run.signing_key ? &*run.signing_key : nullptr,
+                                             run.req.id, r.state);
+    if (!recorded) {
+      // The receipt stands, but what vouches for it (its signature, its ledger line) is missing.
+      o.message = "the receipt was written but not fully recorded: " + recorded.error().message();
+      o.exit_code = std::max(o.exit_code, static_cast<int>(kExitStopUnconfirmed));
+    }
   } else {
     o.message = "the receipt could not be written: " + st.error().message();
     o.exit_code = std::max(o.exit_code, static_cast<int>(kExitStopUnconfirmed));
@@ -77,7 +92,8 @@ RunContext::RunContext(RunRequest request, PipelineDeps d)
     : req(std::move(request)),
       deps(std::move(d)),
       layout(absolute_layout(req)),
-      started_ms(monotonic_ms()) {}
+      started_ms(monotonic_ms()),
+      mechanism_context(deps.mechanism_context) {}
 
 void RunContext::record_failure(const StageFailure& f) {
   if (f.exit_code > exit_) {
@@ -108,6 +124,7 @@ PipelineDeps default_pipeline_deps(const MechanismContext& context) {
   d.make_group = [](const std::string& id, const resgroup::GroupLimits& limits) {
     return resgroup::create_group(id, limits);
   };
+  d.probe_owned_fs = [] { return ownedfs::probe_ownedfs(); };
   return d;
 }
 
@@ -116,6 +133,11 @@ RunOutcome run_pipeline(const RunRequest& request, const PipelineDeps& deps) {
   run.receipt.id = request.id;
   run.receipt.admission_sha256 = request.sha256;
   run.receipt.started = utc_timestamp_now();
+  if (auto slurm = slurm_context(environ_map())) run.receipt.slurm = std::move(*slurm);
+  const SealrunVersion version = sealrun_version();
+  run.receipt.sealrun_version = {{"version", version.version},
+                                 {"commit", version.commit},
+                                 {"dirty", version.dirty}};
   // Before any thread exists: block the stop signals and watch them on a thread of our own. The
   // outer deadline is provisional until the admission's outer_s is known.
   run.watch.emplace(run.stop, run.started_ms + 1800 * 1000);

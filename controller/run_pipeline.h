@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "containment/ownedfs/ownedfs.h"
 #include "containment/mechanism_registry.h"
 #include "containment/resgroup/resource_group.h"
 #include "containment/spec.h"
@@ -28,6 +29,8 @@ struct RunRequest {
   MechanismChoice mechanism;  // nullopt: auto
   GrantMode mode = GrantMode::kEnforcing;
   std::string state_dir = "sealrun-state";
+  std::string signing_key;  // "": STATE/keys/sealrun.key if it exists, else unsigned
+  bool rehash = false;      // `--rehash`: pinned trees are hashed in full, not from the cache
 };
 
 struct RunOutcome {
@@ -46,6 +49,8 @@ struct PipelineDeps {
   std::function<Result<std::unique_ptr<resgroup::ResourceGroup>>(const std::string& run_id,
                                                                  const resgroup::GroupLimits&)>
       make_group;
+  // Whether the owned space can be a file system of its own here; unset: it stays a directory.
+  std::function<ownedfs::Availability()> probe_owned_fs;
 };
 PipelineDeps default_pipeline_deps(const MechanismContext& context);
 

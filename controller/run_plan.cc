@@ -65,13 +65,20 @@ resgroup::GroupLimits group_limits(const admission::Limits& l) {
   return {l.memory_high_bytes, l.memory_max_bytes, l.swap_max_bytes, l.pids_max};
 }
 
-census::CensusConfig census_config(const admission::Limits& l, const RunLayout& layout) {
+census::CensusConfig census_config(const admission::Limits& l, const RunLayout& layout,
+                                   const ownedfs::OwnedFs* fs, uint64_t owned_max_inodes) {
   census::CensusConfig c;
   c.owned_root = layout.owned_root;
   c.result_root = layout.results_root;
   c.interval_ms = static_cast<int64_t>(l.census_interval_ms);
   c.limits = {l.owned_max_bytes, l.result_max_bytes, l.free_min_bytes, l.ceiling_bytes,
-              l.reserve_bytes};
+              l.reserve_bytes, owned_max_inodes};
+  if (fs) {
+    c.owned_kind = census::OwnedKind::kFilesystem;
+    c.owned_dev = fs->device;
+    c.owned_reserved_inodes = fs->reserved_inodes;
+    c.free_root = layout.state_dir;  // the host filesystem that holds the image
+  }
   return c;
 }
 

@@ -8,6 +8,7 @@
 
 #include "admission/admitted.h"
 #include "census/census_thread.h"
+#include "containment/ownedfs/ownedfs.h"
 #include "containment/resgroup/resource_group.h"
 #include "containment/spec.h"
 #include "core/result.h"
@@ -35,6 +36,9 @@ std::map<std::string, std::string> job_environment(const admission::AdmissionDoc
 ContainmentSpec containment_spec(const admission::Admitted& admitted, const RunLayout& layout,
                                  const std::string& id, GrantMode mode);
 resgroup::GroupLimits group_limits(const admission::Limits& limits);
-census::CensusConfig census_config(const admission::Limits& limits, const RunLayout& layout);
+// The census of this run: the owned space walked as a directory, or (fs given) sampled with one
+// statfs as the file system of its own it is.
+census::CensusConfig census_config(const admission::Limits& limits, const RunLayout& layout,
+                                   const ownedfs::OwnedFs* fs, uint64_t owned_max_inodes);
 
 }  // namespace sealrun::run

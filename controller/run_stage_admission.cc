@@ -4,6 +4,8 @@
 #include <cctype>
 
 #include "controller/exit_codes.h"
+#include "controller/receipt_admission.h"
+#include "controller/receipt_signing.h"
 #include "controller/run_dirs.h"
 #include "controller/run_stages.h"
 #include "core/hex.h"
@@ -40,13 +42,31 @@ StageStatus stage_check_request(RunContext& run) {
                       fmt::format("--sha256 {:?}: expected 64 hexadecimal digits (the SHA-256 "
                                   "`sealrun admit freeze` printed for the admission)",
                                   run.req.sha256));
-  if (auto st = check_id_unused(run.layout, run.req.id); !st)
+  // Root writes below the state directory from here on: it must be one that only root (or the
+  // invoking user) can write, ancestors included, and it is held open from now on (state_dir.h).
+  auto state = StateDir::open(run.layout.state_dir);
+  if (!state) return stage_fail(kExitUsage, "--state-dir: " + state.error().message());
+  run.state.emplace(std::move(*state));
+  if (auto st = check_id_unused(*run.state, run.layout, run.req.id); !st)
     return stage_fail(kExitUsage, st.error().message());
-  if (GrantJournal::has_record(run.layout.state_dir, run.req.id))
+  auto key = receipt::choose_signing_key(run.req.signing_key, *run.state);
+  if (!key) return stage_fail(kExitUsage, "the signing key: " + key.error().message());
+  run.signing_key = std::move(*key);
+  run.receipt.signing = run.signing_key
+                            ? nlohmann::json{{"key_id", run.signing_key->key_id()},
+                                             {"envelope", "the receipt's name with .dsse.json"}}
+                            : nlohmann::json(nullptr);
+  if (GrantJournal::has_record_in(run.state->fd(), run.req.id))
     return stage_fail(kExitUsage,
                       fmt::format("run id {} has a grant record left by a killed run; run "
                                   "`sealrun sweep` first, or choose a new --id",
                                   run.req.id));
+  // This controller's temporaries live where `sweep` finds them if it is killed.
+  auto temp = controller_temp_dir(run.state->path());
+  if (Status made = temp ? make_temp_dir(*run.state, *temp) : Status(temp.error()); !made)
+    return stage_fail(kExitUsage, "--state-dir: " + made.error().message());
+  run.temp_dir = *temp;
+  run.mechanism_context.scratch_dir = run.temp_dir;
   return stage_ok();
 }
 
@@ -67,13 +87,18 @@ StageStatus stage_verify_pins(RunContext& run) {
   {
     // The source is verified on a private export (git, bundle) or snapshot (tree) that the job
     // then sees: exactly the bytes that were verified, whatever happens on the host afterwards.
-    auto dir = make_export_dir(run.layout.state_dir, run.req.id);
+    auto dir = make_export_dir(*run.state, run.req.id);
     if (!dir)
       return stage_fail(kExitContainmentUnavailable,
                         "cannot make the source export directory: " + dir.error().message());
     run.export_dir = *dir;
     options.source_export_dir = *dir + "/source";
   }
+  options.digest_cache_state_dir = run.layout.state_dir;
+  options.rehash = run.req.rehash;
+  options.on_pin_cache = [&run](const PinCacheRecord& r) {
+    run.receipt.pin_cache.push_back(pin_cache_to_json(r));
+  };
   size_t already = run.receipt.verifications.size();
   auto outcome = admission::verify_admission(std::move(*run.authenticated),
                                              std::move(*run.admission_report), options);
@@ -83,6 +108,11 @@ StageStatus stage_verify_pins(RunContext& run) {
     run.receipt.verifications.push_back(to_verification(outcome.report.checks[i]));
   if (!outcome.admitted) return stage_fail(kExitAdmissionRefused, refusal_reason(outcome.report));
   run.admitted.emplace(std::move(*outcome.admitted));
+  auto summary = receipt::admission_summary(*run.admitted);
+  if (summary)
+    run.receipt.admission = std::move(*summary);
+  else
+    run.warn("the receipt cannot list the admitted inputs: " + summary.error().message());
   return stage_ok();
 }
 

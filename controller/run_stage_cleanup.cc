@@ -6,6 +6,7 @@
 
 #include "controller/exit_codes.h"
 #include "controller/run_dirs.h"
+#include "controller/run_owned_space.h"
 #include "controller/run_stages.h"
 
 namespace sealrun::run {
@@ -20,6 +21,21 @@ void stop_census(RunContext& run) {
   if (auto trip = run.census->trip()) {
     run.receipt.guard = receipt::GuardRecord{trip->name, trip->limit, trip->observed, trip->t_ms};
     run.record_failure({kExitGuardTripped, "growth guard tripped: " + trip->describe()});
+  }
+  // A census that could not measure (ACCEPTANCE 32): in enforcing mode its guards did not hold,
+  // which stops the run like a trip; report-only mode records it and goes on.
+  if (auto failure = run.census->census_failure()) {
+    if (run.grant && run.grant->mode == GrantMode::kEnforcing) {
+      if (!run.receipt.guard)
+        run.receipt.guard =
+            receipt::GuardRecord{failure->name, failure->limit, failure->observed, failure->t_ms};
+      run.record_failure({kExitGuardTripped,
+                          "the growth census could not measure, so its guards do not hold: " +
+                              failure->describe()});
+    } else {
+      run.warn("the growth census could not measure (report-only mode: recorded, not stopped): " +
+               failure->describe());
+    }
   }
 }
 
@@ -88,12 +104,17 @@ void stage_cleanup(RunContext& run) {
   stop_census(run);
   stop_job_and_group(run);
   clean_mechanism(run);
-  if (run.owned_claimed)
-    run.cleanup_action("remove the owned root", remove_owned_root(run.layout, run.req.id),
+  remove_owned_space(run);
+  if (run.owned_claimed && !run.owned_fs)
+    run.cleanup_action("remove the owned root",
+                       remove_owned_root(*run.state, run.layout, run.req.id),
                        run.layout.owned_root);
   if (!run.export_dir.empty())
-    run.cleanup_action("remove the source export", remove_export_dir(run.export_dir),
+    run.cleanup_action("remove the source export", remove_export_dir(*run.state, run.export_dir),
                        run.export_dir);
+  if (!run.temp_dir.empty())
+    run.cleanup_action("remove the controller's temporaries",
+                       remove_temp_dir(*run.state, run.temp_dir), run.temp_dir);
   bool all_ok = true;
   for (const auto& c : run.receipt.cleanup) all_ok = all_ok && c.ok;
   bool confirmed = run.job == nullptr || run.receipt.stop_confirmed;

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include "controller/run_owned_space.h"
 #include "controller/exit_codes.h"
 #include "controller/run_dirs.h"
 #include "controller/run_stages.h"
@@ -13,13 +14,11 @@
 namespace sealrun::run {
 
 StageStatus stage_claim_owned_roots(RunContext& run) {
-  auto user = resolve_job_identity(run.deps.mechanism_context.job_user);
+  auto user = resolve_job_identity(run.mechanism_context.job_user);
   if (!user)
     return stage_fail(kExitContainmentUnavailable,
                       "no unprivileged identity to run the job as: " + user.error().message());
   run.job_user = *user;
-  if (auto st = ensure_state_dir(run.layout); !st)
-    return stage_fail(kExitUsage, "--state-dir: " + st.error().message());
   GrantRecord first;
   first.id = run.req.id;
   first.owner_uid = ::geteuid();
@@ -29,11 +28,16 @@ StageStatus stage_claim_owned_roots(RunContext& run) {
   first.job_user = user->drop ? user->name : "";
   first.owned_root = run.layout.owned_root;
   first.created_at = utc_timestamp_now();
-  run.journal.open(run.layout.state_dir, std::move(first), run.warnings);
-  if (auto st = claim_run_dirs(run.layout, run.req.id, *user); !st)
+  // Record before create: without a record, `sweep` could not find what follows.
+  if (auto st = run.journal.open(*run.state, std::move(first)); !st)
+    return stage_fail(kExitContainmentUnavailable,
+                      "the run cannot be recorded for `sealrun sweep`, so nothing is created: " +
+                          st.error().message());
+  if (auto st = claim_run_dirs(*run.state, run.layout, run.req.id); !st)
     return stage_fail(kExitUsage, st.error().message());
   run.owned_claimed = true;
-  if (auto st = prepare_job_dirs(run.layout, *user); !st)
+  make_owned_space(run);
+  if (auto st = prepare_job_dirs(*run.state, run.layout, *user); !st)
     return stage_fail(kExitContainmentUnavailable,
                       "cannot prepare the job's directories: " + st.error().message());
   // A writable source is the run's private copy (never the host's tree): the job's to change.
@@ -51,7 +55,7 @@ StageStatus stage_acquire_grant(RunContext& run) {
   if (!kinds) return stage_fail(kExitUsage, kinds.error().message());
   std::vector<Mechanism*> ranked;
   for (MechanismKind kind : *kinds) {
-    run.mechanisms.push_back(run.deps.make_mechanism(kind, run.deps.mechanism_context));
+    run.mechanisms.push_back(run.deps.make_mechanism(kind, run.mechanism_context));
     ranked.push_back(run.mechanisms.back().get());
   }
   GroupCapabilities groups;
@@ -79,12 +83,14 @@ StageStatus stage_acquire_grant(RunContext& run) {
   if (run.chosen == nullptr)
     return stage_fail(kExitContainmentUnavailable,
                       "the grant names mechanism " + g.mechanism + ", which was not asked");
-  run.journal.update(
-      [&](GrantRecord& r) {
-        r.mechanism = g.mechanism;
-        r.mechanism_locators = run.chosen->journal_locators(g.spec);
-      },
-      run.warnings);
+  auto recorded = run.journal.update([&](GrantRecord& r) {
+    r.mechanism = g.mechanism;
+    r.mechanism_locators = run.chosen->journal_locators(g.spec);
+  });
+  if (!recorded)  // what the mechanism makes could not be found by `sweep`: make nothing
+    return stage_fail(kExitContainmentUnavailable,
+                      "the grant could not be recorded for `sealrun sweep`: " +
+                          recorded.error().message());
   return stage_ok();
 }
 
@@ -104,12 +110,13 @@ StageStatus stage_create_group(RunContext& run) {
   }
   run.group = std::move(*group);
   // Recorded at once: the group exists from here on, and sweep must be able to find it.
-  run.journal.update(
-      [&](GrantRecord& r) {
+  // (Should this fail, sweep still finds the group by its name: sweep_stray_groups.)
+  if (auto st = run.journal.update([&](GrantRecord& r) {
         r.group_backend = std::string(resgroup::backend_name(run.group->backend()));
         r.group_locators = run.group->locators();
-      },
-      run.warnings);
+      });
+      !st)
+    run.warn("grant journal: " + st.error().message());
   receipt::MemoryRecord memory;
   memory.backend = std::string(resgroup::backend_name(run.group->backend()));
   auto readback = run.group->read_back();

@@ -18,26 +18,32 @@ Status write_file_atomic(const std::string& path, std::string_view bytes, mode_t
   std::string name = target.filename().string();
   if (name.empty() || name == "." || name == "..")
     return Error::make(fmt::format("{}: not a file path", path));
-
   auto dirfd = SEALRUN_TRY(open_at(AT_FDCWD, dir, O_RDONLY | O_DIRECTORY));
+  return write_file_atomic_in(dirfd.get(), name, bytes, mode, path);
+}
+
+Status write_file_atomic_in(int dirfd, const std::string& name, std::string_view bytes, mode_t mode,
+                            const std::string& what) {
+  if (name.empty() || name == "." || name == ".." || name.find('/') != std::string::npos)
+    return Error::make(fmt::format("{}: not a file name", what));
   std::random_device rd;
   std::string tmp = fmt::format(".{}.tmp-{}-{:08x}", name, ::getpid(), rd());
-  auto fd = SEALRUN_TRY(open_at(dirfd.get(), tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode));
+  auto fd = SEALRUN_TRY(open_at(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode));
 
   auto fail = [&](Error e) -> Status {
-    ::unlinkat(dirfd.get(), tmp.c_str(), 0);
-    return std::move(e).context(fmt::format("write {} atomically", path));
+    ::unlinkat(dirfd, tmp.c_str(), 0);
+    return std::move(e).context(fmt::format("write {} atomically", what));
   };
   if (auto st = write_all(fd.get(), bytes, tmp); !st) return fail(std::move(st).error());
   if (::fchmod(fd.get(), mode) != 0) return fail(Error::from_errno("fchmod " + tmp));
   if (::fsync(fd.get()) != 0) return fail(Error::from_errno("fsync " + tmp));
   // close(2) can report a deferred write error (NFS, quota); treat it as a failure.
   if (::close(fd.release()) != 0) return fail(Error::from_errno("close " + tmp));
-  if (::renameat(dirfd.get(), tmp.c_str(), dirfd.get(), name.c_str()) != 0)
+  if (::renameat(dirfd, tmp.c_str(), dirfd, name.c_str()) != 0)
     return fail(Error::from_errno(fmt::format("rename {} to {}", tmp, name)));
-  if (::fsync(dirfd.get()) != 0)
-    return Error::from_errno(fmt::format("fsync directory {}", dir))
-        .context(fmt::format("write {} atomically", path));
+  if (::fsync(dirfd) != 0)
+    return Error::from_errno(fmt::format("fsync the directory of {}", what))
+        .context(fmt::format("write {} atomically", what));
   return ok_status();
 }
 

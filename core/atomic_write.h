@@ -16,5 +16,8 @@ namespace sealrun {
 // Atomically replaces (or creates) `path` with `bytes`. On any failure the temporary is removed and
 // the previous file, if any, is untouched.
 Status write_file_atomic(const std::string& path, std::string_view bytes, mode_t mode = 0644);
+// The same for the file `name` (no '/') in the directory `dirfd`; `what` names it in errors.
+Status write_file_atomic_in(int dirfd, const std::string& name, std::string_view bytes, mode_t mode,
+                            const std::string& what);
 
 }  // namespace sealrun

@@ -354,8 +354,14 @@ Result<Child> spawn(const SpawnOptions& o) {
 }
 
 Result<Captured> run_capture(SpawnOptions options, int64_t timeout_ms, size_t max_output) {
-  auto out_pipe = SEALRUN_TRY(make_pipe(O_NONBLOCK));
-  auto err_pipe = SEALRUN_TRY(make_pipe(O_NONBLOCK));
+  // Only our read ends are non-blocking: the child's write ends share a file description with
+  // its stdout and stderr, and a child whose writes fail with EAGAIN when the pipe fills (a long
+  // listing) would be a different program from the one run on a terminal.
+  auto out_pipe = SEALRUN_TRY(make_pipe());
+  auto err_pipe = SEALRUN_TRY(make_pipe());
+  for (const UniqueFd* end : {&out_pipe.read_end, &err_pipe.read_end})
+    if (::fcntl(end->get(), F_SETFL, ::fcntl(end->get(), F_GETFL) | O_NONBLOCK) != 0)
+      return Error::from_errno("make the output pipe non-blocking");
   options.stdout_fd = out_pipe.write_end.get();
   options.stderr_fd = err_pipe.write_end.get();
   auto child = SEALRUN_TRY(spawn(options));

@@ -7,8 +7,10 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
+#include "core/hex.h"
 #include "core/syscall.h"
 #include "fingerprint/mapped_hash.h"
 
@@ -68,10 +70,16 @@ Result<OpenedRegularFile> open_regular_at(int dirfd, const std::string& name,
     if (errno == ELOOP) return not_regular(display, S_IFLNK);
     return Error::from_errno(fmt::format("open {}", display));
   }
-  OpenedRegularFile file{UniqueFd(fd), {}};
-  if (::fstat(fd, &file.st) != 0) return Error::from_errno(fmt::format("fstat {}", display));
+  return adopt_opened_regular(UniqueFd(fd), display, walked->st_dev, walked->st_ino);
+}
+
+Result<OpenedRegularFile> adopt_opened_regular(UniqueFd fd, const std::string& display, dev_t dev,
+                                               ino_t ino) {
+  OpenedRegularFile file{std::move(fd), {}};
+  if (::fstat(file.fd.get(), &file.st) != 0)
+    return Error::from_errno(fmt::format("fstat {}", display));
   if (!S_ISREG(file.st.st_mode)) return not_regular(display, file.st.st_mode);
-  if (file.st.st_dev != walked->st_dev || file.st.st_ino != walked->st_ino)
+  if (file.st.st_dev != dev || file.st.st_ino != ino)
     return Error::make(fmt::format(
         "{} was replaced while it was being opened; hash it again once it is no longer changing",
         display));
@@ -84,11 +92,24 @@ Result<uint64_t> FileHasher::read_into_digest(int fd, uint64_t size, const std::
                                               const AfterFirstChunkHook& hook) {
   uint64_t total = 0;
   bool first_chunk = true;
+  last_read_missed_cache_ = false;
   // Stop once the size fstat reported is read: the identity check afterwards catches a file that
   // grew meanwhile, so the read(2) that would only confirm EOF is not needed. An empty file still
   // gets one read, since a pseudo-file (procfs) reports 0 and yet has bytes.
   while (total < size || total == 0) {
-    ssize_t n = retry_eintr([&] { return ::read(fd, buffer_.get(), kChunkBytes); });
+    ssize_t n = -1;
+    if (first_chunk) {
+      // The first read tries RWF_NOWAIT: EAGAIN instead of waiting for the disk tells the pool
+      // that reads are missing the page cache (it then asks for readahead on the files it opens
+      // next), at no cost for a cached file. Any other refusal of the flag (EOPNOTSUPP on a file
+      // system without non-blocking reads) just means reading the ordinary way.
+      struct iovec iov {
+        buffer_.get(), kChunkBytes
+      };
+      n = retry_eintr([&] { return ::preadv2(fd, &iov, 1, -1, RWF_NOWAIT); });
+      if (n < 0) last_read_missed_cache_ = errno == EAGAIN;
+    }
+    if (n < 0) n = retry_eintr([&] { return ::read(fd, buffer_.get(), kChunkBytes); });
     if (n < 0) return Error::from_errno(fmt::format("read {}", display));
     if (n == 0) break;
     sha_.update(buffer_.get(), static_cast<size_t>(n));
@@ -103,25 +124,33 @@ Result<uint64_t> FileHasher::read_into_digest(int fd, uint64_t size, const std::
 
 Result<FileDigest> FileHasher::hash_opened(const OpenedRegularFile& file,
                                            const std::string& display,
-                                           const AfterFirstChunkHook& hook) {
+                                           const AfterFirstChunkHook& hook,
+                                           std::atomic<uint64_t>* progress_bytes) {
   const int fd = file.fd.get();
   const uint64_t size = static_cast<uint64_t>(file.st.st_size);
   Result<uint64_t> hashed = size;
+  uint64_t reported = 0;  // bytes already added to *progress_bytes
   if (size >= kMapThresholdBytes) {
-    Status mapped = hash_mapped(fd, size, sha_, display, kChunkBytes, hook);
+    last_read_missed_cache_ = false;
+    Status mapped = hash_mapped(fd, size, sha_, display, kChunkBytes, hook, progress_bytes);
     if (!mapped.ok() && mapped.error().err() == ENODEV)
       hashed = read_into_digest(fd, size, display, hook);  // cannot be mapped: nothing hashed yet
     else if (!mapped.ok())
       hashed = std::move(mapped).error();
+    else
+      reported = size;
   } else {
     hashed = read_into_digest(fd, size, display, hook);
   }
+  if (hashed.ok() && progress_bytes != nullptr && *hashed > reported)
+    progress_bytes->fetch_add(*hashed - reported, std::memory_order_relaxed);
   if (!hashed.ok()) {
     (void)sha_.finish();  // leave the context clean for the next file
     return std::move(hashed).error();
   }
   const uint64_t total = *hashed;
-  FileDigest digest{sha_.finish_hex(), total};
+  const auto raw = sha_.finish();
+  FileDigest digest{to_hex(raw.data(), raw.size()), total, raw};
 
   struct stat after {};
   if (::fstat(fd, &after) != 0) return Error::from_errno(fmt::format("fstat {}", display));

@@ -5,6 +5,8 @@
 
 #include <sys/stat.h>
 
+#include <array>
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -19,6 +21,7 @@ namespace sealrun {
 struct FileDigest {
   std::string sha256;  // lower-case hex
   uint64_t bytes = 0;
+  std::array<uint8_t, 32> raw{};  // the same digest as bytes
 };
 
 // Test seam: called once after the first chunk was read (lets a test rewrite the file mid-hash).
@@ -43,6 +46,12 @@ Result<OpenedRegularFile> open_regular_at(int dirfd, const std::string& name,
                                           const std::string& display,
                                           const struct stat* walked = nullptr);
 
+// The checks open_regular_at() makes after its open, for a descriptor opened otherwise
+// (open_beneath.h): fstat(2) it, refuse anything but a regular file, and require the inode
+// (dev, ino) that was looked at.
+Result<OpenedRegularFile> adopt_opened_regular(UniqueFd fd, const std::string& display, dev_t dev,
+                                               ino_t ino);
+
 // Reusable per-thread hashing state: one digest context and one read buffer, so that a tree of
 // tens of thousands of small files costs no allocation per file. Not thread-safe; one per thread.
 class FileHasher {
@@ -56,9 +65,14 @@ class FileHasher {
 
   FileHasher();
   // Hashes the file through `file.fd` to its end and compares its identity with `file.st`
-  // afterwards; a change is an error naming `display`.
+  // afterwards; a change is an error naming `display`. `progress_bytes` (may be null) grows as
+  // bytes are hashed: per mapped window for a large file, at the end for a small one.
   Result<FileDigest> hash_opened(const OpenedRegularFile& file, const std::string& display,
-                                 const AfterFirstChunkHook& hook = {});
+                                 const AfterFirstChunkHook& hook = {},
+                                 std::atomic<uint64_t>* progress_bytes = nullptr);
+  // Whether the last file hashed through read(2) was not in the page cache when its first read
+  // was made (tried with RWF_NOWAIT first, so a cached file costs no extra system call).
+  bool last_read_missed_cache() const { return last_read_missed_cache_; }
 
  private:
   // Feeds the file to sha_ through read(2) until `size` bytes (or EOF); returns the bytes read.
@@ -67,6 +81,7 @@ class FileHasher {
 
   Sha256 sha_;
   std::unique_ptr<char[]> buffer_;
+  bool last_read_missed_cache_ = false;
 };
 
 }  // namespace sealrun

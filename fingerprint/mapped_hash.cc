@@ -60,6 +60,14 @@ void install_sigbus_handler_once() {
   });
 }
 
+// The digest reads the mapping in steps of this many bytes, each step with the next one's cache
+// lines prefetched. Measured (bench/README.md): the hardware prefetchers stop at every 4 KiB page
+// of a mapping, so SHA-256 straight from the page cache ran at 65% of its speed on data already in
+// the CPU cache; prefetching the next 64 KiB brings that to 80-90%. A prefetch never faults (an
+// unmapped or vanished page is skipped), so it needs no guard of its own.
+constexpr size_t kPrefetchStepBytes = 64 * 1024;
+constexpr size_t kCacheLineBytes = 64;
+
 // Hashes [data, data + len); false if a page of it vanished (SIGBUS) while it was read.
 bool hash_guarded(Sha256& sha, const char* data, size_t len) {
   BusGuard guard{data, data + len, {}};
@@ -69,7 +77,13 @@ bool hash_guarded(Sha256& sha, const char* data, size_t len) {
   }
   t_active_guard = &guard;
   std::atomic_signal_fence(std::memory_order_seq_cst);  // guard visible before the first access
-  sha.update(data, len);
+  for (size_t at = 0; at < len; at += kPrefetchStepBytes) {
+    const size_t step = std::min(kPrefetchStepBytes, len - at);
+    const size_t ahead_end = std::min(len, at + step + kPrefetchStepBytes);
+    for (size_t line = at + step; line < ahead_end; line += kCacheLineBytes)
+      __builtin_prefetch(data + line);
+    sha.update(data + at, step);
+  }
   std::atomic_signal_fence(std::memory_order_seq_cst);
   t_active_guard = nullptr;
   return true;
@@ -86,7 +100,8 @@ struct Mapping {
 }  // namespace
 
 Status hash_mapped(int fd, uint64_t size, Sha256& sha, const std::string& display,
-                   size_t first_chunk_bytes, const std::function<void()>& after_first_chunk) {
+                   size_t first_chunk_bytes, const std::function<void()>& after_first_chunk,
+                   std::atomic<uint64_t>* progress_bytes) {
   install_sigbus_handler_once();
   auto shrunk = [&] {
     return Error::make(fmt::format(
@@ -113,6 +128,7 @@ Status hash_mapped(int fd, uint64_t size, Sha256& sha, const std::string& displa
       after_first_chunk();
     }
     if (!hash_guarded(sha, data + done, window.len - done)) return shrunk();
+    if (progress_bytes != nullptr) progress_bytes->fetch_add(window.len, std::memory_order_relaxed);
   }
   return ok_status();
 }

@@ -8,6 +8,7 @@
 // handler passes any SIGBUS it does not own to the action that was there before.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -27,7 +28,9 @@ inline constexpr size_t kMapWindowBytes = 16 * 1024 * 1024;
 // `size` while it was read is an error naming `display`; on any error `sha` holds garbage and
 // must be reset by the caller — except errno ENODEV: the file system cannot map files (FUSE with
 // direct I/O, say), which shows at the first window, before any byte reached `sha`.
+// `progress_bytes` (may be null) grows by each window's size once it is hashed.
 Status hash_mapped(int fd, uint64_t size, Sha256& sha, const std::string& display,
-                   size_t first_chunk_bytes, const std::function<void()>& after_first_chunk);
+                   size_t first_chunk_bytes, const std::function<void()>& after_first_chunk,
+                   std::atomic<uint64_t>* progress_bytes = nullptr);
 
 }  // namespace sealrun

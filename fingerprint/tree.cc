@@ -13,7 +13,9 @@
 #include <optional>
 #include <vector>
 
+#include "core/hex.h"
 #include "core/syscall.h"
+#include "fingerprint/digest_cache.h"
 #include "fingerprint/sha256.h"
 #include "fingerprint/tree_json.h"
 #include "fingerprint/tree_walk.h"
@@ -80,7 +82,11 @@ void format_record(const TreeEntry& e, std::string& line) {
     line += ',';
     tree_json::append_uint_field(line, "bytes", e.bytes);
     line += ",\"sha256\":\"";
-    line += e.sha256;
+    static constexpr char kHex[] = "0123456789abcdef";
+    for (uint8_t b : e.sha256) {
+      line += kHex[b >> 4];
+      line += kHex[b & 0xf];
+    }
     line += '"';
   } else if (e.kind == EntryKind::kSymlink) {
     line += ',';
@@ -102,30 +108,24 @@ Result<UniqueFd> open_root(const std::string& root) {
   return Error::with_errno(err, fmt::format("open directory {}", root));
 }
 
+// The records in the walk's order: "." first, then by raw path bytes (tree_order.h).
+Result<TreeSummary> write_records(const WalkedTree& tree, InventorySink& sink) {
+  SEALRUN_TRY(sink.append(kHeader));
+  std::string line;
+  for (const TreeEntry* e : tree.order) {
+    format_record(*e, line);
+    SEALRUN_TRY(sink.append(line));
+  }
+  SEALRUN_TRY(sink.flush());
+  return TreeSummary{sink.finish_hex(), tree.order.size(), tree.regular_bytes};
+}
+
 Result<TreeSummary> inventory(const std::string& root, InventorySink& sink,
                               const TreeOptions& options,
                               const std::optional<WalkExclusion>& exclude) {
   auto root_fd = SEALRUN_TRY(open_root(root));
   auto tree = SEALRUN_TRY(walk_and_hash(root_fd.get(), root, options, exclude));
-
-  // "." first, then everything else by raw bytes (std::string compares as unsigned char), so
-  // "a.b" (0x2e) comes before "a/b" (0x2f) and a name with byte 0xff after every ASCII name.
-  std::vector<const TreeEntry*> order;
-  order.reserve(tree.entries.size());
-  for (size_t i = 1; i < tree.entries.size(); ++i) order.push_back(&tree.entries[i]);
-  std::sort(order.begin(), order.end(),
-            [](const TreeEntry* a, const TreeEntry* b) { return a->path < b->path; });
-
-  SEALRUN_TRY(sink.append(kHeader));
-  std::string line;
-  format_record(tree.entries[0], line);
-  SEALRUN_TRY(sink.append(line));
-  for (const TreeEntry* e : order) {
-    format_record(*e, line);
-    SEALRUN_TRY(sink.append(line));
-  }
-  SEALRUN_TRY(sink.flush());
-  return TreeSummary{sink.finish_hex(), tree.entries.size(), tree.regular_bytes};
+  return write_records(tree, sink);
 }
 
 }  // namespace
@@ -170,6 +170,24 @@ Result<TreeSummary> write_tree_inventory(const std::string& root, const std::str
 Result<TreeSummary> tree_digest(const std::string& root, const TreeOptions& options) {
   InventorySink sink;
   return inventory(root, sink, options, std::nullopt).context("fingerprint tree");
+}
+
+Result<DigestedTree> tree_digest_keeping_walk(const std::string& root, const TreeOptions& options,
+                                              const DigestCacheContent* cache) {
+  auto root_fd = SEALRUN_TRY_CTX(open_root(root), "fingerprint tree");
+  DigestedTree out;
+  out.tree = SEALRUN_TRY_CTX(walk_and_hash(root_fd.get(), root, options, std::nullopt, cache),
+                             "fingerprint tree");
+  if (out.tree.unchanged) {
+    // Every record is the one the cache's digest was taken over, and there is no other: the
+    // inventory's bytes, and so its digest, are the cache's.
+    out.summary = TreeSummary{to_hex(cache->tree_sha256.data(), cache->tree_sha256.size()),
+                              out.tree.entries, out.tree.regular_bytes};
+    return out;
+  }
+  InventorySink sink;
+  out.summary = SEALRUN_TRY_CTX(write_records(out.tree, sink), "fingerprint tree");
+  return out;
 }
 
 }  // namespace sealrun

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "core/result.h"
+#include "fingerprint/hash_progress.h"
 
 namespace sealrun {
 
@@ -20,9 +21,16 @@ struct TreeSummary {
 };
 
 struct TreeOptions {
-  unsigned threads = 0;  // 0: one per online CPU
-  // Called from one thread now and then while hashing: bytes hashed so far, bytes in all.
+  unsigned threads = 0;  // 0: one hashing thread per CPU this process may run on
+  // Called on the calling thread about every 200 ms while walking and hashing, and once at the
+  // end: the full picture (hash_progress.h; ProgressLine turns it into a terminal line).
+  std::function<void(const HashProgress&)> on_progress;
+  // The older, smaller form: bytes hashed so far and bytes in all. Called only once the walk is
+  // complete, so that `total_bytes` never changes and done * 100 / total never runs backwards.
   std::function<void(uint64_t done_bytes, uint64_t total_bytes)> progress;
+  // The clock a hashed file's stamp records as the moment it was hashed (file_stamp.h). Empty:
+  // coarse real time, which is what makes the digest cache's rule sound. A test seam only.
+  std::function<int64_t()> stamp_clock;
 };
 
 // Writes the inventory of `root` to `out_path`, which must not exist yet (O_EXCL), and returns

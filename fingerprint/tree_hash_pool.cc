@@ -1,82 +1,215 @@
-// The hashing thread pool of the tree walk: see tree_hash_pool.h. Each worker owns one FileHasher
-// (digest context + read buffer) for its whole life, so hashing a small file costs no allocation.
+// The opening and hashing threads of the tree walk: see tree_hash_pool.h. Each hashing thread
+// owns one FileHasher (digest context + read buffer) for its whole life, so hashing a small file
+// costs no allocation.
 #include "fingerprint/tree_hash_pool.h"
+
+#include <fcntl.h>
 
 #include <algorithm>
 
-namespace sealrun {
+#include "fingerprint/file_stamp.h"
+#include "fingerprint/open_beneath.h"
 
-HashPool::HashPool(unsigned threads, size_t capacity) : capacity_(std::max<size_t>(capacity, 1)) {
+namespace sealrun {
+namespace {
+
+bool smaller(const HashPool::Job& a, const HashPool::Job& b) { return a.size < b.size; }
+
+// How long the readahead hint stays on after the last read that missed the page cache, in files
+// hashed: long enough to cover what was opened ahead, short enough that a tree whose cold part
+// is over soon stops paying for the hint.
+constexpr int kColdScoreOnMiss = 2 * static_cast<int>(HashPool::kReadyHigh);
+
+// The readahead hint covers what read(2) hashes (files below the mapping threshold) and the start
+// of a mapped one, whose further pages the kernel's own readahead fetches as the mapping is read.
+constexpr off_t kHintBytes = FileHasher::kMapThresholdBytes;
+
+// Files opened by the opening thread before it hands them over, so that the hashing threads see
+// the first of a batch early and the lock is taken once per few files rather than once per file.
+constexpr size_t kHandOver = 8;
+
+}  // namespace
+
+HashPool::HashPool(int root_fd, const std::string& root_display, unsigned threads,
+                   std::function<int64_t()> stamp_clock)
+    : root_fd_(root_fd), root_display_(root_display), stamp_clock_(std::move(stamp_clock)) {
   if (threads <= 1) return;
-  workers_.reserve(threads - 1);
-  for (unsigned i = 1; i < threads; ++i) workers_.emplace_back([this] { work(); });
+  threads_.reserve(threads + 1);
+  threads_.emplace_back([this] { open_ahead(); });
+  for (unsigned i = 0; i < threads; ++i)
+    threads_.emplace_back([this] {
+      FileHasher hasher;
+      hash_ready(hasher);
+    });
 }
 
 HashPool::~HashPool() {
+  cancel();
+  stop_threads();
+}
+
+void HashPool::submit(const Job& job) {
+  bool wake = false;
   {
     std::lock_guard lock(mu_);
-    queue_.clear();  // closes the queued descriptors
+    if (failed()) return;
+    if (job.size >= FileHasher::kMapThresholdBytes) {
+      large_.push_back(job);
+      std::push_heap(large_.begin(), large_.end(), smaller);
+    } else {
+      small_.push_back(job);
+    }
+    // The opening thread sleeps only with nothing to open or enough opened.
+    wake = opening_ == 0 && ready_.size() < kReadyLow && large_.size() + small_.size() == 1;
   }
-  stop_workers();
+  if (wake) room_.notify_one();
 }
 
-bool HashPool::submit(Job job) {
-  if (failed()) return false;
-  if (workers_.empty()) {
-    run(job, caller_hasher_);
-    return !failed();
-  }
-  std::optional<Job> own;
+void HashPool::walk_finished() {
   {
     std::lock_guard lock(mu_);
-    if (failed()) return false;
-    queue_.push_back(std::move(job));
-    if (queue_.size() > capacity_) own = take_smallest_locked();
+    walk_done_ = true;
   }
-  not_empty_.notify_one();
-  // Full: the walker hashes the smallest job rather than sleeping. The smallest, so that the
-  // workers still have plenty queued when it comes back to walking.
-  if (own) run(*own, caller_hasher_);
-  return !failed();
+  room_.notify_all();
+  opened_.notify_all();
+  all_done_.notify_all();
 }
 
-std::optional<HashPool::Job> HashPool::take_smallest_locked() {
-  if (queue_.empty()) return std::nullopt;
-  auto smallest = std::min_element(queue_.begin(), queue_.end(), [](const Job& a, const Job& b) {
-    return a.file.st.st_size < b.file.st.st_size;
-  });
-  Job job = std::move(*smallest);
-  queue_.erase(smallest);
-  return job;
+void HashPool::cancel() {
+  {
+    std::lock_guard lock(mu_);
+    failed_.store(true, std::memory_order_relaxed);
+    large_.clear();
+    small_.clear();
+    ready_.clear();  // closes the descriptors opened ahead
+  }
+  room_.notify_all();
+  opened_.notify_all();
+  all_done_.notify_all();
 }
 
-void HashPool::work() {
-  FileHasher hasher;
+bool HashPool::all_done_locked() const {
+  if (failed()) return true;
+  return walk_done_ && large_.empty() && small_.empty() && ready_.empty() && opening_ == 0 &&
+         hashing_ == 0;
+}
+
+bool HashPool::take_waiting_locked(Job& out) {
+  if (!large_.empty()) {
+    std::pop_heap(large_.begin(), large_.end(), smaller);
+    out = large_.back();
+    large_.pop_back();
+    return true;
+  }
+  if (!small_.empty()) {
+    out = small_.front();
+    small_.pop_front();
+    return true;
+  }
+  return false;
+}
+
+void HashPool::open_ahead() {
+  std::vector<Job> batch;
+  std::vector<Opened> done;
   std::unique_lock lock(mu_);
   for (;;) {
-    not_empty_.wait(lock, [&] { return !queue_.empty() || closing_; });
-    if (queue_.empty()) return;  // closing and nothing left
-    Job job = std::move(queue_.front());
-    queue_.pop_front();
-    ++busy_;
+    room_.wait(lock, [&] {
+      return failed() || closing_ ||
+             (ready_.size() < kReadyLow && !(large_.empty() && small_.empty())) ||
+             (walk_done_ && large_.empty() && small_.empty());
+    });
+    if (failed() || closing_ || (large_.empty() && small_.empty())) break;
+    batch.clear();
+    Job job;
+    while (ready_.size() + batch.size() < kReadyHigh && take_waiting_locked(job))
+      batch.push_back(job);
+    opening_ = batch.size();
     lock.unlock();
-    if (!failed()) run(job, hasher);
-    job.file.fd.reset();
+    const bool hint = cold_score_.load(std::memory_order_relaxed) > 0;
+    for (size_t i = 0; i < batch.size(); ++i) {
+      if (failed()) break;
+      if (auto o = open(batch[i], hint)) done.push_back(std::move(*o));
+      if (done.size() == kHandOver || i + 1 == batch.size()) {
+        {
+          std::lock_guard hand(mu_);
+          for (auto& o : done) ready_.push_back(std::move(o));
+          opening_ -= std::min(opening_, done.size());
+        }
+        done.clear();
+        opened_.notify_all();
+      }
+    }
     lock.lock();
-    --busy_;
-    if (queue_.empty() && busy_ == 0) idle_.notify_all();
+    opening_ = 0;
+  }
+  lock.unlock();
+  opened_.notify_all();
+  all_done_.notify_all();
+}
+
+void HashPool::hash_ready(FileHasher& hasher) {
+  std::unique_lock lock(mu_);
+  for (;;) {
+    opened_.wait(lock,
+                 [&] { return failed() || closing_ || !ready_.empty() || all_done_locked(); });
+    if (failed() || closing_ || ready_.empty()) break;
+    Opened job = std::move(ready_.front());
+    ready_.pop_front();
+    ++hashing_;
+    const bool wake_opener = ready_.size() + 1 == kReadyLow;
+    lock.unlock();
+    if (wake_opener) room_.notify_one();
+    hash(job, hasher);
+    job.file.fd.reset();  // closes the descriptor before the next file is taken
+    lock.lock();
+    --hashing_;
+    if (all_done_locked()) {
+      lock.unlock();
+      all_done_.notify_all();
+      opened_.notify_all();  // the other hashing threads: the end
+      lock.lock();
+    }
   }
 }
 
-void HashPool::run(Job& job, FileHasher& hasher) {
-  auto digest = hasher.hash_opened(job.file, job.display);
+std::optional<HashPool::Opened> HashPool::open(const Job& j, bool hint) {
+  const int64_t now = stamp_clock_ ? stamp_clock_() : coarse_realtime_ns();
+  const std::string display = tree_entry_display(root_display_, j.entry->path);
+  auto file = open_regular_beneath(root_fd_, std::string(j.entry->path), display, j.dev, j.ino);
+  if (!file.ok()) {
+    record_error(std::move(file).error());
+    return std::nullopt;
+  }
+  if (hint)
+    (void)::posix_fadvise(file->fd.get(), 0, std::min<off_t>(file->st.st_size, kHintBytes),
+                          POSIX_FADV_WILLNEED);
+  return Opened{j.entry, std::move(*file), now};
+}
+
+void HashPool::hash(Opened& job, FileHasher& hasher) {
+  if (failed()) return;
+  TreeEntry& e = *job.entry;
+  const std::string display = tree_entry_display(root_display_, e.path);
+  auto digest = hasher.hash_opened(job.file, display, {}, &done_bytes_);
+  if (hasher.last_read_missed_cache())
+    cold_score_.store(kColdScoreOnMiss, std::memory_order_relaxed);
+  else if (cold_score_.load(std::memory_order_relaxed) > 0)
+    cold_score_.fetch_sub(1, std::memory_order_relaxed);
   if (!digest.ok()) {
     record_error(std::move(digest).error());
     return;
   }
-  job.entry->bytes = digest->bytes;
-  job.entry->sha256 = std::move(digest->sha256);
-  done_bytes_.fetch_add(job.entry->bytes, std::memory_order_relaxed);
+  // Metadata from the opened descriptor: the same inode whose bytes were hashed.
+  const struct stat& st = job.file.st;
+  e.mode = st.st_mode & 07777;
+  e.uid = st.st_uid;
+  e.gid = st.st_gid;
+  e.bytes = digest->bytes;
+  e.sha256 = digest->raw;
+  e.stamp = FileStamp{static_cast<uint64_t>(st.st_ino), static_cast<uint64_t>(st.st_size),
+                      timespec_ns(st.st_mtim), timespec_ns(st.st_ctim), job.opened_at_ns};
+  done_files_.fetch_add(1, std::memory_order_relaxed);
 }
 
 void HashPool::record_error(Error error) {
@@ -87,24 +220,16 @@ void HashPool::record_error(Error error) {
   cancel();  // the first error stops the pool as a failed walk does
 }
 
-void HashPool::cancel() {
-  {
-    std::lock_guard lock(mu_);
-    failed_.store(true, std::memory_order_relaxed);
-    queue_.clear();
-  }
-  idle_.notify_all();
-}
-
-void HashPool::stop_workers() {
+void HashPool::stop_threads() {
   {
     std::lock_guard lock(mu_);
     closing_ = true;
   }
-  not_empty_.notify_all();
-  for (auto& t : workers_)
+  room_.notify_all();
+  opened_.notify_all();
+  for (auto& t : threads_)
     if (t.joinable()) t.join();
-  workers_.clear();
+  threads_.clear();
 }
 
 }  // namespace sealrun

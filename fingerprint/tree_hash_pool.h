@@ -1,19 +1,36 @@
-// A bounded queue of opened regular files and the threads that hash them. The walker submits each
-// file already opened (so the pool never resolves a name); at most `capacity` descriptors wait at
-// a time, which bounds open files whatever the tree's size. The first error stops the pool: later
-// jobs are dropped unhashed and the error is reported once, from finish().
+// The hashing side of the tree walk. The walk submits each regular file it finds as a name and the
+// inode it saw, without a descriptor; an opening thread re-opens waiting files beneath the root
+// without following anything (open_beneath.h), checks that each is the inode the walk saw, and
+// queues it opened; hashing threads hash opened files.
 //
-// The submitting thread is one of the hashing threads: a pool of N threads starts N - 1 workers,
-// and the walker, instead of sleeping when the queue is full, hashes the smallest queued file
-// itself (and drains the queue alongside the workers in finish()). So N threads keep N cores busy
-// without a walker thread competing with them for a core and waking them once per file, which
-// measurably cost a tenth of the run on a 2-core machine (bench/README.md).
+// Why this shape:
+// - No descriptor is held while a file waits, so the walk never waits for the hashing: it runs
+//   ahead at stat speed whatever the tree's size, and the totals it counts are final early (a
+//   progress percentage can be shown as soon as the walk is done, and never runs backwards).
+// - Large files first (1 MiB and more, largest first), then the small ones in the order the walk
+//   found them: the files left at the end are small, so the threads finish together, and a tree
+//   of a few huge files keeps every thread on its own file until the last one. (SHA-256 is
+//   sequential within a file, so one file can never use two cores.) Small files need no order,
+//   and a queue in walk order costs nothing per file, where a heap of 200,000 would.
+// - Opened ahead, by a thread of its own: it keeps kReadyLow..kReadyHigh files opened. When reads
+//   are missing the page cache (a cold tree: a hashing thread's first read came back EAGAIN under
+//   RWF_NOWAIT), each file opened is also handed to the kernel's readahead (posix_fadvise
+//   WILLNEED), so up to kReadyHigh reads are in flight while the threads hash, instead of one per
+//   thread; and a hint that blocks on a busy disk holds up no hashing. On a warm tree the hint
+//   would only cost a system call per file, so it is not given.
+// - Threads sleep only when there is nothing for them (a hashing thread: nothing opened; the
+//   opening thread: enough opened), never once per file.
+//
+// The first error stops the pool: waiting files are dropped and the error is reported once, from
+// finish().
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -21,6 +38,7 @@
 #include <vector>
 
 #include "core/result.h"
+#include "core/syscall.h"
 #include "fingerprint/file_hash.h"
 #include "fingerprint/tree_walk.h"
 
@@ -28,76 +46,111 @@ namespace sealrun {
 
 class HashPool {
  public:
-  // threads <= 1: no worker threads; submit() hashes on the caller's thread.
-  explicit HashPool(unsigned threads, size_t capacity = 128);
-  ~HashPool();  // stops and joins (dropping queued work) if finish() was not called
+  // Files opened ahead of the hashing (descriptors held at once: at most kReadyHigh + threads).
+  static constexpr size_t kReadyLow = 32;
+  static constexpr size_t kReadyHigh = 64;
+
+  // `root_fd` (the walk's root directory) must stay open until finish() returned. threads <= 1:
+  // no threads at all; finish() opens and hashes everything on the caller's thread.
+  // `stamp_clock` (may be empty: coarse real time) gives each stamp's hashed_at.
+  HashPool(int root_fd, const std::string& root_display, unsigned threads,
+           std::function<int64_t()> stamp_clock = {});
+  ~HashPool();  // stops and joins (dropping waiting work) if finish() was not called
   HashPool(const HashPool&) = delete;
   HashPool& operator=(const HashPool&) = delete;
 
   struct Job {
-    TreeEntry* entry;  // filled in with bytes and sha256; must outlive the pool's work
-    OpenedRegularFile file;
-    std::string display;  // names the file in errors
+    TreeEntry* entry;  // path set; filled in with bytes, sha256 and stamp; must outlive the pool
+    uint64_t size;     // from the walk's lstat, for the order
+    dev_t dev;         // the inode the walk saw: the opened file must be this one
+    ino_t ino;
   };
-  // Queues a job; when the queue is full, hashes one queued job on the caller's thread first.
-  // Returns false once the pool has failed.
-  bool submit(Job job);
-  bool failed() const { return failed_.load(std::memory_order_relaxed); }
-  // Drops queued work and refuses more (the walk failed: its error is the one to report).
+  // From the walking threads.
+  void submit(const Job& job);
+  // The walk is over: no more submissions.
+  void walk_finished();
+  // Drops waiting work and refuses more (the walk failed: its error is the one to report).
   void cancel();
-  uint64_t done_bytes() const { return done_bytes_.load(std::memory_order_relaxed); }
+  bool failed() const { return failed_.load(std::memory_order_relaxed); }
 
-  // Hashes the queued work on this thread alongside the workers, then waits for theirs. `tick` is
-  // called on this thread between jobs and about every tick_ms while waiting (for progress).
-  // Returns the first error any job hit.
+  uint64_t done_bytes() const { return done_bytes_.load(std::memory_order_relaxed); }
+  uint64_t done_files() const { return done_files_.load(std::memory_order_relaxed); }
+
+  // Waits until every submitted file was hashed (opening and hashing them on this thread when the
+  // pool has no threads), calling `tick` on this thread about every tick_ms (for progress). Call
+  // after walk_finished() or cancel(). Returns the first error any file hit.
   template <typename Tick>
   Status finish(Tick&& tick, int tick_ms = 200);
 
  private:
-  void work();
-  // Takes the queued job with the fewest bytes, if any (the caller holds mu_).
-  std::optional<Job> take_smallest_locked();
-  void run(Job& job, FileHasher& hasher);
-  void record_error(Error error);
-  void stop_workers();
+  struct Opened {
+    TreeEntry* entry;
+    OpenedRegularFile file;
+    int64_t opened_at_ns;  // coarse real time before the open: the stamp's hashed_at
+  };
 
+  void open_ahead();                    // the opening thread
+  void hash_ready(FileHasher& hasher);  // a hashing thread
+  bool take_waiting_locked(Job& out);
+  std::optional<Opened> open(const Job& job, bool hint);
+  void hash(Opened& job, FileHasher& hasher);
+  void record_error(Error error);
+  bool all_done_locked() const;
+  void stop_threads();
+
+  const int root_fd_;
+  const std::string& root_display_;
+  const std::function<int64_t()> stamp_clock_;
   std::mutex mu_;
-  std::condition_variable not_empty_;
-  std::condition_variable idle_;
-  std::deque<Job> queue_;
-  size_t capacity_;
-  size_t busy_ = 0;
+  std::condition_variable opened_;    // hashing threads: a file was opened, or the end
+  std::condition_variable room_;      // the opening thread: room in ready_, work, or the end
+  std::condition_variable all_done_;  // finish(): the last file was hashed
+  std::vector<Job> large_;            // a max-heap by size
+  std::deque<Job> small_;             // in walk order
+  std::deque<Opened> ready_;
+  size_t opening_ = 0;  // taken by the opening thread, not yet in ready_
+  size_t hashing_ = 0;
+  bool walk_done_ = false;
   bool closing_ = false;
   std::optional<Error> error_;
   std::atomic<bool> failed_{false};
   std::atomic<uint64_t> done_bytes_{0};
-  FileHasher caller_hasher_;  // the submitting thread's own digest state and buffer
-  std::vector<std::thread> workers_;
+  std::atomic<uint64_t> done_files_{0};
+  // > 0 while recent first reads missed the page cache: files opened now get a readahead hint.
+  std::atomic<int> cold_score_{0};
+  std::vector<std::thread> threads_;
 };
 
 template <typename Tick>
 Status HashPool::finish(Tick&& tick, int tick_ms) {
-  for (;;) {
-    std::optional<Job> job;
-    {
-      std::lock_guard lock(mu_);
-      job = take_smallest_locked();
+  if (threads_.empty()) {
+    // No threads: open and hash in turn, in the same order the threads would.
+    FileHasher hasher;
+    int64_t last = monotonic_ms();
+    for (;;) {
+      Job job;
+      {
+        std::lock_guard lock(mu_);
+        if (failed() || !take_waiting_locked(job)) break;
+      }
+      auto opened = open(job, false);
+      if (opened) hash(*opened, hasher);
+      if (monotonic_ms() - last >= tick_ms) {
+        tick();
+        last = monotonic_ms();
+      }
     }
-    if (!job) break;
-    if (!failed()) run(*job, caller_hasher_);
-    tick();
-  }
-  {
+  } else {
     std::unique_lock lock(mu_);
-    while (!(queue_.empty() && busy_ == 0)) {
-      if (idle_.wait_for(lock, std::chrono::milliseconds(tick_ms)) == std::cv_status::timeout) {
+    while (!all_done_locked()) {
+      if (all_done_.wait_for(lock, std::chrono::milliseconds(tick_ms)) == std::cv_status::timeout) {
         lock.unlock();
         tick();
         lock.lock();
       }
     }
   }
-  stop_workers();
+  stop_threads();
   std::lock_guard lock(mu_);
   if (error_) return *error_;
   return ok_status();

@@ -3,29 +3,37 @@
 // O_NOFOLLOW (plus O_DIRECTORY for directories) to enter or read it, and an inode check that what
 // was opened is what was looked at. A symlink swapped in for a directory mid-walk is therefore
 // never followed, and a directory that is replaced is an error rather than a silent detour.
-// Descriptors held at once: one per directory level on the current path plus the pool's queue.
+//
+// Several threads walk at once, each taking the most recently found directory still to be read
+// (depth first, which keeps few directories waiting). A directory waiting to be read holds no
+// descriptor of its own, only a share of its parent's, so the descriptors held at once stay near
+// the walking threads times the depth, whatever the tree's width.
 #include "fingerprint/tree_walk.h"
 
 #include <dirent.h>
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <sched.h>
+#include <sys/syscall.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstring>
 #include <memory>
+#include <mutex>
 #include <thread>
 #include <vector>
 
 #include "core/syscall.h"
+#include "fingerprint/digest_cache.h"
 #include "fingerprint/tree_hash_pool.h"
+#include "fingerprint/tree_order.h"
 
 namespace sealrun {
 namespace {
-
-struct DirCloser {
-  void operator()(DIR* d) const { ::closedir(d); }
-};
 
 const char* special_kind(mode_t mode) {
   if (S_ISFIFO(mode)) return "FIFO";
@@ -35,41 +43,49 @@ const char* special_kind(mode_t mode) {
   return "file of unknown type";
 }
 
-// Names in one directory, read through its descriptor. The names are collected before any of
-// them is visited, so the DIR stream (and its buffer) is closed before we descend.
-Result<std::vector<std::string>> list_names(int dirfd, const std::string& display) {
-  int dup_fd = ::fcntl(dirfd, F_DUPFD_CLOEXEC, 0);
-  if (dup_fd < 0) return Error::from_errno(fmt::format("dup directory {}", display));
-  std::unique_ptr<DIR, DirCloser> dir(::fdopendir(dup_fd));
-  if (!dir) {
-    int err = errno;
-    ::close(dup_fd);
-    return Error::with_errno(err, fmt::format("read directory {}", display));
-  }
-  ::rewinddir(dir.get());
-  std::vector<std::string> names;
+// The names in one directory, read with getdents64(2) into a buffer the walking thread reuses,
+// so that reading a directory costs no descriptor and no allocation of its own. Each name is
+// NUL-terminated in `bytes` (for fstatat) and found by its offset.
+struct NameList {
+  std::vector<char> bytes;
+  std::vector<uint32_t> starts;
+  const char* at(size_t i) const { return bytes.data() + starts[i]; }
+};
+
+Status list_names(int dirfd, const std::string& display, std::vector<char>& buffer, NameList& out) {
+  out.bytes.clear();
+  out.starts.clear();
+  // From the start, whoever read this descriptor before (the root's belongs to the caller).
+  if (::lseek(dirfd, 0, SEEK_SET) != 0)
+    return Error::from_errno(fmt::format("read directory {}", display));
+  if (buffer.empty()) buffer.resize(64 * 1024);
   for (;;) {
-    errno = 0;
-    struct dirent* de = ::readdir(dir.get());
-    if (de == nullptr) {
-      if (errno != 0) return Error::from_errno(fmt::format("read directory {}", display));
-      break;
+    const long n = ::syscall(SYS_getdents64, dirfd, buffer.data(), buffer.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return Error::from_errno(fmt::format("read directory {}", display));
     }
-    std::string_view name(de->d_name);
-    if (name == "." || name == "..") continue;
-    names.emplace_back(name);
+    if (n == 0) return ok_status();
+    for (long pos = 0; pos < n;) {
+      const auto* de = reinterpret_cast<const struct dirent64*>(buffer.data() + pos);
+      pos += de->d_reclen;
+      const std::string_view name(de->d_name);
+      if (name == "." || name == "..") continue;
+      out.starts.push_back(static_cast<uint32_t>(out.bytes.size()));
+      out.bytes.insert(out.bytes.end(), name.begin(), name.end());
+      out.bytes.push_back('\0');
+    }
   }
-  return names;
 }
 
-Result<std::string> read_link_at(int dirfd, const std::string& name, const struct stat& st,
+Result<std::string> read_link_at(int dirfd, const char* name, const struct stat& st,
                                  const std::string& display) {
   // st_size is the target's length for ordinary filesystems, 0 for some (procfs): start there and
   // grow until the result is not truncated.
   size_t size = std::max<size_t>(static_cast<size_t>(st.st_size) + 1, 256);
   for (;;) {
     std::string buf(size, '\0');
-    ssize_t n = ::readlinkat(dirfd, name.c_str(), buf.data(), buf.size());
+    ssize_t n = ::readlinkat(dirfd, name, buf.data(), buf.size());
     if (n < 0) return Error::from_errno(fmt::format("readlink {}", display));
     if (static_cast<size_t>(n) < buf.size()) {
       buf.resize(static_cast<size_t>(n));
@@ -79,122 +95,360 @@ Result<std::string> read_link_at(int dirfd, const std::string& name, const struc
   }
 }
 
+// What a walking thread reuses from one directory to the next.
+struct Scratch {
+  std::vector<char> buffer;  // getdents64's
+  NameList names;
+  std::vector<std::string_view> rels;  // each child's path
+  std::vector<size_t> hashes;
+  std::vector<const CachedEntry*> cached;
+};
+
+// One directory found and not yet read.
+struct DirTask {
+  std::shared_ptr<UniqueFd> parent;  // its parent's descriptor (null for the root)
+  std::string name;                  // in the parent
+  TreeEntry* entry;                  // its record, completed when it is opened
+  DirNode* node;                     // where its children go
+  struct stat seen {};               // the parent's lstat of it
+  uint32_t parent_fs = 0;
+  const CachedEntry* cached = nullptr;  // what the digest cache says of it
+};
+
 class Walker {
  public:
-  Walker(const std::string& root_display, const TreeOptions& options,
-         const std::optional<WalkExclusion>& exclude, unsigned threads)
-      : root_display_(root_display), options_(options), exclude_(exclude), pool_(threads) {}
+  Walker(int root_fd, const std::string& root_display, const TreeOptions& options,
+         const std::optional<WalkExclusion>& exclude, const DigestCacheContent* cache,
+         unsigned threads)
+      : root_fd_(root_fd),
+        root_display_(root_display),
+        options_(options),
+        exclude_(exclude),
+        cache_(cache),
+        walkers_(std::max(1u, threads)),
+        pool_(root_fd, root_display_, threads, options.stamp_clock) {
+    for (unsigned i = 0; i < walkers_; ++i) {
+      tree_.arenas.push_back(std::make_unique<std::deque<TreeEntry>>());
+      tree_.paths.push_back(std::make_unique<PathArena>());
+      nodes_.push_back(std::make_unique<std::deque<DirNode>>());
+    }
+  }
 
-  Result<WalkedTree> run(int root_fd) {
-    auto root_st = SEALRUN_TRY(fstat_fd(root_fd, root_display_));
-    tree_.entries.push_back(directory_entry(".", root_st));
-    Status walked = walk_dir(root_fd, "");
+  Result<WalkedTree> run() {
+    Status walked = walk();
     // A failed walk needs no more hashing; but the pool is always drained before returning, since
-    // its jobs point into tree_.
-    if (!walked.ok()) pool_.cancel();
-    // Throttled like the walk's own reports: finish() ticks after every file it drains.
-    Status hashed = pool_.finish([&] { report_progress(false); });
+    // its jobs point into the arenas.
+    if (walked.ok()) {
+      pool_.walk_finished();
+      walk_complete_ = true;
+    } else {
+      pool_.cancel();
+    }
+    Status hashed = pool_.finish([&] { report_progress(true); });
     if (!walked.ok()) return std::move(walked).error();
     if (!hashed.ok()) return std::move(hashed).error();
+    tree_.files = files_.load();
+    tree_.regular_bytes = bytes_.load();
+    tree_.files_from_cache = files_from_cache_.load();
+    tree_.entries_unchanged = unchanged_.load();
+    for (const auto& arena : tree_.arenas) tree_.entries += arena->size();
+    tree_.unchanged = cache_ != nullptr && tree_.entries_unchanged == tree_.entries &&
+                      cache_->entries.size() == tree_.entries;
+    if (!tree_.unchanged) tree_.order = assemble_order(&root_entry(), root_node_, tree_.entries);
     report_progress(true);
     return std::move(tree_);
   }
 
  private:
-  static TreeEntry directory_entry(std::string path, const struct stat& st) {
-    TreeEntry e;
-    e.path = std::move(path);
-    e.kind = EntryKind::kDirectory;
+  TreeEntry& root_entry() { return tree_.arenas[0]->front(); }
+  bool failed() const { return failed_.load(std::memory_order_relaxed); }
+
+  Status walk() {
+    const int64_t opened_at = stamp_now();
+    auto root_st = SEALRUN_TRY(fstat_fd(root_fd_, root_display_));
+    TreeEntry& root = tree_.arenas[0]->emplace_back();
+    root.path = ".";
+    root.kind = EntryKind::kDirectory;
+    set_metadata(root, root_st);
+    const uint32_t root_fs = SEALRUN_TRY(filesystem_of(root_fd_, root_st, root_display_));
+    root.fs = root_fs;
+    root.stamp = stamp_of(root_st, opened_at);
+    if (directory_unchanged(cache_ ? cache_->find(".") : nullptr, root, root_st, fs_at(root_fs)))
+      unchanged_.fetch_add(1, std::memory_order_relaxed);
+    root_node_.prefix_len = 0;
+    {
+      std::lock_guard lock(mu_);
+      pending_.push_back(DirTask{nullptr, "", &root, &root_node_, root_st, root_fs});
+    }
+    std::vector<std::thread> helpers;
+    for (unsigned i = 1; i < walkers_; ++i) helpers.emplace_back([this, i] { work(i); });
+    work(0);
+    for (auto& t : helpers) t.join();
+    std::lock_guard lock(mu_);
+    if (error_) return *error_;
+    return ok_status();
+  }
+
+  static void set_metadata(TreeEntry& e, const struct stat& st) {
     e.mode = st.st_mode & 07777;
     e.uid = st.st_uid;
     e.gid = st.st_gid;
-    return e;
+  }
+  static FileStamp stamp_of(const struct stat& st, int64_t read_at) {
+    return FileStamp{static_cast<uint64_t>(st.st_ino), static_cast<uint64_t>(st.st_size),
+                     timespec_ns(st.st_mtim), timespec_ns(st.st_ctim), read_at};
+  }
+  int64_t stamp_now() const {
+    return options_.stamp_clock ? options_.stamp_clock() : coarse_realtime_ns();
   }
 
-  std::string display(const std::string& rel) const {
-    return root_display_ == "." ? rel : fmt::format("{}/{}", root_display_, rel);
+  // Whether `c` (the cache's entry for e.path, may be null) vouches for e's record: same kind,
+  // mode and owner as just read, on the same file system.
+  bool record_matches(const CachedEntry* c, const TreeEntry& e, const FsIdentity& fs) const {
+    return c != nullptr && c->kind == e.kind && c->mode == e.mode && c->uid == e.uid &&
+           c->gid == e.gid && cache_->filesystems[c->fs] == fs;
+  }
+  // A directory's record is its kind, mode and owner; its contents are checked entry by entry.
+  bool directory_unchanged(const CachedEntry* c, const TreeEntry& e, const struct stat& st,
+                           const FsIdentity& fs) const {
+    return record_matches(c, e, fs) && c->stamp.ino == static_cast<uint64_t>(st.st_ino);
+  }
+
+  std::string display(std::string_view rel) const {
+    return rel.empty() ? root_display_ : tree_entry_display(root_display_, rel);
+  }
+
+  // Thread `index` reads directories until none is left and none is being read (which could
+  // find more). Thread 0 is the caller's and reports progress.
+  void work(unsigned index) {
+    Scratch scratch;  // reused for every directory this thread reads
+    for (;;) {
+      DirTask task;
+      {
+        std::unique_lock lock(mu_);
+        idle_.wait(lock, [&] { return failed() || !pending_.empty() || busy_ == 0; });
+        if (failed() || pending_.empty()) break;
+        task = std::move(pending_.back());
+        pending_.pop_back();
+        ++busy_;
+      }
+      Status read = read_dir(index, task, scratch);
+      task = DirTask{};  // lets go of the parent's descriptor now
+      bool last;
+      {
+        std::lock_guard lock(mu_);
+        --busy_;
+        if (!read.ok() && !error_) error_ = std::move(read).error();
+        if (!read.ok()) failed_.store(true, std::memory_order_relaxed);
+        last = busy_ == 0 && pending_.empty();
+      }
+      if (last || failed()) idle_.notify_all();
+      if (index == 0) report_progress(false);
+    }
+    idle_.notify_all();
+  }
+
+  // The index of the file system that `dirfd` (whose fstat is `st`) is on, adding it when new.
+  // Called for the root and for each directory on another device than its parent: a mount point.
+  Result<uint32_t> filesystem_of(int dirfd, const struct stat& st, const std::string& shown) {
+    struct statfs sfs {};
+    if (::fstatfs(dirfd, &sfs) != 0) return Error::from_errno(fmt::format("statfs {}", shown));
+    uint64_t fsid = 0;
+    static_assert(sizeof(sfs.f_fsid) == sizeof(fsid));
+    std::memcpy(&fsid, &sfs.f_fsid, sizeof(fsid));
+    const FsIdentity id{static_cast<uint64_t>(st.st_dev), fsid, static_cast<uint64_t>(sfs.f_type)};
+    std::lock_guard lock(fs_mu_);
+    for (uint32_t i = 0; i < tree_.filesystems.size(); ++i)
+      if (tree_.filesystems[i] == id) return i;
+    tree_.filesystems.push_back(id);
+    fs_copy_.push_back(id);
+    return static_cast<uint32_t>(tree_.filesystems.size() - 1);
+  }
+  FsIdentity fs_at(uint32_t index) {
+    std::lock_guard lock(fs_mu_);
+    return fs_copy_[index];
   }
 
   void report_progress(bool force) {
-    if (!options_.progress) return;
-    int64_t now = monotonic_ms();
+    if (!options_.on_progress && !options_.progress) return;
+    const int64_t now = monotonic_ms();
     if (!force && now - last_progress_ms_ < 200) return;
     last_progress_ms_ = now;
-    options_.progress(pool_.done_bytes(), tree_.regular_bytes);
+    HashProgress p;
+    p.files_found = files_.load(std::memory_order_relaxed);
+    p.bytes_found = bytes_.load(std::memory_order_relaxed);
+    p.files_from_cache = files_from_cache_.load(std::memory_order_relaxed);
+    p.files_done = pool_.done_files() + p.files_from_cache;
+    p.bytes_done = pool_.done_bytes() + bytes_from_cache_.load(std::memory_order_relaxed);
+    p.walk_complete = walk_complete_;
+    if (options_.on_progress) options_.on_progress(p);
+    if (options_.progress && walk_complete_) options_.progress(p.bytes_done, p.bytes_found);
   }
 
-  Status walk_dir(int dirfd, const std::string& prefix) {
-    const std::string here = prefix.empty() ? root_display_ : display(prefix);
-    auto names = SEALRUN_TRY(list_names(dirfd, here));
-    for (const std::string& name : names) {
-      if (pool_.failed()) return ok_status();  // finish() reports the pool's error
-      report_progress(false);
-      std::string rel = prefix.empty() ? name : prefix + "/" + name;
-      SEALRUN_TRY(visit(dirfd, name, rel));
+  // Opens the directory of `task`, checks it is what its parent saw, and reads it: every child
+  // gets its record, files go to the hashing pool (or come from the cache), directories become
+  // tasks.
+  Status read_dir(unsigned index, DirTask& task, Scratch& scratch) {
+    NameList& names = scratch.names;
+    const std::string_view rel = task.parent ? task.entry->path : std::string_view();
+    const std::string here = display(rel);
+    UniqueFd own;
+    int fd = root_fd_;
+    uint32_t fs = task.parent_fs;
+    // Before this directory is opened and any child is looked at: the stamps' moment of reading.
+    const int64_t read_at = stamp_now();
+    if (task.parent) {
+      const int opened_fd = retry_eintr([&] {
+        return ::openat(task.parent->get(), task.name.c_str(),
+                        O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      });
+      if (opened_fd < 0)
+        return Error::from_errno(fmt::format("open directory {} (did the tree change?)", here));
+      own.reset(opened_fd);
+      fd = own.get();
+      auto opened = SEALRUN_TRY(fstat_fd(fd, here));
+      if (opened.st_dev != task.seen.st_dev || opened.st_ino != task.seen.st_ino)
+        return Error::make(fmt::format("directory {} was replaced during the walk", here));
+      set_metadata(*task.entry, opened);
+      if (static_cast<uint64_t>(opened.st_dev) != fs_at(fs).dev)
+        fs = SEALRUN_TRY(filesystem_of(fd, opened, here));
+      task.entry->fs = fs;
+      task.entry->stamp = stamp_of(opened, read_at);
+      if (directory_unchanged(task.cached, *task.entry, opened, fs_at(fs)))
+        unchanged_.fetch_add(1, std::memory_order_relaxed);
+    }
+    const FsIdentity fs_id = fs_at(fs);
+    SEALRUN_TRY(list_names(fd, here, scratch.buffer, names));
+    const size_t count = names.starts.size();
+    PathArena& paths = *tree_.paths[index];
+    scratch.rels.resize(count);
+    scratch.cached.assign(count, nullptr);
+    for (size_t i = 0; i < count; ++i) scratch.rels[i] = paths.join(rel, names.at(i));
+    if (cache_ != nullptr) {
+      scratch.hashes.resize(count);
+      for (size_t i = 0; i < count; ++i) {
+        scratch.hashes[i] = DigestCacheContent::hash_of(scratch.rels[i]);
+        cache_->prefetch_slot(scratch.hashes[i]);
+      }
+      for (size_t i = 0; i < count; ++i) {
+        scratch.cached[i] = cache_->find_hashed(scratch.rels[i], scratch.hashes[i]);
+        if (scratch.cached[i] != nullptr) __builtin_prefetch(scratch.cached[i]);
+      }
+    }
+    std::shared_ptr<UniqueFd> self;  // shared by the subdirectory tasks, made on the first
+    std::vector<DirTask> found;
+    DirNode& node = *task.node;
+    node.prefix_len = rel.empty() ? 0 : rel.size() + 1;
+    node.records.reserve(count);
+    std::deque<TreeEntry>& arena = *tree_.arenas[index];
+    for (size_t i = 0; i < count; ++i) {
+      const char* name = names.at(i);
+      // A failed pool: finish() reports its error; a failed walk: another thread reports its own.
+      if (pool_.failed() || failed()) return ok_status();
+      if (index == 0) report_progress(false);
+      struct stat st {};
+      const std::string_view child_rel = scratch.rels[i];
+      if (::fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+        return Error::from_errno(
+            fmt::format("stat {} (did the tree change during the walk?)", display(child_rel)));
+      if (exclude_ && st.st_dev == exclude_->dev && st.st_ino == exclude_->ino)
+        return Error::make(
+            fmt::format("{} ({}) is inside the tree being inventoried; write it outside {}",
+                        exclude_->what, display(child_rel), root_display_));
+      if (!S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode) && !S_ISDIR(st.st_mode))
+        return Error::make(fmt::format(
+            "{} is a {}; semantic-tree-v1 records only regular files, directories and symlinks: "
+            "remove it or inventory a copy of the tree without it",
+            display(child_rel), special_kind(st.st_mode)));
+      TreeEntry& e = arena.emplace_back();
+      e.path = child_rel;
+      node.records.push_back(&e);
+      const CachedEntry* cached = scratch.cached[i];
+      if (S_ISREG(st.st_mode)) {
+        add_file(e, st, fs, fs_id, cached);
+      } else if (S_ISLNK(st.st_mode)) {
+        e.kind = EntryKind::kSymlink;
+        set_metadata(e, st);
+        e.target = SEALRUN_TRY(read_link_at(fd, name, st, display(e.path)));
+        if (fs_id.dev == static_cast<uint64_t>(st.st_dev)) e.fs = fs;
+        e.stamp = stamp_of(st, read_at);
+        // A symlink's target cannot change in place (only by replacing the link), so a stamp
+        // that still holds vouches for the target as for a file's bytes.
+        if (e.fs != TreeEntry::kNoFs && record_matches(cached, e, fs_id) &&
+            stamp_still_holds(cached->stamp, cache_->filesystems[cached->fs], st, fs_id))
+          unchanged_.fetch_add(1, std::memory_order_relaxed);
+      } else {
+        e.kind = EntryKind::kDirectory;
+        if (!self) self = own ? std::make_shared<UniqueFd>(std::move(own)) : root_share();
+        DirNode& child = nodes_[index]->emplace_back();
+        node.subdirs.emplace_back(&e, &child);
+        found.push_back(DirTask{self, name, &e, &child, st, fs, cached});
+      }
+    }
+    if (!found.empty()) {
+      {
+        std::lock_guard lock(mu_);
+        for (auto& t : found) pending_.push_back(std::move(t));
+      }
+      if (found.size() == 1)
+        idle_.notify_one();
+      else
+        idle_.notify_all();
     }
     return ok_status();
   }
 
-  Status visit(int dirfd, const std::string& name, const std::string& rel) {
-    const std::string shown = display(rel);
-    struct stat st {};
-    if (::fstatat(dirfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0)
-      return Error::from_errno(
-          fmt::format("stat {} (did the tree change during the walk?)", shown));
-    if (exclude_ && st.st_dev == exclude_->dev && st.st_ino == exclude_->ino)
-      return Error::make(
-          fmt::format("{} ({}) is inside the tree being inventoried; write it "
-                      "outside {}",
-                      exclude_->what, shown, root_display_));
-
-    if (S_ISREG(st.st_mode)) {
-      auto file = SEALRUN_TRY(open_regular_at(dirfd, name, shown, &st));
-      TreeEntry& e = tree_.entries.emplace_back();
-      e.path = rel;
-      e.kind = EntryKind::kFile;
-      // Metadata from the opened descriptor: the same inode whose bytes are hashed.
-      e.mode = file.st.st_mode & 07777;
-      e.uid = file.st.st_uid;
-      e.gid = file.st.st_gid;
-      tree_.regular_bytes += static_cast<uint64_t>(file.st.st_size);
-      pool_.submit(HashPool::Job{&e, std::move(file), shown});
-      return ok_status();
+  void add_file(TreeEntry& e, const struct stat& st, uint32_t dir_fs, const FsIdentity& fs_id,
+                const CachedEntry* cached) {
+    e.kind = EntryKind::kFile;
+    // A file on another device than its directory (a bind-mounted file) has a file system the
+    // walk never identified: it is hashed, and not cached.
+    if (fs_id.dev == static_cast<uint64_t>(st.st_dev)) e.fs = dir_fs;
+    const auto size = static_cast<uint64_t>(st.st_size);
+    files_.fetch_add(1, std::memory_order_relaxed);
+    bytes_.fetch_add(size, std::memory_order_relaxed);
+    if (cached != nullptr && cached->kind == EntryKind::kFile && e.fs != TreeEntry::kNoFs &&
+        stamp_still_holds(cached->stamp, cache_->filesystems[cached->fs], st, fs_id)) {
+      set_metadata(e, st);
+      e.bytes = size;
+      e.sha256 = cached->sha256;
+      e.stamp = cached->stamp;
+      e.from_cache = true;
+      files_from_cache_.fetch_add(1, std::memory_order_relaxed);
+      bytes_from_cache_.fetch_add(size, std::memory_order_relaxed);
+      if (record_matches(cached, e, fs_id)) unchanged_.fetch_add(1, std::memory_order_relaxed);
+      return;
     }
-    if (S_ISLNK(st.st_mode)) {
-      TreeEntry& e = tree_.entries.emplace_back();
-      e.path = rel;
-      e.kind = EntryKind::kSymlink;
-      e.mode = st.st_mode & 07777;
-      e.uid = st.st_uid;
-      e.gid = st.st_gid;
-      e.target = SEALRUN_TRY(read_link_at(dirfd, name, st, shown));
-      return ok_status();
-    }
-    if (S_ISDIR(st.st_mode)) {
-      int fd = retry_eintr([&] {
-        return ::openat(dirfd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-      });
-      if (fd < 0)
-        return Error::from_errno(fmt::format("open directory {} (did the tree change?)", shown));
-      UniqueFd child(fd);
-      auto opened = SEALRUN_TRY(fstat_fd(child.get(), shown));
-      if (opened.st_dev != st.st_dev || opened.st_ino != st.st_ino)
-        return Error::make(fmt::format("directory {} was replaced during the walk", shown));
-      tree_.entries.push_back(directory_entry(rel, opened));
-      return walk_dir(child.get(), rel);
-    }
-    return Error::make(fmt::format(
-        "{} is a {}; semantic-tree-v1 records only regular files, directories and symlinks: "
-        "remove it or inventory a copy of the tree without it",
-        shown, special_kind(st.st_mode)));
+    pool_.submit(HashPool::Job{&e, size, st.st_dev, st.st_ino});
   }
 
-  const std::string& root_display_;
+  // The root's descriptor belongs to the caller: children share a duplicate.
+  std::shared_ptr<UniqueFd> root_share() {
+    return std::make_shared<UniqueFd>(::fcntl(root_fd_, F_DUPFD_CLOEXEC, 0));
+  }
+
+  const int root_fd_;
+  const std::string root_display_;
   const TreeOptions& options_;
   const std::optional<WalkExclusion>& exclude_;
+  const DigestCacheContent* cache_;
+  const unsigned walkers_;
   WalkedTree tree_;
-  HashPool pool_;
+  DirNode root_node_;
+  std::vector<std::unique_ptr<std::deque<DirNode>>> nodes_;  // per walking thread
+  std::mutex mu_;
+  std::condition_variable idle_;
+  std::vector<DirTask> pending_;  // a stack: the newest directory first
+  size_t busy_ = 0;
+  std::atomic<bool> failed_{false};  // a walking thread failed: the others stop
+  std::optional<Error> error_;
+  std::mutex fs_mu_;
+  std::vector<FsIdentity> fs_copy_;  // tree_.filesystems, read under fs_mu_
+  std::atomic<uint64_t> files_{0}, bytes_{0}, files_from_cache_{0}, bytes_from_cache_{0};
+  std::atomic<uint64_t> unchanged_{0};  // entries whose record the cache vouches for
+  bool walk_complete_ = false;
   int64_t last_progress_ms_ = 0;
+  HashPool pool_;  // last: destroyed (joined) first, while everything its jobs point to lives
 };
 
 }  // namespace
@@ -210,12 +464,17 @@ unsigned default_hash_threads() {
   return hw > 0 ? hw : 1;
 }
 
+std::string tree_entry_display(const std::string& root_display, std::string_view rel) {
+  return root_display == "." ? std::string(rel) : fmt::format("{}/{}", root_display, rel);
+}
+
 Result<WalkedTree> walk_and_hash(int root_fd, const std::string& root_display,
                                  const TreeOptions& options,
-                                 const std::optional<WalkExclusion>& exclude) {
+                                 const std::optional<WalkExclusion>& exclude,
+                                 const DigestCacheContent* cache) {
   unsigned threads = options.threads == 0 ? default_hash_threads() : options.threads;
-  Walker walker(root_display, options, exclude, threads);
-  return walker.run(root_fd);
+  Walker walker(root_fd, root_display, options, exclude, cache, threads);
+  return walker.run();
 }
 
 }  // namespace sealrun

@@ -267,8 +267,11 @@ Result<Base> open_base(const CgroupfsSeams& seams) {
     if (leaf && leaf->run_id == kControllerLeafRunId && leaf->creator_pid == ::getpid())
       parts.pop_back();
   }
-  b.path = "/";
-  for (const auto& p : parts) b.path = join_path(b.path, p);
+  // Appended in place rather than `b.path = "/"` then join_path(): at -O3 GCC 12 reports a
+  // -Wrestrict false positive on that assignment (GCC bug 105329; fixed in GCC 13).
+  b.path.clear();
+  for (const auto& p : parts) b.path.append("/").append(p);
+  if (b.path.empty()) b.path = std::string(1, '/');
   b.dir = SEALRUN_TRY_CTX(open_dir_beneath(b.root.get(), rel_of(b.mount_rel, b.path)),
                           "open our own cgroup v2 group " + b.path);
   return b;

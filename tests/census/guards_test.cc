@@ -62,5 +62,46 @@ TEST(Decimate, KeepsFirstLastAndPeaks) {
   for (size_t i = 1; i < s.size(); ++i) EXPECT_LT(s[i - 1].t_ms, s[i].t_ms);  // order kept
 }
 
+// A file system of its own never lets the byte figure reach the limit: "full" is read from the
+// room statfs reports, and names the owned limit with the observed figure.
+TEST(Guards, AFullOwnedFileSystemTripsTheOwnedGuards) {
+  GuardLimits l;
+  l.free_min_bytes = 0;
+  Sample roomy;
+  roomy.owned_bytes = 5 << 20;
+  roomy.owned_room_bytes = 2 << 20;
+  roomy.owned_room_inodes = 10;
+  EXPECT_FALSE(evaluate_guards(l, roomy).has_value());
+
+  Sample full = roomy;
+  full.owned_room_bytes = 4096;
+  auto trip = evaluate_guards(l, full);
+  ASSERT_TRUE(trip.has_value());
+  EXPECT_EQ(trip->name, "owned_max_bytes");
+  EXPECT_EQ(trip->observed, 5u << 20);
+  EXPECT_NE(trip->describe().find("owned space full"), std::string::npos) << trip->describe();
+
+  Sample no_inodes = roomy;
+  no_inodes.owned_inodes = 1000;
+  no_inodes.owned_room_inodes = 0;
+  trip = evaluate_guards(l, no_inodes);
+  ASSERT_TRUE(trip.has_value());
+  EXPECT_EQ(trip->name, "owned_max_inodes");
+  EXPECT_EQ(trip->observed, 1000u);
+}
+
+TEST(Guards, TheInodeLimitTripsAtItsBoundary) {
+  GuardLimits l;
+  l.free_min_bytes = 0;
+  l.owned_max_inodes = 500;
+  Sample s;
+  s.owned_inodes = 499;
+  EXPECT_FALSE(evaluate_guards(l, s).has_value());
+  s.owned_inodes = 500;
+  auto trip = evaluate_guards(l, s);
+  ASSERT_TRUE(trip.has_value());
+  EXPECT_EQ(trip->name, "owned_max_inodes");
+}
+
 }  // namespace
 }  // namespace sealrun::census

@@ -264,5 +264,43 @@ TEST(PodmanProbeVerdicts, EachWeaknessIsSeen) {
         << dimension_name(c.lost);
 }
 
+// `podman load` lists every transport's complaint; the one that is not about the format is the
+// reason (issue 10 item 11: it was hidden behind the last line, "dir: ...: not a directory").
+TEST(PodmanErrors, LoadFailureNamesTheRealReason) {
+  const std::string err =
+      "time=\"x\" level=error msg=\"While applying layer: ApplyLayer stdout:  stderr: open /a/b: not "
+      "a directory exit status 1\"\n"
+      "Error: payload does not match any of the supported image formats:\n"
+      " * oci: initializing source oci:/i.tar:: open /i.tar/index.json: not a directory\n"
+      " * oci-archive: writing blob: adding layer with blob \"sha256:d7\": ApplyLayer stdout:  "
+      "stderr: open /a/b: not a directory exit status 1\n"
+      " * docker-archive: loading tar component manifest.json: file does not exist\n"
+      " * dir: open /i.tar/manifest.json: not a directory\n";
+  std::string why = last_stderr_line(err);
+  EXPECT_EQ(why,
+            "oci-archive: writing blob: adding layer with blob \"sha256:d7\": ApplyLayer stdout:  "
+            "stderr: open /a/b: not a directory exit status 1");
+  // A docker archive: the oci-archive line is the format complaint.
+  const std::string docker =
+      "Error: payload does not match any of the supported image formats:\n"
+      " * oci: x: not a directory\n"
+      " * oci-archive: loading index: open /var/tmp/oci1/index.json: no such file or directory\n"
+      " * docker-archive: writing blob: bad layer\n"
+      " * dir: open /d.tar/manifest.json: not a directory\n";
+  EXPECT_EQ(last_stderr_line(docker), "docker-archive: writing blob: bad layer");
+  // Anything else: the last line, as before.
+  EXPECT_EQ(last_stderr_line("warn\nError: no such container\n\n"), "Error: no such container");
+}
+
+TEST(PodmanExit, SignalsAreReadTheShellWay) {
+  EXPECT_EQ(job_status_from_podman({137, 0}).signal, 9);
+  EXPECT_EQ(job_status_from_podman({137, 0}).code, -1);
+  EXPECT_EQ(job_status_from_podman({143, 0}).signal, 15);
+  EXPECT_EQ(job_status_from_podman({128, 0}).code, 128);
+  EXPECT_EQ(job_status_from_podman({193, 0}).code, 193);
+  EXPECT_EQ(job_status_from_podman({3, 0}).code, 3);
+  EXPECT_EQ(job_status_from_podman({-1, 9}).signal, 9);  // podman itself killed
+}
+
 }  // namespace
 }  // namespace sealrun::podman

@@ -28,7 +28,9 @@
 #include "containment/podman_runner.h"
 #include "containment/podman_storage.h"
 #include "containment/resgroup/resource_group.h"
+#include "core/proc.h"
 #include "core/syscall.h"
+#include "tests/fingerprint/tar_builder.h"
 #include "tests/support/raw_pty.h"
 #include "tests/support/temp_dir.h"
 
@@ -195,6 +197,59 @@ TEST_F(PodmanIntegration, TrueExitsZeroAndCleanupIsConfirmed) {
 TEST_F(PodmanIntegration, ExitCodesPropagate) {
   auto o = run({"/bin/sh", "-c", "exit 7"});
   EXPECT_EQ(o.exit.status.code, 7);
+}
+
+// Issue 10 item 11: podman exits 128 + N for a job killed by signal N (catatonit, its --init, and
+// conmon both report it so); sealrun records the signal, as bwrap's runs do. A job that exits 137
+// on purpose reads the same: podman keeps no other trace (docs/containment.md).
+TEST_F(PodmanIntegration, AJobKilledByASignalIsRecordedWithTheSignal) {
+  auto o = run({"/bin/sh", "-c", "kill -KILL $$"});
+  EXPECT_EQ(o.exit.status.signal, SIGKILL) << o.exit.status.describe();
+  EXPECT_EQ(o.exit.status.code, -1);
+  o = run({"/bin/sh", "-c", "kill -TERM $$"});
+  EXPECT_EQ(o.exit.status.signal, SIGTERM) << o.exit.status.describe();
+  o = run({"/bin/sh", "-c", "exit 137"});
+  EXPECT_EQ(o.exit.status.signal, SIGKILL) << "podman cannot tell these apart: "
+                                           << o.exit.status.describe();
+  o = run({"/bin/sh", "-c", "exit 128"});  // not 128 + a signal
+  EXPECT_EQ(o.exit.status.code, 128);
+  EXPECT_EQ(o.exit.status.signal, 0);
+}
+
+// Issue 10 item 11: a layer podman refuses to apply is refused with podman's own reason (the file
+// it could not make), not the last line of `podman load`'s list of formats it tried
+// ("dir: .../manifest.json: not a directory"), for an OCI archive and a docker archive alike; and
+// nothing of the attempt is left.
+TEST_F(PodmanIntegration, AHostileLayerIsRefusedWithPodmansOwnReason) {
+  // "a" is a file, then "a/b" needs it to be a directory.
+  auto img = testing::make_oci_image(testing::make_tar({{"a", "x\n"}, {"a/b", "x\n"}}));
+  std::string oci = tmp_ / "hostile.oci.tar";
+  testing::write_text(oci, testing::make_tar(img.members));
+  std::string config_name = img.config_hex + ".json";
+  std::string docker = tmp_ / "hostile.docker.tar";
+  testing::write_text(
+      docker,
+      testing::make_tar(
+          {{"manifest.json",
+            nlohmann::json::array({{{"Config", config_name},
+                                    {"RepoTags", {"localhost/hostile:1"}},
+                                    {"Layers", {img.layer_hex + "/layer.tar"}}}})
+                .dump()},
+           {config_name, img.config},
+           {img.layer_hex + "/layer.tar", img.layer}}));
+  for (const std::string& archive : {oci, docker}) {
+    SCOPED_TRACE(archive);
+    fs::permissions(archive, fs::perms(0644));
+    spec_.image = ImageRef{archive, "sha256:" + img.config_hex};
+    spec_.argv = {"/bin/true"};
+    UniqueFd out(::open((tmp_ / "stdout").c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+    auto job = mechanism_->spawn(grant(), nullptr, JobIo{-1, out.get(), out.get()});
+    ASSERT_FALSE(job.ok()) << "podman ran an image whose layer it cannot apply";
+    std::string why = job.error().message();
+    EXPECT_NE(why.find("/a/b: not a directory"), std::string::npos) << why;
+    EXPECT_EQ(why.find("manifest.json"), std::string::npos) << why;
+    expect_nothing_left("");
+  }
 }
 
 TEST_F(PodmanIntegration, WrongImageIdIsRefusedBeforeAnythingRuns) {
@@ -514,7 +569,8 @@ TEST_F(PodmanIntegration, ControllerDeathEndsTheContainer) {
   // What `sealrun sweep` does next: the storage and the rootless pause process are still there.
   ASSERT_TRUE(fs::exists(layout.base));
   auto swept =
-      podman::sweep_podman_storage(spec_.owned_root, spec_.run_id, testing::test_job_user_name());
+      podman::sweep_podman_storage(spec_.owned_root, spec_.run_id, testing::test_job_user_name(),
+                                   default_short_link_dir(), *own_starttime());
   ASSERT_TRUE(swept.ok()) << swept.error().message();
   expect_nothing_left(*cid);
 }

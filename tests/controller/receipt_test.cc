@@ -16,13 +16,16 @@ Receipt built_receipt() {
   r.reason = "ok";
   r.admission_sha256 = std::string(64, 'a');
   r.verifications.push_back({"source.manifest", "x", "x", true});
-  r.grant = ContainmentRecord{"bwrap", "enforcing", {"network"}, {}, {}, {"network"}, {"bwrap: ok"}};
+  r.grant =
+      ContainmentRecord{"bwrap", "enforcing", {"network"}, {}, {}, {"network"}, {"bwrap: ok"}};
   CommandRecord c;
   c.label = "job";
   c.argv = {"/bin/true"};
   c.exit = 0;
   r.commands.push_back(c);
   r.outputs.push_back({"hello", 5, std::string(64, 'b')});
+  r.outputs_recorded = true;
+  r.outputs_bytes = 5;
   r.stop_confirmed = true;
   r.cleanup.push_back({"remove the owned root", true, ""});
   return r;
@@ -141,8 +144,9 @@ TEST(ReceiptReview, DiffIgnoresTimingsAndFindsRealChanges) {
   b.outputs[0].sha256 = std::string(64, 'e');
   jb = nlohmann::json::parse(render_receipt(b, 1 << 20));
   auto d = diff_receipts(ja, jb, false);
-  ASSERT_EQ(d.size(), 1u);
-  EXPECT_EQ(d[0].path, "outputs[0].sha256");
+  ASSERT_EQ(d.size(), 2u);
+  EXPECT_EQ(d[0].path, "outputs[hello].sha256");
+  EXPECT_EQ(d[1].path, "outputs_list_sha256");
 }
 
 TEST(ReceiptReview, InTotoSubjectsAreTheOutputs) {

@@ -1,5 +1,7 @@
 #include "controller/run_plan.h"
 
+#include <sys/sysmacros.h>
+
 #include <gtest/gtest.h>
 
 namespace sealrun::run {
@@ -39,7 +41,7 @@ TEST(RunPlan, CensusGetsEveryAdmittedGuard) {
   l.ceiling_bytes = 4;
   l.reserve_bytes = 5;
   l.census_interval_ms = 6;
-  auto c = census_config(l, layout_for("/s", "r"));
+  auto c = census_config(l, layout_for("/s", "r"), nullptr, 7);
   EXPECT_EQ(c.limits.owned_max_bytes, 1u);
   EXPECT_EQ(c.limits.result_max_bytes, 2u);
   EXPECT_EQ(c.limits.free_min_bytes, 3u);
@@ -48,6 +50,19 @@ TEST(RunPlan, CensusGetsEveryAdmittedGuard) {
   EXPECT_EQ(c.interval_ms, 6);
   EXPECT_EQ(c.owned_root, "/s/owned/r");
   EXPECT_EQ(c.result_root, "/s/results/r");
+  EXPECT_EQ(c.limits.owned_max_inodes, 7u);
+  EXPECT_EQ(c.owned_kind, census::OwnedKind::kDirectory);
+  EXPECT_EQ(c.free_root, "");
+
+  // A file system of its own: one statfs of that device, the free guard on the state directory's.
+  ownedfs::OwnedFs fs;
+  fs.device = makedev(7, 3);
+  fs.reserved_inodes = 11;
+  auto f = census_config(l, layout_for("/s", "r"), &fs, 7);
+  EXPECT_EQ(f.owned_kind, census::OwnedKind::kFilesystem);
+  EXPECT_EQ(f.owned_dev, makedev(7, 3));
+  EXPECT_EQ(f.owned_reserved_inodes, 11u);
+  EXPECT_EQ(f.free_root, "/s");
 }
 
 }  // namespace

@@ -58,7 +58,8 @@ inline std::string make_tar(const std::vector<Member>& members) {
   return out + tar_end();
 }
 
-// A small OCI image: one uncompressed layer holding /hello. Tests edit `members` to break it.
+// A small OCI image: one uncompressed layer (by default holding /hello). Tests edit `members` to
+// break it, or pass a layer of their own.
 struct OciImage {
   std::string layer, config, manifest, index;
   std::string layer_hex, config_hex, manifest_hex;
@@ -69,9 +70,9 @@ inline std::string descriptor_json(const std::string& type, const std::string& h
   return nlohmann::json{{"mediaType", type}, {"digest", "sha256:" + hex}, {"size", size}}.dump();
 }
 
-inline OciImage make_oci_image() {
+inline OciImage make_oci_image(std::string layer = make_tar({{"hello", "hello from the layer\n"}})) {
   OciImage img;
-  img.layer = make_tar({{"hello", "hello from the layer\n"}});
+  img.layer = std::move(layer);
   img.layer_hex = sha256_hex(img.layer);
   img.config =
       nlohmann::json{{"architecture", "amd64"},

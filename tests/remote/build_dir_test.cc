@@ -15,6 +15,7 @@ namespace sealrun::remote {
 namespace {
 
 namespace fs = std::filesystem;
+using sealrun::testing::read_text;
 using sealrun::testing::TempDir;
 using sealrun::testing::write_text;
 

@@ -1,0 +1,215 @@
+// create_owned_fs(): see ownedfs.h. The order is what makes it safe to kill at any point:
+//
+//   record (fsync'd) → image (O_EXCL, sparse) → mkfs.ext4 → loop device (autoclear) → record with
+//   the loop device → fsopen/fsconfig/fsmount: a mount that is attached nowhere yet → prepare its
+//   root through the mount's descriptor (marker, filler inodes, owner, mode) →
+//   move_mount onto the mount point.
+//
+// Killed before move_mount, the detached mount dies with the controller's descriptors and the
+// kernel then detaches the loop device itself (autoclear): only the image and its record are left,
+// which sweep removes. Killed after, the mount is left too, and sweep finds it through the record.
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "containment/ownedfs/loop_device.h"
+#include "containment/ownedfs/ownedfs.h"
+#include "containment/ownedfs/record.h"
+#include "containment/ownedfs/shape.h"
+#include "core/proc.h"
+#include "core/process.h"
+#include "core/run_id.h"
+#include "core/syscall.h"
+
+namespace sealrun::ownedfs {
+namespace {
+
+constexpr int64_t kMkfsTimeoutMs = 60'000;
+
+// The kernel's own words on a failed fsconfig/fsmount (read(2) on the fs context, fsopen(2)).
+std::string fs_context_messages(int fsfd) {
+  std::string out;
+  char buf[512];
+  for (int i = 0; i < 8; ++i) {
+    ssize_t n = ::read(fsfd, buf, sizeof buf - 1);
+    if (n <= 0) break;
+    out += (out.empty() ? "" : "; ") + std::string(buf, static_cast<size_t>(n));
+  }
+  return out.empty() ? "" : " (" + out + ")";
+}
+
+Status fs_config(int fsfd, unsigned cmd, const char* key, const char* value) {
+  if (::fsconfig(fsfd, cmd, key, value, 0) == 0) return ok_status();
+  int err = errno;
+  return Error::with_errno(
+      err, fmt::format("fsconfig {}{}", key ? key : "create", fs_context_messages(fsfd)));
+}
+
+Status run_mkfs(const std::string& mkfs, const std::string& image, uint64_t inodes) {
+  SpawnOptions o;
+  o.argv = mkfs_argv(mkfs, image, inodes);
+  o.env = std::vector<std::string>{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C"};
+  auto r = SEALRUN_TRY(run_capture(o, kMkfsTimeoutMs, 64 * 1024));
+  if (r.timed_out) return Error::make(fmt::format("{} did not finish within 60 s", mkfs));
+  if (!r.status.success())
+    return Error::make(fmt::format("{} failed ({}): {}", mkfs, r.status.describe(), r.err));
+  return ok_status();
+}
+
+// Fills the inodes mkfs rounded up (it allots whole inode-table blocks per block group) so that the
+// owned space holds exactly `inodes`: a root-only directory of empty files the job never sees.
+Status fill_spare_inodes(int root_fd, uint64_t inodes, uint64_t visible, uint64_t* reserved) {
+  struct statfs fs {};
+  if (::fstatfs(root_fd, &fs) != 0) return Error::from_errno("statfs the new file system");
+  uint64_t used = fs.f_files - fs.f_ffree;
+  uint64_t reserved_now = used - visible;
+  uint64_t excess = fs.f_files - reserved_now - inodes;
+  if (fs.f_files < reserved_now + inodes)
+    return Error::make(fmt::format("mkfs made {} inodes, fewer than the {} asked for", fs.f_files,
+                                   inodes + reserved_now));
+  if (excess > 0) {
+    if (::mkdirat(root_fd, ".sealrun-spare-inodes", 0700) != 0)
+      return Error::from_errno("mkdir .sealrun-spare-inodes");
+    auto dir = SEALRUN_TRY(open_at(root_fd, ".sealrun-spare-inodes", O_RDONLY | O_DIRECTORY));
+    for (uint64_t i = 1; i < excess; ++i)
+      if (::mknodat(dir.get(), std::to_string(i).c_str(), S_IFREG | 0600, 0) != 0)
+        return Error::from_errno("fill spare inodes");
+  }
+  *reserved = reserved_now + excess;
+  return ok_status();
+}
+
+// What has been made so far, undone in reverse on failure.
+struct Progress {
+  int dirfd = -1;
+  std::string id;
+  bool record = false;
+  bool image = false;
+  std::string mounted_at;
+
+  Error undo(Error e) {
+    std::string problems;
+    if (!mounted_at.empty() && ::umount2(mounted_at.c_str(), UMOUNT_NOFOLLOW) != 0)
+      problems += fmt::format("; unmount {} failed: {}", mounted_at, errno_text(errno));
+    if (image && ::unlinkat(dirfd, image_name(id).c_str(), 0) != 0)
+      problems += fmt::format("; remove {} failed: {}", image_name(id), errno_text(errno));
+    if (record && problems.empty())
+      if (auto st = remove_record(dirfd, id); !st) problems += "; " + st.error().message();
+    if (!problems.empty())
+      e.context(fmt::format("(undoing it left something behind{}; run `sealrun sweep`)", problems));
+    return e;
+  }
+};
+
+}  // namespace
+
+Result<OwnedFs> create_owned_fs(const OwnedFsSpec& spec) {
+  int64_t start = monotonic_ms();
+  if (!is_valid_run_id(spec.id))
+    return Error::make(fmt::format("owned file system: run id '{}' is not valid", spec.id));
+  if (auto a = probe_ownedfs(spec.host); !a.available)
+    return Error::make("owned file system unavailable: " + a.why);
+  if (auto why = unfit_shape(spec.size_bytes, spec.inodes); !why.empty())
+    return Error::make("owned file system: " + why);
+  std::string mkfs = SEALRUN_TRY_CTX(find_mkfs(spec.host), "owned file system");
+  std::error_code ec;
+  std::string state = std::filesystem::canonical(spec.state_dir, ec).string();
+  if (ec)
+    return Error::with_errno(ec.value(), "owned file system: state directory " + spec.state_dir);
+  std::string mount_point = std::filesystem::canonical(spec.mount_point, ec).string();
+  if (ec)
+    return Error::with_errno(ec.value(), "owned file system: mount point " + spec.mount_point);
+  auto target = SEALRUN_TRY_CTX(open_at(AT_FDCWD, mount_point, O_PATH | O_DIRECTORY | O_NOFOLLOW),
+                                "owned file system: mount point");
+
+  OwnedFs fs;
+  fs.id = spec.id;
+  fs.mount_point = mount_point;
+  fs.image_path = state + "/ownedfs/" + image_name(spec.id);
+  fs.record_path = state + "/ownedfs/" + record_name(spec.id);
+  fs.size_bytes = spec.size_bytes / kBlockBytes * kBlockBytes;
+  fs.inodes = spec.inodes;
+
+  auto dir = SEALRUN_TRY_CTX(open_ownedfs_dir(state, true), "owned file system");
+  Progress made{dir.get(), spec.id};
+  Record rec{spec.id, ::getpid(),    "",        fs.image_path,      mount_point,
+             "",      fs.size_bytes, fs.inodes, utc_timestamp_now()};
+  rec.controller_start = SEALRUN_TRY_CTX(own_starttime(), "owned file system");
+  SEALRUN_TRY_CTX(write_record(dir.get(), rec, false, true),
+                  "owned file system: record before creating");
+  made.record = true;
+
+  auto image =
+      open_at(dir.get(), image_name(spec.id), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, 0600);
+  if (!image) {
+    std::string what = image.error().err() == EEXIST
+                           ? fs.image_path + " exists (left by a killed run? run `sealrun sweep`)"
+                           : "create " + fs.image_path;
+    return made.undo(std::move(image).error().context("owned file system: " + what));
+  }
+  made.image = true;
+  if (::ftruncate(image->get(), static_cast<off_t>(fs.size_bytes)) != 0)
+    return made.undo(Error::from_errno("owned file system: size " + fs.image_path));
+  if (auto st = run_mkfs(mkfs, fs.image_path, spec.inodes + kReservedInodes); !st)
+    return made.undo(std::move(st).error().context("owned file system"));
+
+  auto loop = attach_loop(spec.host.dev_dir, image->get(), image_name(spec.id));
+  if (!loop) return made.undo(std::move(loop).error().context("owned file system: loop device"));
+  fs.loop_device = loop->path;
+  fs.direct_io = loop->direct_io;
+  rec.loop_device = loop->path;
+  // Not fsync'd: the record was made durable before the image existed; the loop device is a
+  // convenience for sweep (which finds the device through the mount) and dies with a crash anyway.
+  if (auto st = write_record(dir.get(), rec, true, false); !st)
+    return made.undo(std::move(st).error().context("owned file system: record the loop device"));
+
+  UniqueFd fsfd(::fsopen("ext4", FSOPEN_CLOEXEC));
+  if (!fsfd) return made.undo(Error::from_errno("owned file system: fsopen ext4"));
+  // noinit_itable: no background zeroing of inode tables (it would fill the sparse image for a
+  // file system that is thrown away); nobarrier: no cache flushes for data that dies with the run.
+  for (const char* flag : {"noinit_itable", "nobarrier"})
+    if (auto st = fs_config(fsfd.get(), FSCONFIG_SET_FLAG, flag, nullptr); !st)
+      return made.undo(std::move(st).error().context("owned file system"));
+  if (auto st = fs_config(fsfd.get(), FSCONFIG_SET_STRING, "source", loop->path.c_str()); !st)
+    return made.undo(std::move(st).error().context("owned file system"));
+  if (auto st = fs_config(fsfd.get(), FSCONFIG_CMD_CREATE, nullptr, nullptr); !st)
+    return made.undo(std::move(st).error().context("owned file system: mount " + loop->path));
+  UniqueFd mnt(::fsmount(fsfd.get(), FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV));
+  if (!mnt) return made.undo(Error::from_errno("owned file system: fsmount"));
+  loop->fd.reset();  // the file system holds the device now; autoclear acts on its release
+
+  auto root = open_at(mnt.get(), ".", O_RDONLY | O_DIRECTORY);
+  if (!root) return made.undo(std::move(root).error().context("owned file system: its root"));
+  uint64_t visible = 1;  // the root
+  if (!spec.marker_name.empty()) {
+    auto marker =
+        open_at(root->get(), spec.marker_name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0600);
+    if (!marker) return made.undo(std::move(marker).error().context("owned file system: marker"));
+    if (auto st = write_all(marker->get(), spec.marker_text, spec.marker_name); !st)
+      return made.undo(std::move(st).error().context("owned file system: marker"));
+    ++visible;
+  }
+  if (auto st = fill_spare_inodes(root->get(), spec.inodes, visible, &fs.reserved_inodes); !st)
+    return made.undo(std::move(st).error().context("owned file system"));
+  if (::fchown(root->get(), spec.owner_uid, spec.owner_gid) != 0 ||
+      ::fchmod(root->get(), spec.root_mode) != 0)
+    return made.undo(Error::from_errno("owned file system: owner and mode of its root"));
+
+  if (::move_mount(mnt.get(), "", target.get(), "",
+                   MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) != 0)
+    return made.undo(Error::from_errno("owned file system: move_mount onto " + mount_point));
+  made.mounted_at = mount_point;
+  struct stat st {};
+  if (::fstat(root->get(), &st) != 0)
+    return made.undo(Error::from_errno("owned file system: stat its root"));
+  fs.device = st.st_dev;
+  fs.create_ms = monotonic_ms() - start;
+  return fs;
+}
+
+}  // namespace sealrun::ownedfs

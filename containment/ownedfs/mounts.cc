@@ -1,0 +1,145 @@
+// mount_at() and mount_holders(): see mounts.h.
+#include "containment/ownedfs/mounts.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include <charconv>
+#include <memory>
+#include <sstream>
+
+#include "core/bounded_file.h"
+
+namespace sealrun::ownedfs {
+namespace {
+
+constexpr size_t kMaxMountinfoBytes = 16 * kMiB;
+constexpr size_t kMaxProcesses = 65536;
+constexpr size_t kMaxFdsPerProcess = 65536;
+
+// mountinfo escapes space, tab, newline and backslash as \ooo (proc_pid_mountinfo(5)).
+std::string unescape(const std::string& s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '\\' && i + 3 < s.size()) {
+      int v = 0;
+      bool octal = true;
+      for (size_t k = 1; k <= 3; ++k) {
+        char c = s[i + k];
+        if (c < '0' || c > '7') octal = false;
+        v = v * 8 + (c - '0');
+      }
+      if (octal) {
+        out += static_cast<char>(v);
+        i += 3;
+        continue;
+      }
+    }
+    out += s[i];
+  }
+  return out;
+}
+
+bool on_device(const std::string& path, dev_t device) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && st.st_dev == device;
+}
+
+std::string comm_of(const std::string& proc_dir, const std::string& pid) {
+  auto c = read_bounded_file(AT_FDCWD, proc_dir + "/" + pid + "/comm", 256);
+  if (!c) return "?";
+  std::string s = *c;
+  while (!s.empty() && s.back() == '\n') s.pop_back();
+  return s;
+}
+
+// Whether the process at `base` lives in a mount namespace other than ours (then it keeps its own
+// copy of the mounts that existed when that namespace was made).
+bool other_mount_namespace(const std::string& proc_dir, const std::string& base) {
+  struct stat mine {}, theirs {};
+  return ::stat((proc_dir + "/self/ns/mnt").c_str(), &mine) == 0 &&
+         ::stat((base + "/ns/mnt").c_str(), &theirs) == 0 && mine.st_ino != theirs.st_ino;
+}
+
+// Whether a mountinfo file lists a mount of `device` (its third field, "major:minor").
+bool mounts_device(const std::string& mountinfo, dev_t device) {
+  auto text = read_bounded_file(AT_FDCWD, mountinfo, kMaxMountinfoBytes);
+  if (!text) return false;
+  std::string want = fmt::format(" {}:{} ", major(device), minor(device));
+  return text->find(want) != std::string::npos;
+}
+
+}  // namespace
+
+Result<std::optional<MountEntry>> mount_at(const std::string& proc_dir,
+                                           const std::string& mount_point) {
+  // /proc files report size 0: read_bounded_file reads until EOF within the cap.
+  std::string text =
+      SEALRUN_TRY(read_bounded_file(AT_FDCWD, proc_dir + "/self/mountinfo", kMaxMountinfoBytes));
+  std::optional<MountEntry> found;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream f(line);
+    std::string id, parent, majmin, root, point, opts, word;
+    if (!(f >> id >> parent >> majmin >> root >> point >> opts)) continue;
+    while (f >> word && word != "-") {
+    }
+    MountEntry e;
+    if (!(f >> e.fstype >> e.source)) continue;
+    if (unescape(point) != mount_point) continue;
+    unsigned maj = 0, min = 0;
+    auto colon = majmin.find(':');
+    if (colon == std::string::npos) continue;
+    std::from_chars(majmin.data(), majmin.data() + colon, maj);
+    std::from_chars(majmin.data() + colon + 1, majmin.data() + majmin.size(), min);
+    e.device = makedev(maj, min);
+    e.source = unescape(e.source);
+    found = e;  // later lines are mounted on top of earlier ones
+  }
+  return found;
+}
+
+std::vector<std::string> mount_holders(const std::string& proc_dir, dev_t device, size_t max) {
+  std::vector<std::string> out;
+  std::unique_ptr<DIR, int (*)(DIR*)> d(::opendir(proc_dir.c_str()), &::closedir);
+  if (!d) return out;
+  size_t seen = 0;
+  while (struct dirent* e = ::readdir(d.get())) {
+    std::string pid = e->d_name;
+    if (pid.empty() || pid.find_first_not_of("0123456789") != std::string::npos) continue;
+    if (++seen > kMaxProcesses || out.size() >= max) break;
+    std::string base = proc_dir + "/" + pid;
+    std::string how;
+    if (on_device(base + "/cwd", device)) {
+      how = "cwd";
+    } else if (on_device(base + "/root", device)) {
+      how = "root";
+    } else if (std::unique_ptr<DIR, int (*)(DIR*)> fds(::opendir((base + "/fd").c_str()),
+                                                       &::closedir);
+               fds) {
+      size_t n = 0;
+      while (struct dirent* f = ::readdir(fds.get())) {
+        if (f->d_name[0] == '.' || ++n > kMaxFdsPerProcess) continue;
+        if (on_device(base + "/fd/" + f->d_name, device)) {
+          how = fmt::format("open file (fd {})", f->d_name);
+          break;
+        }
+      }
+    }
+    // A process in another mount namespace that still has the file system mounted there (one
+    // made by unshare(CLONE_NEWNS) while it was mounted here, e.g. podman's pause process).
+    if (how.empty() && other_mount_namespace(proc_dir, base) &&
+        mounts_device(base + "/mountinfo", device))
+      how = "a mount namespace of its own that still has it mounted";
+    if (!how.empty())
+      out.push_back(fmt::format("pid {} ({}): {}", pid, comm_of(proc_dir, pid), how));
+  }
+  return out;
+}
+
+}  // namespace sealrun::ownedfs

@@ -1,0 +1,29 @@
+// What the mount table and /proc say about a mount point: which device is mounted there (the
+// topmost mount, from /proc/self/mountinfo), and which processes keep a busy mount busy (their
+// cwd, root or an open file on its device) — so a refusal to unmount names its cause.
+#pragma once
+
+#include <sys/types.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/result.h"
+
+namespace sealrun::ownedfs {
+
+struct MountEntry {
+  dev_t device = 0;  // maj:min of the mounted file system
+  std::string fstype;
+  std::string source;
+};
+
+// The topmost mount at exactly `mount_point` (an absolute, canonical path), if any.
+Result<std::optional<MountEntry>> mount_at(const std::string& proc_dir,
+                                           const std::string& mount_point);
+
+// Up to `max` processes using the file system `device`: "pid 123 (sh): cwd".
+std::vector<std::string> mount_holders(const std::string& proc_dir, dev_t device, size_t max = 8);
+
+}  // namespace sealrun::ownedfs

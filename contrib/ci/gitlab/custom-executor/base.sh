@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Settings shared by the sealrun custom executor's stages (sourced by config.sh, prepare.sh,
+# run.sh and cleanup.sh). Each can be overridden in the runner's environment
+# ([[runners]] environment = [...] in config.toml).
+#   SEALRUN             the sealrun executable (default: sealrun on PATH)
+#   SEALRUN_SUDO        non-empty: run sealrun through `sudo -n` (the runner itself runs as an
+#                       unprivileged user; sudoers allows it exactly these sealrun commands)
+#   SEALRUN_CI_ROOT     where builds and sealrun's state live (default /var/lib/sealrun-ci)
+# GitLab passes the job's variables prefixed with CUSTOM_ENV_ (CUSTOM_ENV_CI_JOB_ID, ...), and
+# the exit codes that mean "the build failed" and "the system failed" as BUILD_FAILURE_EXIT_CODE
+# and SYSTEM_FAILURE_EXIT_CODE.
+SEALRUN=${SEALRUN:-sealrun}
+SEALRUN_CI_ROOT=${SEALRUN_CI_ROOT:-/var/lib/sealrun-ci}
+# Used by the scripts that source this file.
+# shellcheck disable=SC2034
+SEALRUN_STATE_DIR=$SEALRUN_CI_ROOT/state
+SEALRUN_BUILDS_DIR=$SEALRUN_CI_ROOT/builds
+sealrun_cmd() {
+  if [ -n "${SEALRUN_SUDO:-}" ]; then sudo -n "$SEALRUN" "$@"; else "$SEALRUN" "$@"; fi
+}
+# One build directory per job: nothing of one job is visible to the next.
+job_dir() { echo "$SEALRUN_BUILDS_DIR/job-${CUSTOM_ENV_CI_JOB_ID:?not run by GitLab Runner}"; }
+# The sealrun run id of this job.
+run_id() { echo "gitlab-${CUSTOM_ENV_CI_JOB_ID:?not run by GitLab Runner}"; }
+# A failure of the machinery (not of the job): GitLab shows it as a system failure.
+system_failure() {
+  echo "sealrun executor: $*" >&2
+  exit "${SYSTEM_FAILURE_EXIT_CODE:-1}"
+}

@@ -1,0 +1,52 @@
+// `sealrun __generate man|bash-completion [--out FILE]` (hidden): renders the man page or the bash
+// completion from the command line this very program parses (controller/cli_model.h). The build
+// runs it once the executable is linked (controller/CMakeLists.txt), so both files always match
+// the commands registered in main.cc, including commands added later.
+#include <fmt/format.h>
+
+#include <memory>
+#include <string>
+
+#include "controller/bash_completion.h"
+#include "controller/cli_model.h"
+#include "controller/commands.h"
+#include "controller/exit_codes.h"
+#include "controller/man_page.h"
+#include "controller/output.h"
+#include "core/atomic_write.h"
+#include "core/version.h"
+
+namespace sealrun::cli {
+
+void register_generate(CLI::App& app, int* exit_code) {
+  auto* cmd = app.add_subcommand(
+      "__generate", "Write the man page or the bash completion generated from these commands");
+  cmd->group("");  // hidden: a build step, not a user's command
+  auto what = std::make_shared<std::string>();
+  auto out = std::make_shared<std::string>();
+  cmd->add_option("WHAT", *what, "man | bash-completion")
+      ->check(CLI::IsMember({"man", "bash-completion"}))
+      ->required();
+  cmd->add_option("--out", *out, "file to write (default: standard output)");
+  // The root is walked when the command runs: by then every command is registered.
+  CLI::App* root = &app;
+  cmd->callback([root, what, out, exit_code] {
+    CliCommand model = describe_cli(*root);
+    std::string text =
+        *what == "man" ? render_man_page(model, "sealrun " + std::string(sealrun_version().version))
+                       : render_bash_completion(model);
+    if (out->empty()) {
+      fmt::print("{}", text);
+      *exit_code = kExitOk;
+      return;
+    }
+    if (auto st = write_file_atomic(*out, text); !st) {
+      print_error("__generate", fmt::format("cannot write {}: {}", *out, st.error().message()));
+      *exit_code = kExitFailure;
+      return;
+    }
+    *exit_code = kExitOk;
+  });
+}
+
+}  // namespace sealrun::cli

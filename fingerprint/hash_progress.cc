@@ -1,0 +1,70 @@
+// The terminal line of hashing progress: see hash_progress.h.
+#include "fingerprint/hash_progress.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <iterator>
+
+namespace sealrun {
+namespace {
+
+// The rate is measured over this much recent time, so that it follows a change of pace (cold
+// small files, then a warm large one) within a few seconds without jumping at every sample.
+constexpr int64_t kRateWindowMs = 3000;
+
+std::string eta_text(double seconds) {
+  const auto s = static_cast<uint64_t>(seconds + 0.5);
+  if (s < 60) return fmt::format("{} s", s);
+  if (s < 3600) return fmt::format("{} min {:02} s", s / 60, s % 60);
+  return fmt::format("{} h {:02} min", s / 3600, s % 3600 / 60);
+}
+
+}  // namespace
+
+std::string binary_size_text(uint64_t bytes) {
+  static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(bytes);
+  size_t unit = 0;
+  while (v >= 1024 && unit + 1 < std::size(kUnits)) {
+    v /= 1024;
+    ++unit;
+  }
+  return unit == 0 ? fmt::format("{} B", bytes) : fmt::format("{:.1f} {}", v, kUnits[unit]);
+}
+
+double ProgressLine::rate(const HashProgress& p, int64_t now_ms) {
+  samples_.emplace_back(now_ms, p.bytes_done);
+  while (samples_.size() > 2 && now_ms - samples_[1].first >= kRateWindowMs) samples_.pop_front();
+  const auto& [t0, b0] = samples_.front();
+  if (now_ms <= t0 || p.bytes_done < b0) return 0;
+  return static_cast<double>(p.bytes_done - b0) * 1000.0 / static_cast<double>(now_ms - t0);
+}
+
+std::string ProgressLine::render(const HashProgress& p, int64_t now_ms) {
+  const double bytes_per_s = rate(p, now_ms);
+  const std::string speed =
+      bytes_per_s > 0 ? fmt::format(", {}/s", binary_size_text(static_cast<uint64_t>(bytes_per_s)))
+                      : std::string();
+  const std::string cached =
+      p.files_from_cache > 0 ? fmt::format(" ({} by stat)", p.files_from_cache) : std::string();
+  if (!p.walk_complete) {
+    return fmt::format("hashing {}: {} in {} files{}{} (finding files: {} so far)", label_,
+                       binary_size_text(p.bytes_done), p.files_done, cached, speed, p.files_found);
+  }
+  // Over bytes when there are any (time follows bytes), else over files (a tree of empty files).
+  int percent = 100;
+  if (p.bytes_found > 0)
+    percent = static_cast<int>(std::min(p.bytes_done, p.bytes_found) * 100 / p.bytes_found);
+  else if (p.files_found > 0)
+    percent = static_cast<int>(std::min(p.files_done, p.files_found) * 100 / p.files_found);
+  shown_percent_ = std::max(shown_percent_, percent);
+  std::string eta;
+  if (bytes_per_s > 0 && p.bytes_done < p.bytes_found)
+    eta = ", ETA " + eta_text(static_cast<double>(p.bytes_found - p.bytes_done) / bytes_per_s);
+  return fmt::format("hashing {}: {} of {} ({}%), {} of {} files{}{}{}", label_,
+                     binary_size_text(p.bytes_done), binary_size_text(p.bytes_found),
+                     shown_percent_, p.files_done, p.files_found, cached, speed, eta);
+}
+
+}  // namespace sealrun

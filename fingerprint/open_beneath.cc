@@ -1,0 +1,76 @@
+// Re-opening a walked file beneath the root: see open_beneath.h.
+#include "fingerprint/open_beneath.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <linux/openat2.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <climits>
+
+#include "core/syscall.h"
+
+namespace sealrun {
+namespace {
+
+constexpr int kFileFlags = O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK | O_CLOEXEC;
+
+Error open_failed(int err, const std::string& display) {
+  if (err == ELOOP)
+    return Error::make(fmt::format(
+        "{}: a symlink appeared on its path during the walk (sealrun never follows symlinks); "
+        "hash the tree again once it is no longer changing",
+        display));
+  if (err == ENOENT || err == ENOTDIR)
+    return Error::with_errno(
+        err, fmt::format("open {} (did the tree change during the walk?)", display));
+  return Error::with_errno(err, fmt::format("open {}", display));
+}
+
+// One name at a time, each directory with O_NOFOLLOW | O_DIRECTORY: for paths openat2 cannot
+// take (PATH_MAX or longer) and kernels without it.
+Result<UniqueFd> open_by_components(int root_fd, const std::string& rel,
+                                    const std::string& display) {
+  UniqueFd dir;
+  int at = root_fd;
+  size_t start = 0;
+  for (;;) {
+    const size_t slash = rel.find('/', start);
+    const std::string name =
+        rel.substr(start, slash == std::string::npos ? rel.npos : slash - start);
+    const bool last = slash == std::string::npos;
+    const int flags = last ? kFileFlags : O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
+    const int fd = retry_eintr([&] { return ::openat(at, name.c_str(), flags); });
+    if (fd < 0) return open_failed(errno, display);
+    if (last) return UniqueFd(fd);
+    dir.reset(fd);
+    at = dir.get();
+    start = slash + 1;
+  }
+}
+
+}  // namespace
+
+Result<OpenedRegularFile> open_regular_beneath(int root_fd, const std::string& rel,
+                                               const std::string& display, dev_t dev, ino_t ino) {
+  UniqueFd fd;
+  bool resolved = false;
+  if (rel.size() < PATH_MAX) {
+    struct open_how how {};
+    how.flags = kFileFlags;
+    how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+    const int rc = static_cast<int>(retry_eintr(
+        [&] { return ::syscall(SYS_openat2, root_fd, rel.c_str(), &how, sizeof(how)); }));
+    if (rc >= 0) {
+      fd.reset(rc);
+      resolved = true;
+    } else if (errno != ENOSYS && errno != ENAMETOOLONG) {
+      return open_failed(errno, display);
+    }
+  }
+  if (!resolved) fd = SEALRUN_TRY(open_by_components(root_fd, rel, display));
+  return adopt_opened_regular(std::move(fd), display, dev, ino);
+}
+
+}  // namespace sealrun

@@ -1,0 +1,134 @@
+// sweep_owned_fs(): what a killed controller left is found through its record and removed, each
+// step reported; what it cannot prove is this run's is never touched.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "containment/ownedfs/loop_device.h"
+#include "containment/ownedfs/record.h"
+#include "tests/ownedfs/ownedfs_fixture.h"
+
+namespace sealrun::ownedfs::testing {
+namespace {
+
+// A pid that is certainly dead: a child that exited and was reaped.
+pid_t dead_pid() {
+  pid_t pid = ::fork();
+  if (pid == 0) ::_exit(0);
+  ::waitpid(pid, nullptr, 0);
+  return pid;
+}
+
+// A "controller" in a child process creates the owned file system and is SIGKILLed while it runs:
+// the mount, the loop device, the image and the record are left. Sweep finds and removes them all.
+TEST_F(OwnedFsTest, AKilledControllersFileSystemIsFoundAndRemovedBySweep) {
+  OwnedFsSpec s = spec("killed", 64 << 20, 1000);
+  int report[2];
+  ASSERT_EQ(::pipe2(report, O_CLOEXEC), 0);
+  pid_t controller = ::fork();
+  if (controller == 0) {
+    auto fs = create_owned_fs(s);
+    std::string line = fs ? fs->loop_device : "error: " + fs.error().message();
+    (void)!::write(report[1], line.data(), line.size());
+    ::close(report[1]);
+    ::pause();
+    ::_exit(0);
+  }
+  ::close(report[1]);
+  std::string loop;
+  char buf[512];
+  ssize_t n;
+  while ((n = ::read(report[0], buf, sizeof buf)) > 0) loop.append(buf, static_cast<size_t>(n));
+  ::close(report[0]);
+  ::kill(controller, SIGKILL);
+  ::waitpid(controller, nullptr, 0);
+  ASSERT_EQ(loop.rfind("/dev/loop", 0), 0u) << loop;
+  ASSERT_TRUE(mounted(s.mount_point));
+  ASSERT_TRUE(loop_bound(loop));
+
+  auto steps = sweep_owned_fs(state_);
+  expect_clean(steps);
+  std::string text = describe(steps);
+  EXPECT_NE(text.find("unmount " + s.mount_point + ": contents discarded, unmounted"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("loop device " + loop + ": released"), std::string::npos) << text;
+  EXPECT_NE(text.find("image killed.img: removed"), std::string::npos) << text;
+  EXPECT_NE(text.find("record killed.json: removed"), std::string::npos) << text;
+  EXPECT_FALSE(mounted(s.mount_point));
+  EXPECT_FALSE(loop_bound(loop));
+  EXPECT_FALSE(exists(state_ + "/ownedfs/killed.img"));
+  EXPECT_FALSE(exists(state_ + "/ownedfs/killed.json"));
+  EXPECT_TRUE(sweep_owned_fs(state_).empty()) << "a second sweep finds nothing";
+}
+
+TEST_F(OwnedFsTest, ALiveControllersFileSystemIsNotTouched) {
+  auto fs = create_owned_fs(spec("alive", 64 << 20, 1000));
+  ASSERT_TRUE(fs.ok()) << fs.error().message();
+  auto steps = sweep_owned_fs(state_);
+  ASSERT_EQ(steps.size(), 1u) << describe(steps);
+  EXPECT_NE(steps[0].outcome.find("is alive: not touched"), std::string::npos);
+  EXPECT_TRUE(mounted(fs->mount_point));
+  expect_clean(remove_owned_fs(*fs));
+}
+
+// Killed after the record and the image, before anything was attached: both go.
+TEST_F(OwnedFsTest, AnImageLeftBeforeMountingIsRemoved) {
+  std::string mp = make_mount_point("early");
+  auto dir = open_ownedfs_dir(state_, true);
+  ASSERT_TRUE(dir.ok());
+  Record r{"early", dead_pid(), "1", state_ + "/ownedfs/early.img", mp, "", 64 << 20, 1000, "t"};
+  ASSERT_TRUE(write_record(dir->get(), r, false, true).ok());
+  int img = ::openat(dir->get(), "early.img", O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  ASSERT_GE(img, 0);
+  ASSERT_EQ(::ftruncate(img, 64 << 20), 0);
+  ::close(img);
+  auto steps = sweep_owned_fs(state_);
+  expect_clean(steps);
+  EXPECT_NE(describe(steps).find("unmount " + mp + ": not mounted"), std::string::npos)
+      << describe(steps);
+  EXPECT_FALSE(exists(r.image));
+  EXPECT_FALSE(exists(state_ + "/ownedfs/early.json"));
+}
+
+// Something else mounted at the run's mount point is not the run's: refused and left alone.
+TEST_F(OwnedFsTest, AForeignMountIsRefused) {
+  std::string mp = make_mount_point("foreign");
+  auto dir = open_ownedfs_dir(state_, true);
+  ASSERT_TRUE(dir.ok());
+  Record r{"foreign", dead_pid(), "1", state_ + "/ownedfs/foreign.img", mp, "",
+           64 << 20,  1000,       "t"};
+  ASSERT_TRUE(write_record(dir->get(), r, false, true).ok());
+  int img = ::openat(dir->get(), "foreign.img", O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  ASSERT_GE(img, 0);
+  ::close(img);
+  ASSERT_EQ(::mount("tmpfs", mp.c_str(), "tmpfs", 0, "size=1m"), 0);
+  auto steps = sweep_owned_fs(state_);
+  std::string text = describe(steps);
+  ASSERT_FALSE(steps.empty());
+  EXPECT_TRUE(steps.back().left) << text;
+  EXPECT_NE(text.find("refused: what is mounted there (tmpfs"), std::string::npos) << text;
+  EXPECT_TRUE(mounted(mp));
+  EXPECT_TRUE(exists(r.image));
+  EXPECT_TRUE(exists(state_ + "/ownedfs/foreign.json"));
+  ASSERT_EQ(::umount2(mp.c_str(), 0), 0);
+}
+
+TEST_F(OwnedFsTest, AnImageWithoutARecordIsReportedNotRemoved) {
+  auto dir = open_ownedfs_dir(state_, true);
+  ASSERT_TRUE(dir.ok());
+  int img = ::openat(dir->get(), "stray.img", O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  ASSERT_GE(img, 0);
+  ::close(img);
+  auto steps = sweep_owned_fs(state_);
+  ASSERT_EQ(steps.size(), 1u) << describe(steps);
+  EXPECT_TRUE(steps[0].left);
+  EXPECT_NE(steps[0].outcome.find("no record"), std::string::npos);
+  EXPECT_TRUE(exists(state_ + "/ownedfs/stray.img"));
+}
+
+}  // namespace
+}  // namespace sealrun::ownedfs::testing
