@@ -46,8 +46,8 @@ def sha256_file(path):
         return hashlib.sha256(f.read()).hexdigest()
 
 
-def processes_with(marker):
-    """Pids of live (non-zombie) processes whose command line contains `marker`."""
+def processes_with(marker, exact=False):
+    """Pids of live (non-zombie) processes whose command line contains `marker` (is it: exact)."""
     found = []
     for name in os.listdir("/proc"):
         if not name.isdigit() or int(name) == os.getpid():
@@ -59,7 +59,7 @@ def processes_with(marker):
                 zombie = ") Z " in f.read()
         except OSError:
             continue
-        if marker in cmdline and not zombie:
+        if (cmdline.strip() == marker if exact else marker in cmdline) and not zombie:
             found.append(int(name))
     return found
 
@@ -195,11 +195,12 @@ class RunnerTestCase(unittest.TestCase):
         """Starts `exec MARKER` as action `name`; returns its future once the job runs."""
         fields = self.runner.action(name)
         request = runner_pb2.RunRequest(
-            arguments=["/bin/sh", "-c", "echo started > started.txt; exec " + marker],
+            arguments=["/bin/sh", "-c", "exec " + marker],
             environment_variables={"PATH": "/usr/bin:/bin"}, **fields)
         future = self.runner.stub.Run.future(request, timeout=600)
-        wait_for(lambda: os.path.exists(self.runner.path(name + "/root/started.txt")), 120,
-                 "the job to start")
+        # The job writes only its private copy of the input root until it ends, so its start is
+        # seen as its process: `sh -c "exec MARKER"` become MARKER.
+        wait_for(lambda: processes_with(marker, exact=True), 120, "the job to start")
         return future
 
     def assert_verifies(self, name):
