@@ -57,7 +57,10 @@ std::vector<std::string> build_bwrap_argv(const std::string& bwrap_path, const G
   // As an unprivileged user bwrap already gives the job no capabilities; --cap-drop ALL makes that
   // explicit and also holds if bwrap ever runs privileged.
   add({"--cap-drop", "ALL"});
-  add({"--hostname", "sealrun"});
+  add({"--hostname", spec.hostname});
+  if (spec.uid_in_job) {
+    add({"--uid", std::to_string(*spec.uid_in_job), "--gid", std::to_string(*spec.uid_in_job)});
+  }
   add({"--clearenv"});
   for (const auto& [name, value] : spec.env) add({"--setenv", name, value});
 

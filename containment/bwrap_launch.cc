@@ -198,6 +198,7 @@ Result<Launched> launch(const std::string& bwrap_path, const std::optional<JobUs
   so.pass_fds = pass;
   so.new_session = true;
   so.die_with_parent = true;
+  if (spec.umask) so.umask = static_cast<mode_t>(*spec.umask);  // bwrap and the job inherit it
   if (group != nullptr) {
     so.join_cgroup_fds = group->join_fds();
     so.hold_until_release = true;

@@ -119,7 +119,7 @@ Result<std::vector<std::string>> run_argv(const ContainmentSpec& spec,
        "no-new-privileges", "--security-opt", "seccomp=" + l.seccomp_profile,
        // A fixed hostname: podman always exports HOSTNAME, and a container id there would make
        // builds differ from run to run.
-       "--hostname", "sealrun",
+       "--hostname", spec.hostname,
        // The job's environment is exactly the admitted one: drop podman's defaults (PATH, TERM,
        // container=podman), never copy the host's, never inject proxy variables.
        "--unsetenv-all", "--env-host=false", "--http-proxy=false", "--systemd=false",
@@ -130,6 +130,7 @@ Result<std::vector<std::string>> run_argv(const ContainmentSpec& spec,
        // capabilities), other ids are subordinate ids. keep-id would need /etc/passwd edits in a
        // read-only root and buys nothing here.
        "--workdir", spec.cwd, "--tmpfs", "/tmp:rw,nosuid,nodev,exec,mode=1777"});
+  if (spec.umask) add({"--umask", fmt::format("{:04o}", *spec.umask)});
   if (f.cgroups_v2) add({"--pids-limit", std::to_string(spec.pids_max)});
   if (f.have_init) add({"--init"});
   for (const auto& [key, value] : spec.env) add({"--env", key + "=" + value});

@@ -89,6 +89,13 @@ Status validate_spec(const ContainmentSpec& spec) {
       return Error::make("an argv element contains a NUL byte");
   if (!spec.owned_root.empty()) SEALRUN_TRY(check_normalised_path(spec.owned_root, "owned root"));
   SEALRUN_TRY(check_normalised_path(spec.cwd, "working directory"));
+  // A hostname is an argument of bwrap and podman: one DNS label-ish word, nothing else.
+  if (spec.hostname.empty() || spec.hostname.size() > 63 ||
+      spec.hostname.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                      "0123456789-.") != std::string::npos)
+    return Error::make(fmt::format("hostname {:?} is not 1-63 of [A-Za-z0-9.-]", spec.hostname));
+  if (spec.umask && *spec.umask > 0777)
+    return Error::make(fmt::format("umask {:o} is not a permission mask (0-0777)", *spec.umask));
 
   DimensionSet missing = spec.required - spec.requested;
   if (!missing.empty())

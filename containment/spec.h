@@ -50,6 +50,13 @@ struct ContainmentSpec {
   uint64_t pids_max = 4096;
   int64_t wall_clock_ms = 1500 * 1000;
   int64_t stop_grace_ms = 5000;  // TERM -> KILL
+
+  // The job's small world, which `sealrun rebuild --vary` changes (docs/rebuild.md): the hostname
+  // in its UTS namespace, its umask (nullopt: bwrap inherits the controller's, podman sets 0022),
+  // and its uid/gid inside its user namespace (bwrap --uid/--gid; nullopt: the job user's own).
+  std::string hostname = "sealrun";
+  std::optional<uint32_t> umask;
+  std::optional<uint32_t> uid_in_job;
 };
 
 Status validate_spec(const ContainmentSpec& spec);

@@ -65,7 +65,17 @@ void register_demo(CLI::App& app, int* exit_code) {
   cmd->add_option("--out", *out, "where the admission, state and receipt go")
       ->capture_default_str();
   cmd->add_option("--example", *example, "the example tree (default: the bundled examples/hello)");
+  auto json = std::make_shared<bool>(false);
+  cmd->add_flag("--json", *json,
+                "print one JSON document {admission, sha256, id, state, exit, reason, "
+                "receipt_path} instead of the steps and the summary");
   cmd->callback([=] {
+    // The steps are for a person; --json keeps stdout one document.
+    auto say = [&](const std::string& text) {
+      if (*json) return;
+      fmt::print("{}", text);
+      std::fflush(stdout);
+    };
     auto fail = [&](const std::string& what, int code) {
       print_error("demo", what);
       *exit_code = code;
@@ -88,11 +98,10 @@ void register_demo(CLI::App& app, int* exit_code) {
     freeze.sets = {"limits.wall_clock_s=300", "limits.outer_s=600",
                    "limits.census_interval_ms=1000"};
     freeze.argv = {"/bin/sh", "build.sh"};
-    fmt::print("1/3 freeze: pinning {} and the toolchain {}\n", source, *toolchain);
-    std::fflush(stdout);
+    say(fmt::format("1/3 freeze: pinning {} and the toolchain {}\n", source, *toolchain));
     auto frozen = admission::freeze_admission(freeze);
     if (!frozen) return fail("freeze: " + frozen.error().message(), kExitFailure);
-    fmt::print("    admission {} sha256 {}\n", frozen->path, frozen->sha256);
+    say(fmt::format("    admission {} sha256 {}\n", frozen->path, frozen->sha256));
 
     run::RunRequest req;
     req.admission_path = frozen->path;
@@ -101,18 +110,29 @@ void register_demo(CLI::App& app, int* exit_code) {
     for (char& c : req.id)
       if (c == ':') c = '-';
     req.state_dir = out_dir + "/state";
-    fmt::print("2/3 run {} contained (state in {})\n", req.id, req.state_dir);
-    std::fflush(stdout);
+    say(fmt::format("2/3 run {} contained (state in {})\n", req.id, req.state_dir));
     run::RunOutcome o = run::run_pipeline(req, run::default_pipeline_deps(mechanism_context()));
     if (!o.message.empty()) print_error("demo", o.message);
-    fmt::print("3/3 receipt\n");
+    say("3/3 receipt\n");
     // Summarise the receipt as written, which is what an auditor will read; only when it could
     // not be written, the pipeline's values rendered the same way.
     auto written = o.receipt_path.empty() ? Result<std::string>(Error::make("not written"))
                                           : read_bounded_file(AT_FDCWD, o.receipt_path, kMiB);
     std::string bytes = written ? *written : receipt::render_receipt(o.receipt, kMiB);
-    fmt::print("{}", receipt::summary_text(nlohmann::json::parse(bytes)));
-    if (!o.receipt_path.empty()) fmt::print("{}\n", o.receipt_path);
+    if (*json) {
+      print_json({{"admission", frozen->path},
+                            {"sha256", frozen->sha256},
+                            {"id", req.id},
+                            {"state", o.receipt.state},
+                            {"exit", o.receipt.exit},
+                            {"reason", o.receipt.reason},
+                            {"receipt_path", o.receipt_path.empty()
+                                                 ? nlohmann::json(nullptr)
+                                                 : nlohmann::json(o.receipt_path)}});
+    } else {
+      say(receipt::summary_text(nlohmann::json::parse(bytes)));
+      if (!o.receipt_path.empty()) say(o.receipt_path + "\n");
+    }
     *exit_code =
         o.receipt.state == "built" ? kExitOk : (o.exit_code != 0 ? o.exit_code : kExitFailure);
   });

@@ -10,6 +10,7 @@
 #include "controller/commands.h"
 #include "controller/exit_codes.h"
 #include "controller/output.h"
+#include "controller/output_compare.h"
 #include "controller/receipt.h"
 #include "controller/receipt_review.h"
 #include "core/bounded_file.h"
@@ -72,15 +73,33 @@ void add_diff(CLI::App& parent, int* exit_code) {
       *exit_code = kExitFailure;
       return;
     }
-    auto diffs = receipt::diff_receipts(*da, *db, *timings);
+    // Outputs are compared by path over the complete lists, by the code `rebuild` uses
+    // (output_compare.h), so the two agree; the other fields field by field.
+    auto la = receipt::load_output_list(*a, *da, true);
+    auto lb = receipt::load_output_list(*b, *db, true);
+    if (!la || !lb) {
+      print_error("receipt diff", !la ? la.error() : lb.error());
+      *exit_code = kExitFailure;
+      return;
+    }
+    auto changes = receipt::compare_outputs(*la, *lb);
+    std::vector<receipt::Difference> diffs;
+    for (auto& d : receipt::diff_receipts(*da, *db, *timings))
+      if (d.path.rfind("outputs[", 0) != 0) diffs.push_back(std::move(d));
     if (*as_json) {
       json items = json::array();
       for (const auto& d : diffs) items.push_back({{"path", d.path}, {"a", d.a}, {"b", d.b}});
+      for (const auto& c : changes) {
+        json item = receipt::change_json(c);
+        item["path"] = "outputs[" + item["path"].get<std::string>() + "]";
+        items.push_back(std::move(item));
+      }
       print_json(items);
     } else {
       for (const auto& d : diffs) fmt::print("{}\n  - {}\n  + {}\n", d.path, d.a, d.b);
+      for (const auto& c : changes) fmt::print("output {}\n", receipt::change_text(c));
     }
-    *exit_code = diffs.empty() ? kExitOk : kExitFailure;
+    *exit_code = diffs.empty() && changes.empty() ? kExitOk : kExitFailure;
   });
 }
 

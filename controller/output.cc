@@ -17,7 +17,11 @@ void print_error(std::string_view command, std::string_view message) {
 }
 
 void print_json(const nlohmann::json& doc) {
-  std::string text = stdout_is_terminal() ? doc.dump(2) : doc.dump();
+  // A string that is not UTF-8 (a host file name quoted in a message) is replaced (U+FFFD), not
+  // allowed to throw and turn a report into an internal error.
+  constexpr auto kReplace = nlohmann::json::error_handler_t::replace;
+  std::string text = stdout_is_terminal() ? doc.dump(2, ' ', false, kReplace)
+                                          : doc.dump(-1, ' ', false, kReplace);
   fmt::print("{}\n", text);
   std::fflush(stdout);
 }

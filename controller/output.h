@@ -14,6 +14,7 @@ namespace sealrun::cli {
 void print_error(std::string_view command, const Error& error);
 void print_error(std::string_view command, std::string_view message);
 // One JSON document on stdout, pretty-printed for a terminal, compact otherwise; always a newline.
+// Strings that are not UTF-8 are printed with U+FFFD in place of their bad bytes.
 void print_json(const nlohmann::json& doc);
 // True when stdout (or stderr, for progress) is a terminal.
 bool stdout_is_terminal();

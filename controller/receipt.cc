@@ -76,6 +76,7 @@ class Renderer {
     doc[field::kSealrunVersion] = r_.sealrun_version;
     doc[field::kAdmission] = r_.admission;
     doc[field::kSigning] = r_.signing;
+    doc[field::kRebuildOf] = r_.rebuild_of;
     doc[field::kId] = r_.id;
     doc[field::kState] = r_.state;
     doc[field::kExit] = r_.exit;

@@ -149,6 +149,9 @@ struct Receipt {
   nlohmann::json admission;        // receipt_admission.h; null when nothing was admitted
   nlohmann::json sealrun_version;  // {version, commit, dirty}
   nlohmann::json signing;          // {key_id, envelope} when the run signs its receipt, else null
+  // `sealrun rebuild`: {receipt_sha256, id, variations[]} of the receipt this run rebuilt; null
+  // for any other run.
+  nlohmann::json rebuild_of;
   // Where in a Slurm cluster the run happened (slurm_context.h), or null outside Slurm.
   nlohmann::json slurm;
   // How each pinned tree was verified (fingerprint/cached_tree.h pin_cache_to_json), in order.

@@ -19,6 +19,8 @@ inline constexpr std::string_view kReason = "reason";
 inline constexpr std::string_view kAdmissionSha256 = "admission_sha256";
 inline constexpr std::string_view kAdmission = "admission";
 inline constexpr std::string_view kSigning = "signing";
+// `sealrun rebuild`: the receipt this run rebuilt ({receipt_sha256, id, variations}), else null.
+inline constexpr std::string_view kRebuildOf = "rebuild_of";
 inline constexpr std::string_view kStarted = "started";
 inline constexpr std::string_view kFinished = "finished";
 inline constexpr std::string_view kVerifications = "verifications";
@@ -92,6 +94,8 @@ inline constexpr FieldSpec kReceiptFields[] = {
     {field::kAdmission, kJsonObject | kJsonNull, FieldRole::kVerdict, false},
     // Who signs it ({key_id}), or null: an unsigned receipt says so.
     {field::kSigning, kJsonObject | kJsonNull, FieldRole::kVerdict, false},
+    // What a rebuild rebuilt and what it varied: kept whole (it is small and says what was proven).
+    {field::kRebuildOf, kJsonObject | kJsonNull, FieldRole::kVerdict, false},
     {field::kStarted, kJsonString, FieldRole::kTiming, true},
     {field::kFinished, kJsonString, FieldRole::kTiming, true},
     {field::kVerifications, kJsonArray, FieldRole::kVerdict, true},

@@ -132,6 +132,7 @@ RunOutcome run_pipeline(const RunRequest& request, const PipelineDeps& deps) {
   RunContext run(request, deps);
   run.receipt.id = request.id;
   run.receipt.admission_sha256 = request.sha256;
+  run.receipt.rebuild_of = request.rebuild_of;
   run.receipt.started = utc_timestamp_now();
   if (auto slurm = slurm_context(environ_map())) run.receipt.slurm = std::move(*slurm);
   const SealrunVersion version = sealrun_version();

@@ -18,6 +18,7 @@
 #include "containment/resgroup/resource_group.h"
 #include "containment/spec.h"
 #include "controller/receipt.h"
+#include "controller/variations.h"
 #include "core/mechanism_kind.h"
 
 namespace sealrun::run {
@@ -31,6 +32,11 @@ struct RunRequest {
   std::string state_dir = "sealrun-state";
   std::string signing_key;  // "": STATE/keys/sealrun.key if it exists, else unsigned
   bool rehash = false;      // `--rehash`: pinned trees are hashed in full, not from the cache
+  // Where the job's output is shown as it arrives, `job| `-prefixed (live_output.h); -1: nowhere.
+  int live_output_fd = -1;
+  // `sealrun rebuild`: what to vary (variations.h), and the receipt's `rebuild_of` (null else).
+  Variations vary;
+  nlohmann::json rebuild_of;
 };
 
 struct RunOutcome {

@@ -3,7 +3,10 @@
 
 #include <fmt/format.h>
 
+#include <unistd.h>
+
 #include "core/run_id.h"
+#include "core/syscall.h"
 
 namespace sealrun::run {
 
@@ -19,20 +22,35 @@ RunLayout layout_for(const std::string& state_dir, const std::string& id) {
   return l;
 }
 
+std::string generated_run_id(std::string_view prefix) {
+  std::string t = utc_timestamp_now();  // 2026-11-30T12:01:02.345Z
+  std::string compact;
+  for (char c : t.substr(0, 19))
+    if (c != '-' && c != ':') compact += c;
+  return fmt::format("{}-{}Z-{}", prefix, compact, ::getpid());
+}
+
 Status validate_run_id(const std::string& id) {
   if (!is_valid_run_id(id))
     return Error::make(fmt::format("--id {:?}: use {} (it names directories)", id, kRunIdRule));
   return ok_status();
 }
 
+std::string default_job_path(const admission::AdmissionDocument& doc) {
+  return doc.toolchain.mount_path + "/bin:/usr/local/bin:/usr/bin:/bin";
+}
+
 std::map<std::string, std::string> job_environment(const admission::AdmissionDocument& doc) {
   std::map<std::string, std::string> env = doc.env;
   env["SOURCE_DATE_EPOCH"] = std::to_string(doc.source_date_epoch);
+  // Without a PATH a compiler driver cannot find its own programs (cc1, as, ld): a new user's
+  // first failure. The admission's own PATH always wins.
+  if (env.find("PATH") == env.end()) env["PATH"] = default_job_path(doc);
   return env;
 }
 
 ContainmentSpec containment_spec(const admission::Admitted& admitted, const RunLayout& layout,
-                                 const std::string& id, GrantMode mode) {
+                                 const std::string& id, GrantMode mode, const Variations& vary) {
   const auto& doc = admitted.document();
   ContainmentSpec s;
   s.run_id = id;
@@ -58,6 +76,7 @@ ContainmentSpec containment_spec(const admission::Admitted& admitted, const RunL
   s.swap_max_bytes = doc.limits.swap_max_bytes;
   s.pids_max = doc.limits.pids_max;
   s.wall_clock_ms = static_cast<int64_t>(doc.limits.wall_clock_s) * 1000;
+  apply_variations(vary, doc.mounts.source, s);
   return s;
 }
 

@@ -11,6 +11,7 @@
 #include "containment/ownedfs/ownedfs.h"
 #include "containment/resgroup/resource_group.h"
 #include "containment/spec.h"
+#include "controller/variations.h"
 #include "core/result.h"
 
 namespace sealrun::run {
@@ -27,14 +28,25 @@ struct RunLayout {
 };
 RunLayout layout_for(const std::string& state_dir, const std::string& id);
 
+// <prefix>-20261130T120102Z-4242: unique on this host, sorted by time, a valid run id (for a
+// `run` or `rebuild` without --id).
+std::string generated_run_id(std::string_view prefix);
+
 // A run id is a file name (core/run_id.h); the error names the bad id and the rule.
 Status validate_run_id(const std::string& id);
 
-// The job's environment: exactly SOURCE_DATE_EPOCH and the admitted variables.
+// The job's PATH when the admission sets none: the toolchain's bin directory where the job sees it,
+// then the usual system directories of the job's view.
+std::string default_job_path(const admission::AdmissionDocument& doc);
+
+// The job's environment: exactly SOURCE_DATE_EPOCH and the admitted variables, and
+// default_job_path() as PATH when the admission sets none (the receipt's notes say so).
 std::map<std::string, std::string> job_environment(const admission::AdmissionDocument& doc);
 
+// `vary`: what a rebuild changes about the job's world (variations.h); by default nothing.
 ContainmentSpec containment_spec(const admission::Admitted& admitted, const RunLayout& layout,
-                                 const std::string& id, GrantMode mode);
+                                 const std::string& id, GrantMode mode,
+                                 const Variations& vary = {});
 resgroup::GroupLimits group_limits(const admission::Limits& limits);
 // The census of this run: the owned space walked as a directory, or (fs given) sampled with one
 // statfs as the file system of its own it is.

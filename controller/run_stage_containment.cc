@@ -13,6 +13,22 @@
 
 namespace sealrun::run {
 
+namespace {
+
+// What a person refused for want of containment can do about it: most refusals of a run started
+// without root come from what only root may set up (cgroups, the job user), and report-only mode
+// runs anyway with the shortfall recorded.
+std::string ways_out(const RunContext& run) {
+  if (run.req.mode == GrantMode::kReportOnly) return "";
+  std::string out = ". Ways out: ";
+  if (::geteuid() != 0)
+    out += "run sealrun as root (it then runs the job as the unprivileged job user, with its "
+           "limits enforced), or ";
+  return out + "pass --mode report-only to run with the shortfall recorded in the receipt";
+}
+
+}  // namespace
+
 StageStatus stage_claim_owned_roots(RunContext& run) {
   auto user = resolve_job_identity(run.mechanism_context.job_user);
   if (!user)
@@ -65,11 +81,14 @@ StageStatus stage_acquire_grant(RunContext& run) {
     groups.process_count = groups.process_count || p.pids_max;
     if (groups.backend.empty()) groups.backend = std::string(resgroup::backend_name(p.backend));
   }
-  ContainmentSpec spec = containment_spec(*run.admitted, run.layout, run.req.id, run.req.mode);
+  ContainmentSpec spec =
+      containment_spec(*run.admitted, run.layout, run.req.id, run.req.mode, run.req.vary);
+  if (run.doc().env.find("PATH") == run.doc().env.end())
+    run.warn("the admission sets no PATH: the job was given PATH=" + default_job_path(run.doc()));
   auto grant = acquire_grant(spec, ranked, groups);
   if (!grant)
     return stage_fail(kExitContainmentUnavailable,
-                      "no containment grant: " + grant.error().message());
+                      "no containment grant: " + grant.error().message() + ways_out(run));
   run.grant.emplace(std::move(*grant));
   for (const auto& m : run.mechanisms)
     if (m->name() == run.grant->mechanism) run.chosen = m.get();
@@ -104,7 +123,7 @@ StageStatus stage_create_group(RunContext& run) {
     if (memory_required && enforcing)
       return stage_fail(kExitContainmentUnavailable,
                         "no resource group for the required memory limits: " +
-                            group.error().message());
+                            group.error().message() + ways_out(run));
     run.warn("running without a resource group: " + group.error().message());
     return stage_ok();
   }

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "controller/exit_codes.h"
+#include "controller/live_output.h"
 #include "controller/run_outputs.h"
 #include "controller/run_owned_space.h"
 #include "controller/run_stages.h"
@@ -19,6 +20,22 @@ void stop_job_now(RunContext& run) {
     (void)run.group->stop(run.stop_grace_ms());
   else if (run.job)
     (void)run.job->stop(run.stop_grace_ms());
+}
+
+// The job's output shown as it arrives, read through descriptors of its own opened now, before the
+// job can write (live_output.h). Not shown is a warning, never a reason to stop the run.
+std::unique_ptr<LiveOutput> open_live_output(RunContext& run, int logs_fd) {
+  LiveOutputConfig config;
+  config.out_fd = run.req.live_output_fd;
+  config.max_bytes = kLogReadMaxBytes;
+  config.kept_where = run.layout.results_root + "/logs/";
+  auto live = std::make_unique<LiveOutput>(std::move(config));
+  for (const char* name : {"job.stdout", "job.stderr"})
+    if (auto st = live->add_stream(logs_fd, name); !st) {
+      run.warn("the job's output is not shown as it arrives: " + st.error().message());
+      return nullptr;
+    }
+  return live;
 }
 
 }  // namespace
@@ -52,6 +69,8 @@ StageStatus stage_run_job(RunContext& run) {
   auto err = logs_fd ? open_at(logs_fd->get(), "job.stderr", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0600) : Result<UniqueFd>(logs_fd.error());
   if (!out || !err)
     return stage_fail(kExitContainmentUnavailable, "cannot create the job's log files in " + logs);
+  std::unique_ptr<LiveOutput> live;  // stopped (after a last read) by the end of this stage
+  if (run.req.live_output_fd >= 0) live = open_live_output(run, logs_fd->get());
   receipt::CommandRecord cmd;
   cmd.label = "job";
   cmd.argv = run.doc().command.argv;
@@ -61,6 +80,8 @@ StageStatus stage_run_job(RunContext& run) {
     return stage_fail(kExitContainmentUnavailable,
                       "the contained job could not be started: " + job.error().message());
   run.job = std::move(*job);
+  if (live)
+    if (auto st = live->start(); !st) run.warn(st.error().message());
   out->reset();
   err->reset();
   // Now sweep can also find the job's outermost process; its starttime with the pid names it, so
@@ -80,6 +101,7 @@ StageStatus stage_run_job(RunContext& run) {
 
   auto exit = run.job->wait();
   cmd.finished = utc_timestamp_now();
+  if (live) live->stop();
   StageStatus status;
   if (exit) {
     run.job_exit = *exit;

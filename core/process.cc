@@ -170,6 +170,7 @@ int lift_fd(int fd, int floor) { return ::fcntl(fd, F_DUPFD_CLOEXEC, floor); }
     if (::getppid() != parent) ::_exit(126);
   }
   if (cwd != nullptr && ::chdir(cwd) != 0) child_fail(report_fd, Step::kChdir);
+  if (o.umask) ::umask(*o.umask);  // async-signal-safe, cannot fail
 
   // Close everything that is not a target: stdio, passed fds and the report pipe survive until
   // exec (the report pipe is CLOEXEC). Unpassed inherited fds must not reach the job (ACCEPTANCE

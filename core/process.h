@@ -55,6 +55,8 @@ struct SpawnOptions {
   // Stop before exec until Child::release(): lets the caller place the pid somewhere (a systemd
   // scope) before the program starts.
   bool hold_until_release = false;
+  // The child's umask before exec (inherited by everything it starts); nullopt keeps the caller's.
+  std::optional<mode_t> umask;
 };
 
 class Child {

@@ -135,7 +135,7 @@ std::vector<std::string> mount_holders(const std::string& proc_dir, dev_t device
     // made by unshare(CLONE_NEWNS) while it was mounted here, e.g. podman's pause process).
     if (how.empty() && other_mount_namespace(proc_dir, base) &&
         mounts_device(base + "/mountinfo", device))
-      how = "a mount namespace of its own that still has it mounted";
+      how = kOtherNamespaceHolder;
     if (!how.empty())
       out.push_back(fmt::format("pid {} ({}): {}", pid, comm_of(proc_dir, pid), how));
   }

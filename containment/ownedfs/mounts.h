@@ -23,6 +23,12 @@ struct MountEntry {
 Result<std::optional<MountEntry>> mount_at(const std::string& proc_dir,
                                            const std::string& mount_point);
 
+// How mount_holders() describes a process that uses the file system only by having it mounted in
+// a mount namespace of its own (one made by unshare(CLONE_NEWNS) while it was mounted here: a
+// podman pause process, a service with a private /tmp, ...).
+inline constexpr const char* kOtherNamespaceHolder =
+    "a mount namespace of its own that still has it mounted";
+
 // Up to `max` processes using the file system `device`: "pid 123 (sh): cwd".
 std::vector<std::string> mount_holders(const std::string& proc_dir, dev_t device, size_t max = 8);
 

@@ -178,7 +178,7 @@ TEST_F(RunTest, PodmanRunFromThePinnedImageIsBuiltAndLeavesNothing) {
   ASSERT_EQ(c0.status.code, 0) << c0.err;
   Frozen a{dir_ / "podman.json", c0.out.substr(0, 64)};
   // Rootless podman takes its storage by path, as the job user: the state directory's parents
-  // must be searchable (the run refuses with that advice otherwise; the README says so).
+  // must be searchable (the run refuses with that advice otherwise; docs/proofs.md says so).
   fs::permissions(dir_.path(),
                   fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec);
   auto c = run(a, "pm", {"--mechanism", "podman"});

@@ -246,6 +246,11 @@ TEST_F(Pipeline, NoGrantMeansNoSpawnAndAFreeId) {
   auto o = run("g");
   EXPECT_EQ(o.exit_code, kExitContainmentUnavailable);
   EXPECT_NE(o.receipt.reason.find("memory"), std::string::npos) << o.receipt.reason;
+  // The refusal says what to do about it (as root, only report-only mode is left).
+  EXPECT_NE(o.receipt.reason.find("--mode report-only"), std::string::npos) << o.receipt.reason;
+  if (::geteuid() != 0) {
+    EXPECT_NE(o.receipt.reason.find("as root"), std::string::npos) << o.receipt.reason;
+  }
   EXPECT_EQ(std::count(s_.log.begin(), s_.log.end(), "spawn"), 0);
   EXPECT_FALSE(exists("state/results/g"));
   EXPECT_FALSE(exists("state/owned/g"));

@@ -26,11 +26,20 @@ TEST(RunPlan, LayoutFollowsTheContract) {
 TEST(RunPlan, JobEnvironmentIsExactlyTheAdmittedVariablesAndSourceDateEpoch) {
   admission::AdmissionDocument doc;
   doc.source_date_epoch = 1700000000;
-  doc.env = {{"LANG", "C"}};
+  doc.env = {{"LANG", "C"}, {"PATH", "/x/bin"}};
   auto env = job_environment(doc);
-  EXPECT_EQ(env.size(), 2u);
+  EXPECT_EQ(env.size(), 3u);
   EXPECT_EQ(env["SOURCE_DATE_EPOCH"], "1700000000");
   EXPECT_EQ(env["LANG"], "C");
+  EXPECT_EQ(env["PATH"], "/x/bin");  // the admission's own PATH wins
+}
+
+TEST(RunPlan, WithoutAnAdmittedPathTheJobGetsTheToolchainsBinThenTheSystems) {
+  admission::AdmissionDocument doc;
+  doc.toolchain.mount_path = "/toolchain";
+  auto env = job_environment(doc);
+  EXPECT_EQ(env["PATH"], "/toolchain/bin:/usr/local/bin:/usr/bin:/bin");
+  EXPECT_EQ(env.size(), 2u);
 }
 
 TEST(RunPlan, CensusGetsEveryAdmittedGuard) {

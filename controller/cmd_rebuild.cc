@@ -1,0 +1,256 @@
+// `sealrun rebuild RECEIPT --admission ADM [--vary LIST] [--id ID] [--json] [--explain]`: runs a
+// receipt's admission again through the same pipeline as `sealrun run` (a new id, its own receipt
+// naming the one it rebuilt), optionally in a varied world (variations.h), and compares the two
+// runs' outputs by path and digest (output_compare.h): exit 0 identical, 1 different. Nothing
+// runs unless the receipt is intact, its run executed and recorded its outputs, and the admission
+// is the one it records (else exit 3). A rebuild that fails exits as `run` would (docs/rebuild.md).
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include <nlohmann/json.hpp>
+
+#include "attest/openssl_util.h"
+#include "controller/commands.h"
+#include "controller/display_text.h"
+#include "controller/exit_codes.h"
+#include "controller/host_config.h"
+#include "controller/output.h"
+#include "controller/output_compare.h"
+#include "controller/rebuild_explain.h"
+#include "controller/receipt.h"
+#include "controller/run_pipeline.h"
+#include "controller/run_plan.h"
+#include "controller/state_dir.h"
+#include "core/bounded_file.h"
+#include "core/strict_json.h"
+
+namespace sealrun::cli {
+
+using nlohmann::json;
+
+namespace {
+
+constexpr size_t kMaxReceiptBytes = 1024 * 1024;    // receipts are bounded to 1 MiB
+constexpr size_t kMaxAdmissionBytes = 1024 * 1024;  // as `run` reads admissions
+
+struct RebuildOptions {
+  std::string receipt_path, admission_path, vary, id, mechanism = "auto", state_dir;
+  bool json = false, explain = false;
+};
+
+// What a rebuild knows about the receipt it rebuilds, once it has proven it usable.
+struct Original {
+  json doc;
+  std::string sha256;  // of the receipt's exact bytes
+  std::vector<json> outputs;
+};
+
+// STATE for a receipt at STATE/results/<id>/receipt.json (where the rebuild goes by default, so
+// it lands beside the run it rebuilds), else sealrun-state.
+std::string default_state_dir(const std::string& receipt_path) {
+  std::string p = receipt_path;
+  for (int i = 0; i < 2; ++i) {
+    size_t slash = p.rfind('/');
+    if (slash == std::string::npos) return "sealrun-state";
+    p.resize(slash);
+  }
+  size_t slash = p.rfind('/');
+  std::string last = slash == std::string::npos ? p : p.substr(slash + 1);
+  if (last != "results") return "sealrun-state";
+  return slash == std::string::npos ? "." : slash == 0 ? "/" : p.substr(0, slash);
+}
+
+// results/<id> for results/<id>/receipt.json.
+std::string dir_of_receipt(const std::string& receipt_path) {
+  size_t slash = receipt_path.rfind('/');
+  return slash == std::string::npos ? "." : receipt_path.substr(0, slash);
+}
+
+// The receipt to rebuild: read bounded, intact (its digest and consistency verify), of a run
+// that executed and whose complete output list is still there, unaltered.
+Result<Original> load_original(const std::string& path) {
+  std::string bytes =
+      SEALRUN_TRY_CTX(read_bounded_file(AT_FDCWD, path, kMaxReceiptBytes), "read receipt");
+  Original o;
+  o.doc = SEALRUN_TRY_CTX(parse_strict_json(bytes), path + " is not a readable receipt");
+  o.sha256 = attest::sha256_hex_of(bytes);
+  if (o.doc.is_object() && o.doc.value("state", json()) == "not_run")
+    return Error::make(fmt::format(
+        "{} is the receipt of a run that never executed (state not_run: {}); there are no "
+        "outputs to rebuild against — run the admission with `sealrun run` first",
+        path, display::escape(receipt::member_text(o.doc, "reason"))));
+  auto findings = SEALRUN_TRY_CTX(receipt::verify_receipt_bytes(bytes), path);
+  for (const auto& f : findings)
+    if (!f.pass)
+      return Error::make(
+          fmt::format("{} does not verify ({}: {}); `sealrun receipt verify` says "
+                      "more",
+                      path, f.check, f.detail));
+  o.outputs = SEALRUN_TRY(receipt::load_output_list(path, o.doc));
+  return o;
+}
+
+// The admission must be the receipt's, byte for byte.
+Status check_admission(const std::string& path, const Original& original,
+                       const std::string& receipt_path, std::string* sha256) {
+  std::string bytes =
+      SEALRUN_TRY_CTX(read_bounded_file(AT_FDCWD, path, kMaxAdmissionBytes), "--admission");
+  *sha256 = attest::sha256_hex_of(bytes);
+  std::string recorded = receipt::member_text(original.doc, "admission_sha256");
+  if (*sha256 != recorded)
+    return Error::make(fmt::format(
+        "the admission {} has sha256 {}, but the receipt {} records admission_sha256 {}: they do "
+        "not belong together; give the admission that run used",
+        path, *sha256, receipt_path, recorded));
+  return ok_status();
+}
+
+// num_cpus: this controller (and so everything it starts, the job included) keeps half of the
+// CPUs it may use, at least one. Returns how many it kept, 0 when there was only one.
+unsigned narrow_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (::sched_getaffinity(0, sizeof set, &set) != 0) return 0;
+  unsigned have = static_cast<unsigned>(CPU_COUNT(&set));
+  if (have < 2) return 0;
+  unsigned keep = have / 2;
+  cpu_set_t narrowed;
+  CPU_ZERO(&narrowed);
+  unsigned kept = 0;
+  for (int cpu = 0; cpu < CPU_SETSIZE && kept < keep; ++cpu)
+    if (CPU_ISSET(cpu, &set)) {
+      CPU_SET(cpu, &narrowed);
+      ++kept;
+    }
+  return ::sched_setaffinity(0, sizeof narrowed, &narrowed) == 0 ? kept : 0;
+}
+
+uint32_t current_umask() {
+  mode_t m = ::umask(0);
+  ::umask(m);
+  return static_cast<uint32_t>(m);
+}
+
+void rebuild(const RebuildOptions& opt, int* exit_code) {
+  json report = {{"receipt", opt.receipt_path}, {"admission", opt.admission_path}};
+  auto finish = [&](int code, const std::string& error) {
+    *exit_code = code;
+    if (!error.empty()) print_error("rebuild", error);
+    if (opt.json) {
+      report["exit"] = code;
+      report["error"] = error.empty() ? json(nullptr) : json(error);
+      print_json(report);
+    }
+  };
+
+  auto original = load_original(opt.receipt_path);
+  if (!original) return finish(kExitAdmissionRefused, original.error().message());
+  std::string admission_sha256;
+  if (auto st = check_admission(opt.admission_path, *original, opt.receipt_path, &admission_sha256);
+      !st)
+    return finish(kExitAdmissionRefused, st.error().message());
+  auto vary = run::parse_variations(opt.vary);
+  if (!vary) return finish(kExitUsage, vary.error().message());
+
+  run::RunRequest req;
+  req.admission_path = opt.admission_path;
+  req.sha256 = admission_sha256;
+  req.id = opt.id.empty() ? run::generated_run_id("rebuild") : opt.id;
+  req.mechanism = parse_mechanism_kind(opt.mechanism);
+  req.state_dir = opt.state_dir.empty() ? default_state_dir(opt.receipt_path) : opt.state_dir;
+  req.vary = *vary;
+  req.vary.base_umask = current_umask();
+  if (req.vary.num_cpus) req.vary.cpus_used = narrow_cpus();
+  req.rebuild_of = {{"receipt_sha256", original->sha256},
+                    {"id", receipt::member_text(original->doc, "id")},
+                    {"variations", run::describe_variations(req.vary)}};
+  report["id"] = req.id;
+  report["rebuild_of"] = req.rebuild_of;
+  // As `run` does: every temporary goes where `sealrun sweep` finds it.
+  if (auto temp = run::controller_temp_dir(run::state_dir_path(req.state_dir)); temp)
+    ::setenv("TMPDIR", temp->c_str(), 1);
+  run::RunOutcome o = run::run_pipeline(req, run::default_pipeline_deps(mechanism_context()));
+  report["state"] = o.receipt.state;
+  report["reason"] = o.receipt.reason;
+  report["receipt_path"] = o.receipt_path.empty() ? json(nullptr) : json(o.receipt_path);
+  if (o.exit_code != kExitOk) {
+    std::string why =
+        fmt::format("the rebuild {} did not build (exit {}): {}{}", req.id, o.exit_code,
+                    o.receipt.reason, o.message.empty() ? "" : "; " + o.message);
+    if (!opt.json && !o.receipt_path.empty()) fmt::print("{}\n", o.receipt_path);
+    return finish(o.exit_code, why);
+  }
+
+  // The rebuild's own list, through the same check as the original's.
+  auto rebuilt_bytes = read_bounded_file(AT_FDCWD, o.receipt_path, kMaxReceiptBytes);
+  auto rebuilt_doc =
+      rebuilt_bytes ? parse_strict_json(*rebuilt_bytes) : Result<json>(rebuilt_bytes.error());
+  auto rebuilt = rebuilt_doc ? receipt::load_output_list(o.receipt_path, *rebuilt_doc)
+                             : Result<std::vector<json>>(rebuilt_doc.error());
+  if (!rebuilt)
+    return finish(kExitStopUnconfirmed,
+                  "the rebuild's own output list cannot be read: " + rebuilt.error().message());
+
+  auto changes = receipt::compare_outputs(original->outputs, *rebuilt);
+  json items = json::array();
+  for (const auto& c : changes) items.push_back(receipt::change_json(c));
+  report["identical"] = changes.empty();
+  report["outputs"] = {{"original", original->outputs.size()}, {"rebuilt", rebuilt->size()}};
+  report["differences"] = items;
+  std::string original_root = dir_of_receipt(opt.receipt_path);
+  std::string rebuilt_root = dir_of_receipt(o.receipt_path);
+  if (opt.explain && !changes.empty())
+    report["explain"] = run::explain_changes(changes, original_root, rebuilt_root);
+
+  if (!opt.json) {
+    fmt::print("rebuild {} of {}: {} ({} output(s), {} differing)\n", req.id,
+               receipt::member_text(original->doc, "id"),
+               changes.empty() ? "identical" : "DIFFERENT", original->outputs.size(),
+               changes.size());
+    for (const auto& v : req.rebuild_of["variations"])
+      fmt::print("  varied {}: {}\n", receipt::member_text(v, "name"),
+                 receipt::member_text(v, "how"));
+    for (const auto& c : changes) fmt::print("  {}\n", receipt::change_text(c));
+    if (report.contains("explain")) fmt::print("{}", run::explain_text(report["explain"]));
+    fmt::print("{}\n", o.receipt_path);
+  }
+  finish(changes.empty() ? kExitOk : kExitFailure, "");
+}
+
+}  // namespace
+
+void register_rebuild(CLI::App& app, int* exit_code) {
+  auto* cmd = app.add_subcommand(
+      "rebuild",
+      "Run a receipt's admission again (optionally in a varied world) and compare the outputs "
+      "by path and digest.\nExit: 0 identical, 1 different, 2 usage, 3 receipt or admission "
+      "refused (nothing run); a rebuild that failed exits as `run` does (4-7)");
+  auto opt = std::make_shared<RebuildOptions>();
+  cmd->add_option("RECEIPT", opt->receipt_path, "the receipt of the run to rebuild")->required();
+  cmd->add_option("--admission", opt->admission_path,
+                  "the admission that run used (its SHA-256 must be the receipt's "
+                  "admission_sha256)")
+      ->required();
+  cmd->add_option("--vary", opt->vary,
+                  "comma-separated, reprotest's names: hostname, umask, locale, timezone, "
+                  "build_path, num_cpus, user_id, or all");
+  cmd->add_option("--id", opt->id, "the rebuild's run id; default: rebuild-<UTC time>-<pid>");
+  std::vector<std::string> mechanisms = {"auto"};
+  for (MechanismKind k : kMechanismKinds) mechanisms.emplace_back(mechanism_kind_name(k));
+  cmd->add_option("--mechanism", opt->mechanism, "auto, or one of: " + mechanism_kind_names())
+      ->check(CLI::IsMember(mechanisms))
+      ->capture_default_str();
+  cmd->add_option("--state-dir", opt->state_dir,
+                  "where the rebuild runs; default: the state directory holding RECEIPT "
+                  "(STATE/results/<id>/receipt.json), else ./sealrun-state");
+  cmd->add_flag("--json", opt->json, "print one JSON document on stdout");
+  cmd->add_flag("--explain", opt->explain,
+                "show how differing outputs differ: diffoscope when installed, else sizes and "
+                "the first differing byte");
+  cmd->callback([opt, exit_code] { rebuild(*opt, exit_code); });
+}
+
+}  // namespace sealrun::cli
