@@ -31,8 +31,10 @@ Result<ChildOutcome> run_child(const ChildRequest& r, const std::function<bool()
   auto err = SEALRUN_TRY(
       open_at(AT_FDCWD, r.log_dir + "/run.stderr", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0600));
   SpawnOptions o;
-  o.argv = {r.sealrun, "run", r.admission,   "--sha256",  r.sha256,
-            "--id",    r.id,  "--state-dir", r.state_dir, "--json"};
+  // --quiet: the job's streams reach bb_worker from the run's kept logs; live on run.stderr they
+  // would only bury sealrun's own message, whose tail explains a failure.
+  o.argv = {r.sealrun, "run",         r.admission, "--sha256", r.sha256, "--id",
+            r.id,      "--state-dir", r.state_dir, "--json",   "--quiet"};
   o.stdout_fd = out.get();
   o.stderr_fd = err.get();
   o.new_session = true;  // a terminal's Ctrl-C reaches the runner, which decides what stops
