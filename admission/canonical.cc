@@ -1,8 +1,9 @@
-// The canonical spelling of an admission: every field written out (defaults included), keys in
-// sorted order, objects expanded with two-space indents, and the members of arrays (argv
-// elements, manifest entries, host tools) one per line in compact form — readable in a review,
-// compact enough that a manifest of several thousand files stays under the 1 MiB cap, and the
-// same bytes every time, so freezing twice gives the same SHA-256.
+// The canonical spelling of an admission: every field written out (defaults included, except the
+// newer opt-in mount switches, see below), keys in sorted order, objects expanded with two-space
+// indents, and the members of arrays (argv elements, manifest entries, host tools) one per line in
+// compact form — readable in a review, compact enough that a manifest of several thousand files
+// stays under the 1 MiB cap, and the same bytes every time, so freezing twice gives the same
+// SHA-256.
 #include <ctime>
 
 #include "admission/document.h"
@@ -48,6 +49,11 @@ json admission_to_json(const AdmissionDocument& doc) {
                  {"output", doc.mounts.output},
                  {"scratch", doc.mounts.scratch},
                  {"tmp", doc.mounts.tmp}};
+  // Written only when not the default, unlike every other field: admissions frozen before these
+  // keys existed keep their exact bytes (and so their SHA-256) when frozen again.
+  if (doc.mounts.source_writable) j["mounts"]["source_writable"] = true;
+  if (doc.mounts.outputs_from != OutputsFrom::kOutput)
+    j["mounts"]["outputs_from"] = std::string(outputs_from_name(doc.mounts.outputs_from));
   const Limits& l = doc.limits;
   j["limits"] = {
       {"memory_high_bytes", l.memory_high_bytes}, {"memory_max_bytes", l.memory_max_bytes},

@@ -64,13 +64,22 @@ struct HostToolPin {
   std::string sha256;
 };
 
-// Where things appear inside the job. source and the toolchain are read-only; output and scratch
-// are the only writable mounts; tmp is a private, empty tmpfs.
+// Where the outputs are collected from after the run: the output mount (every file the job left
+// there), or the source (files that are new or differ from source.manifest) — the latter for
+// remote-execution actions, which write their outputs into their input root.
+enum class OutputsFrom { kOutput, kSource };
+std::string_view outputs_from_name(OutputsFrom from);
+
+// Where things appear inside the job. The toolchain is read-only and so is the source unless
+// source_writable; output and scratch are writable; tmp is a private, empty tmpfs. The source is
+// pinned and verified as it is before the run, whether or not the job may change it.
 struct Mounts {
   std::string source = "/src";
   std::string output = "/out";
   std::string scratch = "/scratch";
   std::string tmp = "/tmp";
+  bool source_writable = false;
+  OutputsFrom outputs_from = OutputsFrom::kOutput;  // kSource requires source_writable
 };
 
 // The keys of ../shared/CONTRACT.md, with the mission's defaults.

@@ -145,7 +145,11 @@ Result<json> assemble(const FreezeRequest& r) {
 
   json& toolchain = doc["toolchain"];
   std::string root = !r.toolchain.empty() ? r.toolchain : string_or(toolchain, "root", "");
-  if (!root.empty()) {
+  if (r.toolchain_pin) {
+    const ToolchainPin& pin = *r.toolchain_pin;
+    toolchain = {
+        {"root", pin.root}, {"tree_sha256", pin.tree_sha256}, {"mount_path", pin.mount_path}};
+  } else if (!root.empty()) {
     root = SEALRUN_TRY(real_path(root, "toolchain"));
     TreeOptions options;
     options.progress = r.toolchain_progress;

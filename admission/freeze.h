@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -29,6 +30,10 @@ struct FreezeRequest {
   std::vector<std::string> argv;        // the command
   // Called while the toolchain tree is hashed (bytes done, bytes in all).
   std::function<void(uint64_t, uint64_t)> toolchain_progress;
+  // A toolchain pinned earlier (a long-running `sealrun runner` pins its toolchain once, at
+  // start): written as it is instead of hashing `toolchain` again. `run` verifies it like any pin,
+  // so a toolchain that changed since is refused, not silently re-pinned.
+  std::optional<ToolchainPin> toolchain_pin;
 };
 
 struct FreezeResult {

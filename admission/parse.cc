@@ -12,8 +12,8 @@
 
 #include "admission/document.h"
 #include "admission/path_rules.h"
-#include "core/strict_json.h"
 #include "core/hex.h"
+#include "core/strict_json.h"
 
 namespace sealrun::admission {
 
@@ -355,11 +355,31 @@ class Parser {
 
   void mounts(const json& v, Mounts* out) {
     if (!object(v, "mounts")) return;
-    keys(v, "mounts", {}, {"source", "output", "scratch", "tmp"});
+    keys(v, "mounts", {},
+         {"source", "output", "scratch", "tmp", "source_writable", "outputs_from"});
     if (v.contains("source")) abs_path(v["source"], "mounts.source", &out->source);
     if (v.contains("output")) abs_path(v["output"], "mounts.output", &out->output);
     if (v.contains("scratch")) abs_path(v["scratch"], "mounts.scratch", &out->scratch);
     if (v.contains("tmp")) abs_path(v["tmp"], "mounts.tmp", &out->tmp);
+    if (v.contains("source_writable")) {
+      if (v["source_writable"].is_boolean())
+        out->source_writable = v["source_writable"].get<bool>();
+      else
+        error("mounts.source_writable", "expected a boolean, got " + type_of(v["source_writable"]));
+    }
+    std::string from;
+    if (v.contains("outputs_from") && string(v["outputs_from"], "mounts.outputs_from", &from)) {
+      if (from == "output")
+        out->outputs_from = OutputsFrom::kOutput;
+      else if (from == "source")
+        out->outputs_from = OutputsFrom::kSource;
+      else
+        error("mounts.outputs_from",
+              fmt::format("expected \"output\" or \"source\", got \"{}\"", from));
+    }
+    if (out->outputs_from == OutputsFrom::kSource && !out->source_writable)
+      error("mounts.outputs_from",
+            "\"source\" needs mounts.source_writable: true (a read-only source cannot change)");
   }
 
   void limits(const json& v, Limits* out) {
@@ -517,6 +537,10 @@ std::string_view source_kind_name(SourceKind kind) {
       return "tree";
   }
   return "?";
+}
+
+std::string_view outputs_from_name(OutputsFrom from) {
+  return from == OutputsFrom::kSource ? "source" : "output";
 }
 
 Result<AdmissionDocument> parse_admission_json(const json& root) {

@@ -27,6 +27,7 @@ int run_cli(CLI::App& app, int argc, char** argv) {
   sealrun::cli::register_sweep(app, &exit_code);
   sealrun::cli::register_key(app, &exit_code);
   sealrun::cli::register_rebuild(app, &exit_code);
+  sealrun::cli::register_runner(app, &exit_code);
   sealrun::cli::register_generate(app, &exit_code);  // hidden; walks the commands above
   try {
     app.parse(argc, argv);

@@ -59,9 +59,13 @@ ContainmentSpec containment_spec(const admission::Admitted& admitted, const RunL
   s.cwd = doc.command.cwd;
   s.env = job_environment(doc);
   using Access = MountSpec::Access;
-  s.mounts.push_back({admitted.source_root(), doc.mounts.source, Access::kReadOnly});
+  s.mounts.push_back({admitted.source_root(), doc.mounts.source,
+                      doc.mounts.source_writable ? Access::kWritable : Access::kReadOnly});
   s.mounts.push_back({doc.toolchain.root, doc.toolchain.mount_path, Access::kReadOnly});
-  s.mounts.push_back({layout.output_dir, doc.mounts.output, Access::kWritable});
+  // Outputs from the source: its writable copy is where they go, and the one place the census
+  // guards as the result; no second, unguarded place to write.
+  if (doc.mounts.outputs_from != admission::OutputsFrom::kSource)
+    s.mounts.push_back({layout.output_dir, doc.mounts.output, Access::kWritable});
   s.mounts.push_back({layout.scratch_dir, doc.mounts.scratch, Access::kWritable});
   if (doc.image) s.image = ImageRef{doc.image->archive, doc.image->image_id};
   s.requested = DimensionSet::all();

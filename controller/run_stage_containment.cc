@@ -56,6 +56,11 @@ StageStatus stage_claim_owned_roots(RunContext& run) {
   if (auto st = prepare_job_dirs(*run.state, run.layout, *user); !st)
     return stage_fail(kExitContainmentUnavailable,
                       "cannot prepare the job's directories: " + st.error().message());
+  // A writable source is the run's private copy (never the host's tree): the job's to change.
+  if (run.doc().mounts.source_writable)
+    if (auto st = give_tree(run.admitted->source_root(), *user); !st)
+      return stage_fail(kExitContainmentUnavailable,
+                        "cannot give the source copy to the job user: " + st.error().message());
   return stage_ok();
 }
 

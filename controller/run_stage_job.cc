@@ -43,10 +43,13 @@ std::unique_ptr<LiveOutput> open_live_output(RunContext& run, int logs_fd) {
 StageStatus stage_prepare_census(RunContext& run) {
   const auto& limits = run.doc().limits;
   const bool enforcing = run.grant && run.grant->mode == GrantMode::kEnforcing;
+  auto config = census_config(limits, run.layout, run.owned_fs ? &*run.owned_fs : nullptr,
+                              owned_max_inodes(limits));
+  // Outputs written into a writable source are the run's results: guard their growth there.
+  if (run.doc().mounts.outputs_from == admission::OutputsFrom::kSource)
+    config.result_root = run.admitted->source_root();
   run.census = std::make_unique<census::CensusThread>(
-      census_config(limits, run.layout, run.owned_fs ? &*run.owned_fs : nullptr,
-                    owned_max_inodes(limits)),
-      [&run, enforcing](const census::GuardTrip& trip) {
+      std::move(config), [&run, enforcing](const census::GuardTrip& trip) {
         // A census that cannot measure is not a zero: its guards do not hold, so in enforcing
         // mode the job stops as if one had tripped (ACCEPTANCE 32); report-only mode records it.
         if (trip.census_failed() && !enforcing) return;

@@ -16,6 +16,7 @@
 #include "controller/output_walk.h"
 #include "controller/run_outputs.h"
 #include "controller/run_stages.h"
+#include "controller/source_outputs.h"
 #include "core/syscall.h"
 #include "fingerprint/cached_tree.h"
 #include "fingerprint/tree.h"
@@ -95,11 +96,14 @@ void check_log_sizes(RunContext& run) {
                                      total, sizes, limit, kLogReadMaxBytes)});
 }
 
-// Walks /out, records every output (the receipt and outputs.jsonl); returns the bytes used.
+// Walks /out (or, with outputs_from "source", the source copy: source_outputs.h), records every
+// output (the receipt and outputs.jsonl); returns the bytes used.
 uint64_t record_outputs(RunContext& run, const StopCheck& stop) {
   OutputLimits limits;
   limits.max_bytes = run.doc().limits.result_max_bytes;
-  auto walk = walk_outputs(run.layout.output_dir, limits, stop);
+  const bool from_source = run.doc().mounts.outputs_from == admission::OutputsFrom::kSource;
+  auto walk =
+      walk_outputs(from_source ? run.admitted->source_root() : run.layout.output_dir, limits, stop);
   if (!walk) {
     std::string why = walk.error().message();
     run.receipt.not_finished.push_back("outputs: not recorded: " + why);
@@ -109,6 +113,17 @@ uint64_t record_outputs(RunContext& run, const StopCheck& stop) {
   if (walk->interrupted) {
     not_finished(run, interruption_code(run), "outputs not recorded", *walk->interrupted);
     return walk->bytes;
+  }
+  if (from_source) {
+    keep_changed_source_files(*walk, run.doc().source.manifest);
+    auto moved = move_source_outputs(*run.state, run.admitted->source_root(), run.layout.output_dir,
+                                     *walk, stop);
+    if (!moved) {
+      run.receipt.not_finished.push_back("outputs: not recorded: " + moved.error().message());
+      run.record_failure({kExitJobFailed, "the outputs could not be taken from the source: " +
+                                              moved.error().message()});
+      return walk->bytes;
+    }
   }
   if (auto st = write_output_list(*run.state, run.layout.results_root, walk->outputs); !st) {
     run.receipt.not_finished.push_back("outputs: not recorded: " + st.error().message());

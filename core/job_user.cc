@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <vector>
 
 #include "core/syscall.h"
@@ -59,6 +60,26 @@ Status prepare_owned_dir(const std::string& path, const JobUser& user) {
   if (::geteuid() == 0 && ::fchown(fd.get(), user.uid, user.gid) != 0)
     return Error::from_errno(fmt::format("chown {} to job user {}", path, user.name));
   if (::fchmod(fd.get(), 0700) != 0) return Error::from_errno(fmt::format("chmod 0700 {}", path));
+  return ok_status();
+}
+
+Status give_tree(const std::string& root, const JobUser& user, size_t max_entries) {
+  if (!user.drop) return ok_status();
+  auto give = [&](const std::filesystem::path& p) -> Status {
+    if (::fchownat(AT_FDCWD, p.c_str(), user.uid, user.gid, AT_SYMLINK_NOFOLLOW) != 0)
+      return Error::from_errno(fmt::format("chown {} to job user {}", p.string(), user.name));
+    return ok_status();
+  };
+  SEALRUN_TRY(give(root));
+  std::error_code ec;
+  std::filesystem::recursive_directory_iterator it(root, ec);
+  size_t seen = 0;
+  for (; !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+    if (++seen > max_entries)
+      return Error::make(fmt::format("{}: more than {} entries", root, max_entries));
+    SEALRUN_TRY(give(it->path()));
+  }
+  if (ec) return Error::with_errno(ec.value(), "walk " + root);
   return ok_status();
 }
 

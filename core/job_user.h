@@ -35,4 +35,9 @@ Result<JobUser> resolve_job_identity(const std::string& configured_name);
 // run never reuses a directory it did not create.
 Status prepare_owned_dir(const std::string& path, const JobUser& user);
 
+// Gives `root` and everything below it (symlinks themselves, never followed) to the job user, when
+// the caller is root (user.drop); a no-op otherwise. For a private copy the job may change (a
+// writable source); at most `max_entries` entries.
+Status give_tree(const std::string& root, const JobUser& user, size_t max_entries = 1000000);
+
 }  // namespace sealrun

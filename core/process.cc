@@ -165,7 +165,7 @@ int lift_fd(int fd, int floor) { return ::fcntl(fd, F_DUPFD_CLOEXEC, floor); }
   if (o.uid && ::setuid(*o.uid) != 0) child_fail(report_fd, Step::kSetuid);
   // After the identity change: changing credentials clears the parent-death signal (prctl(2)).
   if (o.die_with_parent) {
-    if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) child_fail(report_fd, Step::kDeathSig);
+    if (::prctl(PR_SET_PDEATHSIG, o.death_signal) != 0) child_fail(report_fd, Step::kDeathSig);
     // The parent may have died before prctl; then nobody would send the signal.
     if (::getppid() != parent) ::_exit(126);
   }
@@ -270,17 +270,20 @@ Status Child::signal(int sig) const {
   return ok_status();
 }
 
-Result<ExitStatus> Child::wait() {
+Result<ExitStatus> Child::wait(struct rusage* usage) {
   if (reaped_ || !pidfd_) return Error::make("wait: no child to wait for");
   siginfo_t info{};
-  int rc = retry_eintr(
-      [&] { return ::waitid(P_PIDFD, static_cast<id_t>(pidfd_.get()), &info, WEXITED); });
+  // The raw system call: its fifth argument (rusage) is not in glibc's waitid().
+  int rc = retry_eintr([&] {
+    return static_cast<int>(
+        ::syscall(SYS_waitid, P_PIDFD, static_cast<id_t>(pidfd_.get()), &info, WEXITED, usage));
+  });
   if (rc != 0) return Error::from_errno(fmt::format("waitid pid {}", pid_));
   reaped_ = true;
   return decode(info);
 }
 
-Result<std::optional<ExitStatus>> Child::wait_for(int64_t timeout_ms) {
+Result<std::optional<ExitStatus>> Child::wait_for(int64_t timeout_ms, struct rusage* usage) {
   if (reaped_ || !pidfd_) return Error::make("wait: no child to wait for");
   int64_t deadline = monotonic_ms() + timeout_ms;
   for (;;) {
@@ -292,7 +295,7 @@ Result<std::optional<ExitStatus>> Child::wait_for(int64_t timeout_ms) {
     if (rc < 0 && errno == EINTR) continue;
     if (rc < 0) return Error::from_errno("poll pidfd");
     if (rc == 0) return std::optional<ExitStatus>{};
-    auto st = SEALRUN_TRY(wait());
+    auto st = SEALRUN_TRY(wait(usage));
     return std::optional<ExitStatus>(st);
   }
 }

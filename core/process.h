@@ -4,6 +4,8 @@
 // killed and reaped (crun's rule), so no exit path leaves a stray process.
 #pragma once
 
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/types.h>
 
 #include <cstdint>
@@ -42,7 +44,11 @@ struct SpawnOptions {
   std::optional<uid_t> uid;
   std::optional<gid_t> gid;
   bool new_session = false;      // setsid(): no controlling terminal, so no TIOCSTI into ours
-  bool die_with_parent = false;  // PR_SET_PDEATHSIG(SIGKILL)
+  bool die_with_parent = false;  // PR_SET_PDEATHSIG(death_signal)
+  // What die_with_parent delivers. SIGTERM suits a child that stops its own work cleanly (a
+  // `sealrun run` writes its receipt). The kernel sends it when the *thread* that spawned the
+  // child exits (prctl(2)), so spawn from a thread that outlives the child.
+  int death_signal = SIGKILL;
   // Descriptors of cgroup.procs files (opened by the caller, O_WRONLY); the child writes "0" into
   // each before exec, which moves itself into that group before any job code runs.
   std::vector<int> join_cgroup_fds;
@@ -70,10 +76,11 @@ class Child {
   Status release();
   // pidfd_send_signal(2).
   Status signal(int sig) const;
-  // Waits for exit and reaps.
-  Result<ExitStatus> wait();
+  // Waits for exit and reaps. `usage`, when given, receives the child's resource usage with that
+  // of its waited-for descendants (wait4(2)'s rusage).
+  Result<ExitStatus> wait(struct rusage* usage = nullptr);
   // Waits at most timeout_ms; nullopt if still running.
-  Result<std::optional<ExitStatus>> wait_for(int64_t timeout_ms);
+  Result<std::optional<ExitStatus>> wait_for(int64_t timeout_ms, struct rusage* usage = nullptr);
   // SIGKILL and reap; safe to call on an already-reaped child.
   void kill_and_reap();
 

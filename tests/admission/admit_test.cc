@@ -104,6 +104,23 @@ TEST_F(AdmitTest, FreezingTwiceGivesIdenticalBytesAndNeverOverwritesUnasked) {
   EXPECT_TRUE(freeze_admission(request_).ok());
 }
 
+// A toolchain pinned earlier is written as it is (no hashing), and `admit` holds the tree to it:
+// the same bytes as a fresh freeze while the tree is unchanged, a failed check once it changed.
+TEST_F(AdmitTest, AToolchainPinnedEarlierIsReusedAndStillVerified) {
+  FreezeResult fresh = freeze();
+  request_.toolchain_pin = fresh.document.toolchain;
+  request_.toolchain.clear();
+  request_.out = dir_ / "reused.json";
+  FreezeResult reused = freeze();
+  EXPECT_EQ(reused.sha256, fresh.sha256);
+  write_text(dir_ / "tc/bin/cc", "#!/bin/sh\necho another compiler\n");
+  request_.out = dir_ / "stale.json";
+  FreezeResult stale = freeze();  // written without looking at the tree
+  AdmitOutcome o = admit(stale.path, stale.sha256);
+  EXPECT_FALSE(o.admitted.has_value());
+  EXPECT_EQ(failed_targets(o.report), std::set<std::string>{"toolchain.tree_sha256"});
+}
+
 TEST_F(AdmitTest, EachPinAlteredByOneByteFailsExactlyItsCheck) {
   freeze();
   const std::string original = read_text(request_.out);

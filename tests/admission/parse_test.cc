@@ -76,6 +76,36 @@ TEST(AdmissionParse, CanonicalBytesAreStableAndReadBackAsThemselves) {
   EXPECT_EQ(once.back(), '\n');
 }
 
+TEST(AdmissionParse, WritableSourceIsOptInAndWrittenOnlyWhenSet) {
+  auto plain = parse_admission_json(valid_doc());
+  ASSERT_TRUE(plain.ok()) << plain.error().message();
+  EXPECT_FALSE(plain->mounts.source_writable);
+  EXPECT_EQ(plain->mounts.outputs_from, OutputsFrom::kOutput);
+  // Absent by default, so admissions frozen before the keys existed keep their bytes.
+  std::string plain_bytes = canonical_admission_bytes(*plain);
+  EXPECT_EQ(plain_bytes.find("source_writable"), std::string::npos);
+  EXPECT_EQ(plain_bytes.find("outputs_from"), std::string::npos);
+
+  json j = valid_doc();
+  j["mounts"] = {{"source_writable", true}, {"outputs_from", "source"}};
+  auto doc = parse_admission_json(j);
+  ASSERT_TRUE(doc.ok()) << doc.error().message();
+  EXPECT_TRUE(doc->mounts.source_writable);
+  EXPECT_EQ(doc->mounts.outputs_from, OutputsFrom::kSource);
+  std::string bytes = canonical_admission_bytes(*doc);
+  EXPECT_NE(bytes.find("\"source_writable\": true"), std::string::npos) << bytes;
+  EXPECT_NE(bytes.find("\"outputs_from\": \"source\""), std::string::npos) << bytes;
+  auto again = parse_admission_bytes(bytes);
+  ASSERT_TRUE(again.ok()) << again.error().message();
+  EXPECT_EQ(canonical_admission_bytes(*again), bytes);
+
+  // A writable source alone still collects from the output mount.
+  j["mounts"] = {{"source_writable", true}};
+  auto writable = parse_admission_json(j);
+  ASSERT_TRUE(writable.ok()) << writable.error().message();
+  EXPECT_EQ(writable->mounts.outputs_from, OutputsFrom::kOutput);
+}
+
 struct Rejection {
   const char* name;
   std::function<void(json&)> mutate;
@@ -274,6 +304,21 @@ const Rejection kRejections[] = {
        j["mounts"] = {{"scratch", "/"}};
      },
      "mounts.scratch: cannot be"},
+    {"source_writable_not_bool",
+     [](json& j) {
+       j["mounts"] = {{"source_writable", "yes"}};
+     },
+     "mounts.source_writable: expected a boolean, got a string"},
+    {"outputs_from_unknown",
+     [](json& j) {
+       j["mounts"] = {{"source_writable", true}, {"outputs_from", "scratch"}};
+     },
+     "mounts.outputs_from: expected \"output\" or \"source\""},
+    {"outputs_from_read_only_source",
+     [](json& j) {
+       j["mounts"] = {{"outputs_from", "source"}};
+     },
+     "mounts.outputs_from: \"source\" needs mounts.source_writable"},
     {"expiry_not_rfc3339", [](json& j) { j["expires_at"] = "tomorrow"; },
      "expires_at: expected an RFC 3339 time"},
     {"expiry_feb_30", [](json& j) { j["expires_at"] = "2030-02-30T00:00:00Z"; }, "expires_at"},

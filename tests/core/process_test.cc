@@ -144,6 +144,41 @@ TEST(Spawn, ChildStartsWithDefaultSignalsEvenIfCallerBlocksOrIgnoresThem) {
 namespace sealrun {
 namespace {
 
+// Spawns `inner` from a forked intermediate parent (the "middle"), so that the middle can be
+// killed while the spawned grandchild runs. `pidfd` watches the grandchild.
+struct UnderMiddle {
+  pid_t middle = -1;
+  int pidfd = -1;
+};
+UnderMiddle spawn_under_middle(const SpawnOptions& inner) {
+  auto pipe = make_pipe();
+  if (!pipe.ok()) return {};
+  pid_t middle = ::fork();
+  if (middle == 0) {
+    auto child = spawn(inner);
+    if (!child.ok()) ::_exit(1);
+    pid_t pid = child->pid();
+    (void)!::write(pipe->write_end.get(), &pid, sizeof pid);
+    ::pause();
+    ::_exit(0);
+  }
+  pid_t grandchild = 0;
+  if (::read(pipe->read_end.get(), &grandchild, sizeof grandchild) != sizeof grandchild) return {};
+  return {middle, pidfd_open_raw(grandchild, 0)};
+}
+
+// Kills the middle; true when the grandchild then exits within 5 s (its death signal came).
+bool grandchild_dies_with_middle(const UnderMiddle& u) {
+  ::kill(u.middle, SIGKILL);
+  ::waitpid(u.middle, nullptr, 0);
+  struct pollfd p {
+    u.pidfd, POLLIN, 0
+  };
+  bool died = ::poll(&p, 1, 5000) == 1;
+  ::close(u.pidfd);
+  return died;
+}
+
 // prctl(2): a credential change clears the parent-death signal, so it must be armed after the
 // uid/gid drop. Checked by reading it back in the child after dropping to nobody.
 TEST(Spawn, ParentDeathSignalSurvivesTheIdentityDrop) {
@@ -154,37 +189,67 @@ TEST(Spawn, ParentDeathSignalSurvivesTheIdentityDrop) {
   o.gid = 65534;
   o.die_with_parent = true;
   // The death signal itself is not visible in /proc; observe it by killing an intermediate parent.
-  auto pipe = make_pipe();
-  ASSERT_TRUE(pipe.ok());
-  pid_t middle = ::fork();
-  if (middle == 0) {
-    SpawnOptions inner;
-    inner.argv = {"/bin/sleep", "30"};
-    inner.uid = 65534;
-    inner.gid = 65534;
-    inner.die_with_parent = true;
-    auto child = spawn(inner);
-    if (!child.ok()) ::_exit(1);
-    pid_t pid = child->pid();
-    (void)!::write(pipe->write_end.get(), &pid, sizeof pid);
-    ::pause();
-    ::_exit(0);
-  }
-  pid_t grandchild = 0;
-  ASSERT_EQ(::read(pipe->read_end.get(), &grandchild, sizeof grandchild),
-            static_cast<ssize_t>(sizeof grandchild));
-  int fd = pidfd_open_raw(grandchild, 0);
-  ASSERT_GE(fd, 0);
-  ::kill(middle, SIGKILL);
-  ::waitpid(middle, nullptr, 0);
-  struct pollfd p {
-    fd, POLLIN, 0
-  };
-  EXPECT_EQ(::poll(&p, 1, 5000), 1) << "the child outlived its parent: PDEATHSIG was lost";
-  ::close(fd);
+  SpawnOptions inner;
+  inner.argv = {"/bin/sleep", "30"};
+  inner.uid = 65534;
+  inner.gid = 65534;
+  inner.die_with_parent = true;
+  UnderMiddle u = spawn_under_middle(inner);
+  ASSERT_GE(u.pidfd, 0);
+  EXPECT_TRUE(grandchild_dies_with_middle(u)) << "the child outlived its parent: PDEATHSIG lost";
   auto r = run_capture(o, 10000);
   ASSERT_TRUE(r.ok());
   EXPECT_NE(r->out.find("Uid:\t65534"), std::string::npos);
+}
+
+// wait(&usage) reports the child's own CPU time (wait4(2)'s rusage), which `sealrun runner`
+// returns to bb_worker.
+TEST(Child, WaitReportsResourceUsage) {
+  SpawnOptions o;
+  o.argv = {"/bin/sh", "-c", "i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done"};
+  auto child = spawn(o);
+  ASSERT_TRUE(child.ok()) << child.error().message();
+  struct rusage usage {};
+  auto st = child->wait_for(60000, &usage);
+  ASSERT_TRUE(st.ok()) << st.error().message();
+  ASSERT_TRUE(st->has_value());
+  EXPECT_TRUE((*st)->success());
+  EXPECT_GT(usage.ru_utime.tv_sec * 1000000 + usage.ru_utime.tv_usec, 0);
+  EXPECT_GT(usage.ru_maxrss, 0);
+}
+
+// Reads a whole small file ("" if it cannot).
+std::string slurp(const char* path) {
+  int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return "";
+  char buf[64] = {};
+  ssize_t n = ::read(fd, buf, sizeof buf - 1);
+  ::close(fd);
+  return std::string(buf, n > 0 ? static_cast<size_t>(n) : 0);
+}
+
+// The parent-death signal is configurable: SIGTERM lets a child that handles it stop cleanly.
+TEST(Spawn, DeathSignalIsTheOneAsked) {
+  char mark[] = "/tmp/sealrun-deathsig-XXXXXX";
+  int mark_fd = ::mkstemp(mark);
+  ASSERT_GE(mark_fd, 0);
+  ::close(mark_fd);
+  SpawnOptions inner;
+  // The trap runs only for a catchable signal: SIGKILL would leave no "TERM" in the mark.
+  inner.argv = {"/bin/sh", "-c",
+                std::string("trap 'kill $!; echo TERM >> ") + mark +
+                    "; exit 0' TERM; echo ready > " + mark + "; sleep 30 & wait"};
+  inner.die_with_parent = true;
+  inner.death_signal = SIGTERM;
+  UnderMiddle u = spawn_under_middle(inner);
+  ASSERT_GE(u.pidfd, 0);
+  // Only once the trap is in place does the parent die; before it, SIGTERM would just kill.
+  int64_t deadline = monotonic_ms() + 10000;
+  while (slurp(mark) != "ready\n" && monotonic_ms() < deadline) ::usleep(10000);
+  ASSERT_EQ(slurp(mark), "ready\n");
+  EXPECT_TRUE(grandchild_dies_with_middle(u)) << "the child outlived its parent";
+  EXPECT_EQ(slurp(mark), "ready\nTERM\n");
+  ::unlink(mark);
 }
 
 }  // namespace
