@@ -91,7 +91,10 @@ TEST_F(ProbeCache, ABwrapBinaryWhoseBytesDifferIsProbedAgain) {
   fs::permissions(copy_dir, fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec);
   std::string copy = copy_dir + "/bwrap";
   spit(copy, slurp(bwrap_) + std::string(1, '\0'));
-  fs::permissions(copy, fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec);
+  // Readable too: a program its user cannot read runs undumpable, and bwrap then may not write
+  // its own uid map.
+  fs::permissions(copy, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                            fs::perms::others_read | fs::perms::others_exec);
 
   auto changed = probe(copy);
   auto again = probe(copy);

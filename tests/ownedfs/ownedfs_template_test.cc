@@ -63,9 +63,11 @@ TEST_F(OwnedFsTest, TheSecondFileSystemOfAShapeComesFromTheTemplateEmpty) {
   std::string data(1 << 20, 'x');
   std::ofstream(b->mount_point + "/data", std::ios::binary) << data;
   ::sync();
-  std::ifstream in(b->mount_point + "/data", std::ios::binary);
-  std::string back((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  EXPECT_EQ(back, data);
+  {
+    std::ifstream in(b->mount_point + "/data", std::ios::binary);
+    std::string back((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    EXPECT_EQ(back, data);
+  }  // closed: an open file would keep the file system busy
   expect_clean(remove_owned_fs(*b));
 }
 
