@@ -1,5 +1,5 @@
-// BwrapMechanism::run_probe(): what bubblewrap can enforce on this host, found by trying. It finds the
-// binary and its version, checks that unprivileged user namespaces are allowed, then starts a
+// BwrapMechanism::run_probe(): what bubblewrap can enforce on this host, found by trying. It finds
+// the binary and its version, checks that unprivileged user namespaces are allowed, then starts a
 // throwaway sandbox exactly as a job would be started (same argv builder, same user, same seccomp
 // policy) running /bin/sh, and reads back from inside: its namespaces (compared with ours), the
 // network interfaces, whether / and /usr can be written, and the Seccomp/Cap*/NoNewPrivs lines of
@@ -110,7 +110,8 @@ MechanismProbe BwrapMechanism::run_probe() {
     use.note = "no cache key: " + key.error().message();
   } else {
     use.key = key->digest();
-    if (auto cached = bwrap_internal::load_cached_probe(options_.probe_cache_dir, *key, &use.note)) {
+    if (auto cached =
+            bwrap_internal::load_cached_probe(options_.probe_cache_dir, *key, &use.note)) {
       use.cached = true;
       cached->cache = use;
       return *cached;
@@ -119,7 +120,8 @@ MechanismProbe BwrapMechanism::run_probe() {
   MechanismProbe fresh = probe_by_sandbox(std::move(p), *run_as);
   if (key && fresh.available) {
     auto stored = bwrap_internal::store_cached_probe(options_.probe_cache_dir, *key, fresh);
-    use.note += stored ? "; probed, and the entry written" : "; probed (" + stored.error().message() + ")";
+    use.note +=
+        stored ? "; probed, and the entry written" : "; probed (" + stored.error().message() + ")";
   } else {
     use.note += "; probed, nothing cached";
   }
@@ -151,8 +153,7 @@ MechanismProbe BwrapMechanism::probe_by_sandbox(MechanismProbe p,
   auto err = make_pipe();
   if (!out || !err) return unavailable("cannot make pipes for the probe sandbox");
   JobIo io{-1, out->write_end.get(), err->write_end.get()};
-  auto launched =
-      bwrap_internal::launch(p.path, run_as, g, nullptr, io, options_.probe_timeout_ms);
+  auto launched = bwrap_internal::launch(p.path, run_as, g, nullptr, io, options_.probe_timeout_ms);
   out->write_end.reset();
   err->write_end.reset();
   std::string err_text;

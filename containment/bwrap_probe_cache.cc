@@ -40,8 +40,11 @@ nlohmann::json probe_to_json(const MechanismProbe& p) {
     dims.push_back({{"dimension", std::string(dimension_name(d.dimension))},
                     {"enforceable", d.enforceable},
                     {"why", d.why}});
-  return {{"name", p.name},       {"available", p.available}, {"path", p.path},
-          {"version", p.version}, {"dimensions", dims}};
+  return {{"name", p.name},
+          {"available", p.available},
+          {"path", p.path},
+          {"version", p.version},
+          {"dimensions", dims}};
 }
 
 Result<MechanismProbe> probe_from_json(const nlohmann::json& j) {
@@ -67,10 +70,14 @@ Result<MechanismProbe> probe_from_json(const nlohmann::json& j) {
 }  // namespace
 
 nlohmann::json ProbeCacheKey::to_json() const {
-  return {{"bwrap_path", bwrap_path},         {"bwrap_sha256", bwrap_sha256},
-          {"kernel_release", kernel_release}, {"boot_id", boot_id},
-          {"id_maps", id_maps},               {"userns_sysctls", userns_sysctls},
-          {"seccomp_sha256", seccomp_sha256}, {"sealrun_version", sealrun_version}};
+  return {{"bwrap_path", bwrap_path},
+          {"bwrap_sha256", bwrap_sha256},
+          {"kernel_release", kernel_release},
+          {"boot_id", boot_id},
+          {"id_maps", id_maps},
+          {"userns_sysctls", userns_sysctls},
+          {"seccomp_sha256", seccomp_sha256},
+          {"sealrun_version", sealrun_version}};
 }
 
 std::string ProbeCacheKey::digest() const { return sha256_hex(to_json().dump()); }
@@ -95,8 +102,7 @@ Result<ProbeCacheKey> probe_cache_key(const std::string& bwrap_path,
   k.seccomp_sha256 = sha256_hex(
       SEALRUN_TRY_CTX(compile_seccomp_bpf(job_seccomp_policy()), "compile seccomp policy"));
   SealrunVersion v = sealrun_version();
-  k.sealrun_version =
-      fmt::format("{} {}{}", v.version, v.commit, v.dirty ? " dirty" : "");
+  k.sealrun_version = fmt::format("{} {}{}", v.version, v.commit, v.dirty ? " dirty" : "");
   return k;
 }
 
@@ -165,7 +171,8 @@ Status store_cached_probe(const std::string& dir, const ProbeCacheKey& key,
       (st.st_mode & 077) != 0)
     return Error::make(dir + " is not a private directory of the controller's user");
   nlohmann::json entry = {{"key", key.to_json()}, {"probe", probe_to_json(probe)}};
-  nlohmann::json doc = {{"format", kFormat}, {"entry", entry}, {"sha256", sha256_hex(entry.dump())}};
+  nlohmann::json doc = {
+      {"format", kFormat}, {"entry", entry}, {"sha256", sha256_hex(entry.dump())}};
   return write_file_atomic(dir + "/" + kProbeCacheFile, doc.dump(2) + "\n", 0600);
 }
 

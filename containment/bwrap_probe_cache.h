@@ -13,10 +13,9 @@
 // receipt records the use (grant.probe: cached or not, the key, the reason).
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
-
-#include <nlohmann/json.hpp>
 
 #include "containment/mechanism.h"
 #include "core/job_user.h"

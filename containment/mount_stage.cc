@@ -167,8 +167,8 @@ Result<MountStage> stage_mounts(const std::vector<UniqueFd>& sources) {
   if (r.step != 0) {
     reap();
     std::string which = r.index >= 0 ? " for " + real[static_cast<size_t>(r.index)] : "";
-    return Error::with_errno(r.err, fmt::format("mount stage: {}{}",
-                                                step_text(static_cast<StageStep>(r.step)), which));
+    return Error::with_errno(
+        r.err, fmt::format("mount stage: {}{}", step_text(static_cast<StageStep>(r.step)), which));
   }
   auto ns = open_at(AT_FDCWD, fmt::format("/proc/{}/ns/mnt", pid), O_RDONLY);
   reap();

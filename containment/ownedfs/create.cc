@@ -1,9 +1,9 @@
 // create_owned_fs(): see ownedfs.h. The order is what makes it safe to kill at any point:
 //
-//   record (fsync'd) → image (O_EXCL, sparse) → the shape's template or mkfs.ext4 → loop device (autoclear) → record with
-//   the loop device → fsopen/fsconfig/fsmount: a mount that is attached nowhere yet → prepare its
-//   root through the mount's descriptor (marker, filler inodes, owner, mode) →
-//   move_mount onto the mount point.
+//   record (fsync'd) → image (O_EXCL, sparse) → the shape's template or mkfs.ext4 → loop device
+//   (autoclear) → record with the loop device → fsopen/fsconfig/fsmount: a mount that is attached
+//   nowhere yet → prepare its root through the mount's descriptor (marker, filler inodes, owner,
+//   mode) → move_mount onto the mount point.
 //
 // Killed before move_mount, the detached mount dies with the controller's descriptors and the
 // kernel then detaches the loop device itself (autoclear): only the image and its record are left,
@@ -87,7 +87,8 @@ Status format_image(int dirfd, const std::string& mkfs, const std::string& image
   std::string saved;
   if (key) {  // still never attached: mkfs's output alone, no run's data
     auto st = save_template(dirfd, *key, image_fd, size_bytes);
-    saved = st ? "; saved as template " + *key : "; not saved as a template: " + st.error().message();
+    saved =
+        st ? "; saved as template " + *key : "; not saved as a template: " + st.error().message();
   }
   *made_by = "mkfs.ext4 (no template: " + why + saved + ")";
   return ok_status();

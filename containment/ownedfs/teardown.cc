@@ -317,8 +317,8 @@ void sweep_template_temporaries(int ownedfs_dirfd, const Host& host, std::vector
     struct stat st {};
     if (::stat((host.proc_dir + "/" + pid).c_str(), &st) == 0) continue;  // its writer may be alive
     bool ok = ::unlinkat(dir->get(), n.c_str(), 0) == 0;
-    steps.push_back({"template temporary " + n, ok ? "removed (its writer is gone)" : "remove failed",
-                     !ok});
+    steps.push_back(
+        {"template temporary " + n, ok ? "removed (its writer is gone)" : "remove failed", !ok});
   }
 }
 

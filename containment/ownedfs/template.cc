@@ -144,8 +144,7 @@ Status write_from_template(int ownedfs_dirfd, const std::string& key, int image_
   return ok_status();
 }
 
-Status save_template(int ownedfs_dirfd, const std::string& key, int image_fd,
-                     uint64_t size_bytes) {
+Status save_template(int ownedfs_dirfd, const std::string& key, int image_fd, uint64_t size_bytes) {
   auto extents = SEALRUN_TRY(data_extents(image_fd, size_bytes));
   std::string data;
   nlohmann::json list = nlohmann::json::array();
@@ -158,11 +157,12 @@ Status save_template(int ownedfs_dirfd, const std::string& key, int image_fd,
   auto dir = SEALRUN_TRY(open_templates(ownedfs_dirfd, true));
   // The data first: a record only ever names data that is complete.
   SEALRUN_TRY(write_file_atomic_in(dir.get(), key + ".data", data, 0600, "template data"));
-  nlohmann::json rec = {{"format", kFormat},       {"key", key},
-                        {"size_bytes", size_bytes}, {"extents", list},
+  nlohmann::json rec = {{"format", kFormat},
+                        {"key", key},
+                        {"size_bytes", size_bytes},
+                        {"extents", list},
                         {"data_sha256", sha256_hex(data)}};
-  return write_file_atomic_in(dir.get(), key + ".json", rec.dump() + "\n", 0600,
-                              "template record");
+  return write_file_atomic_in(dir.get(), key + ".json", rec.dump() + "\n", 0600, "template record");
 }
 
 }  // namespace sealrun::ownedfs

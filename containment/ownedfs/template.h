@@ -45,8 +45,7 @@ Status write_from_template(int ownedfs_dirfd, const std::string& key, int image_
 
 // Saves the data extents of `image_fd` (freshly made by mkfs, never attached) as template `key`.
 // Best effort for the caller: a failure only means the next run runs mkfs again.
-Status save_template(int ownedfs_dirfd, const std::string& key, int image_fd,
-                     uint64_t size_bytes);
+Status save_template(int ownedfs_dirfd, const std::string& key, int image_fd, uint64_t size_bytes);
 
 inline constexpr const char* kTemplateDir = "templates";
 

@@ -3,6 +3,8 @@
 // same findings from it; a bwrap binary whose bytes differ, an entry from another boot, a corrupt
 // entry and an entry that is not private are each ignored with the reason, and the sandbox probe
 // runs again (and rewrites a valid entry).
+#include "containment/bwrap_probe_cache.h"
+
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -13,7 +15,6 @@
 #include <sstream>
 
 #include "containment/bwrap.h"
-#include "containment/bwrap_probe_cache.h"
 #include "core/process.h"
 #include "fingerprint/sha256.h"
 #include "tests/support/temp_dir.h"
