@@ -10,6 +10,7 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include "containment/probe_json.h"
 #include "containment/seccomp_policy.h"
 #include "core/atomic_write.h"
 #include "core/strict_json.h"
@@ -32,19 +33,6 @@ std::string read_small(const std::string& path) {
   std::string s = text ? *text : std::string();
   while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
   return s;
-}
-
-nlohmann::json probe_to_json(const MechanismProbe& p) {
-  nlohmann::json dims = nlohmann::json::array();
-  for (const auto& d : p.dimensions)
-    dims.push_back({{"dimension", std::string(dimension_name(d.dimension))},
-                    {"enforceable", d.enforceable},
-                    {"why", d.why}});
-  return {{"name", p.name},
-          {"available", p.available},
-          {"path", p.path},
-          {"version", p.version},
-          {"dimensions", dims}};
 }
 
 Result<MechanismProbe> probe_from_json(const nlohmann::json& j) {
