@@ -152,12 +152,19 @@ Result<Launched> launch(const std::string& bwrap_path, const std::optional<JobUs
   Launched l;
   l.bwrap = SEALRUN_TRY(spawn(so));
   if (group != nullptr) {
+    // cgroupfs back ends: the child joins the group itself before exec (join_cgroup_fds; a join
+    // that fails fails the spawn), so it is released first and adopt() only confirms. Adopting
+    // before that raced the child's own join and moved it through cgroup.procs, whose write waits
+    // for an RCU grace period (5-16 ms per run here). systemd (no join descriptors) places the
+    // held process in its scope before it may exec.
+    const bool joins_itself = !so.join_cgroup_fds.empty();
+    if (joins_itself) SEALRUN_TRY(l.bwrap.release());
     Status adopted = group->adopt(l.bwrap.pid());
     if (!adopted) {
       l.bwrap.kill_and_reap();
       return std::move(adopted).error().context("place bwrap in the resource group");
     }
-    SEALRUN_TRY(l.bwrap.release());
+    if (!joins_itself) SEALRUN_TRY(l.bwrap.release());
   }
   status.write_end.reset();
   stage.mount_ns.reset();  // bwrap holds the namespace now
