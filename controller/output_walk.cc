@@ -42,8 +42,11 @@ bool same_content_identity(const struct stat& a, const struct stat& b) {
 
 class Walker {
  public:
-  Walker(const OutputLimits& limits, const StopCheck& stop)
-      : limits_(limits), stop_(stop), buffer_(std::make_unique<char[]>(kChunkBytes)) {}
+  Walker(const OutputLimits& limits, const StopCheck& stop, const OutputProgress& progress)
+      : limits_(limits),
+        stop_(stop),
+        progress_(progress),
+        buffer_(std::make_unique<char[]>(kChunkBytes)) {}
 
   Result<OutputWalk> run(const std::string& root) {
     check_stop();  // a run stopped before its end collects nothing
@@ -250,13 +253,23 @@ class Walker {
       sha_.update(buffer_.get(), static_cast<size_t>(n));
       done += static_cast<uint64_t>(n);
       walk_.stats.bytes_hashed += static_cast<uint64_t>(n);
+      report_progress();
     }
     ++walk_.stats.files_hashed;
+    report_progress();
     std::string hex = sha_.finish_hex();
     auto after = SEALRUN_TRY(fstat_fd(file.fd.get(), shown(path_)));
     if (done != size || !same_content_identity(file.st, after))
       return Error::make("the output " + shown(path_) + " changed while it was hashed");
     return hex;
+  }
+
+  void report_progress() {
+    if (!progress_) return;
+    HashProgress p;
+    p.files_found = p.files_done = walk_.stats.files_hashed;
+    p.bytes_found = p.bytes_done = walk_.stats.bytes_hashed;
+    progress_(p);
   }
 
   OutputWalk finish_interrupted() {
@@ -288,6 +301,7 @@ class Walker {
 
   const OutputLimits& limits_;
   const StopCheck& stop_;
+  const OutputProgress& progress_;
   std::unique_ptr<char[]> buffer_;
   Sha256 sha_;
   std::string path_;  // of the entry at hand, relative to the root
@@ -302,8 +316,8 @@ class Walker {
 }  // namespace
 
 Result<OutputWalk> walk_outputs(const std::string& root, const OutputLimits& limits,
-                                const StopCheck& stop) {
-  Walker walker(limits, stop);
+                                const StopCheck& stop, const OutputProgress& progress) {
+  Walker walker(limits, stop, progress);
   return walker.run(root);
 }
 

@@ -20,6 +20,7 @@
 
 #include "controller/receipt.h"
 #include "core/result.h"
+#include "fingerprint/hash_progress.h"
 
 namespace sealrun::run {
 
@@ -62,9 +63,13 @@ struct OutputWalk {
   std::optional<std::string> interrupted;
 };
 
+// Told the files and bytes hashed so far, after each file and each chunk (a terminal progress
+// line: run_progress.h). The total is not known before the walk ends, so walk_complete stays false.
+using OutputProgress = std::function<void(const HashProgress&)>;
+
 // Walks and hashes the outputs under `root`. An error means the outputs cannot be recorded (too
 // many, a path too long, over the allowance, unreadable, changed while read); it names why.
 Result<OutputWalk> walk_outputs(const std::string& root, const OutputLimits& limits,
-                                const StopCheck& stop);
+                                const StopCheck& stop, const OutputProgress& progress = {});
 
 }  // namespace sealrun::run

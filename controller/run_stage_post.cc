@@ -15,6 +15,7 @@
 #include "controller/exit_codes.h"
 #include "controller/output_walk.h"
 #include "controller/run_outputs.h"
+#include "controller/run_progress.h"
 #include "controller/run_stages.h"
 #include "controller/source_outputs.h"
 #include "core/syscall.h"
@@ -102,8 +103,9 @@ uint64_t record_outputs(RunContext& run, const StopCheck& stop) {
   OutputLimits limits;
   limits.max_bytes = run.doc().limits.result_max_bytes;
   const bool from_source = run.doc().mounts.outputs_from == admission::OutputsFrom::kSource;
-  auto walk =
-      walk_outputs(from_source ? run.admitted->source_root() : run.layout.output_dir, limits, stop);
+  TerminalProgress progress("outputs");  // quiet unless stderr is a terminal
+  auto walk = walk_outputs(from_source ? run.admitted->source_root() : run.layout.output_dir,
+                           limits, stop, progress.on_progress());
   if (!walk) {
     std::string why = walk.error().message();
     run.receipt.not_finished.push_back("outputs: not recorded: " + why);

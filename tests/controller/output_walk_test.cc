@@ -14,6 +14,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "core/syscall.h"
 #include "tests/support/temp_dir.h"
@@ -145,6 +146,26 @@ TEST(OutputWalk, HardLinksAreHashedAndCountedOnce) {
     EXPECT_EQ(w->outputs[i].sha256, w->outputs[0].sha256);
     EXPECT_EQ(w->outputs[i].size, 1u << 20);
   }
+}
+
+// The progress hook hears every chunk and every file as it is hashed (what a terminal line shows
+// during a long wait), and the last report is the walk's own total.
+TEST(OutputWalk, ProgressIsReportedPerChunkAndPerFile) {
+  TempDir dir;
+  std::string out = dir / "out";
+  ASSERT_EQ(::mkdir(out.c_str(), 0755), 0);
+  write_text(out + "/big", std::string((3 << 20) + 5, 'b'));  // four chunks of at most 1 MiB
+  write_text(out + "/small", "s");
+  std::vector<HashProgress> seen;
+  auto w = walk_outputs(
+      out, OutputLimits{}, [] { return std::optional<std::string>(); },
+      [&seen](const HashProgress& p) { seen.push_back(p); });
+  ASSERT_TRUE(w.ok()) << w.error().message();
+  ASSERT_EQ(seen.size(), 4u + 1u + 1u + 1u) << "a report per chunk and one per file";
+  for (size_t i = 1; i < seen.size(); ++i) EXPECT_GE(seen[i].bytes_done, seen[i - 1].bytes_done);
+  EXPECT_EQ(seen.back().files_done, 2u);
+  EXPECT_EQ(seen.back().bytes_done, (3u << 20) + 5 + 1);
+  EXPECT_FALSE(seen.back().walk_complete);
 }
 
 TEST(OutputWalk, SparseFilePastTheAllowanceIsRefusedUnread) {
