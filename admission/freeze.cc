@@ -12,11 +12,14 @@
 #include <filesystem>
 #include <set>
 
+#include "admission/parse_view.h"
+#include "admission/path_rules.h"
 #include "admission/verify.h"
 #include "core/atomic_write.h"
 #include "core/bounded_file.h"
 #include "core/strict_json.h"
 #include "core/temp_dir.h"
+#include "fingerprint/cached_tree.h"
 #include "fingerprint/file_hash.h"
 #include "fingerprint/image.h"
 #include "fingerprint/sha256.h"
@@ -109,6 +112,54 @@ Result<json> source_pins(const std::string& given_path, std::string kind) {
     src["manifest"].push_back({{"path", e.path}, {"bytes", e.bytes}, {"sha256", e.sha256}});
   src["manifest_sha256"] = manifest_digest(manifest);
   return src;
+}
+
+// Pins one --tree (or a draft's trees[] entry): refuses what is not a real directory to pin, and
+// what would expose the state directory.
+Result<json> tree_pin(const std::string& spec, const std::string& state_dir) {
+  size_t eq = spec.find('=');
+  std::string given = spec.substr(0, eq);
+  std::string job = eq == std::string::npos ? "" : spec.substr(eq + 1);
+  if (given.empty()) return Error::make(fmt::format("--tree {}: expected HOST_DIR[=JOB_PATH]", spec));
+  std::string host = std::filesystem::absolute(given).lexically_normal().string();
+  if (host.size() > 1 && host.back() == '/') host.pop_back();
+  if (auto why = tree_host_path_problem(host)) return Error::make("--tree " + given + ": " + *why);
+  struct stat st = {};
+  if (::lstat(host.c_str(), &st) != 0) return Error::from_errno("--tree " + given);
+  std::string real = SEALRUN_TRY(real_path(host, "--tree"));
+  if (S_ISLNK(st.st_mode) || real != host)
+    return Error::make(fmt::format(
+        "--tree {}: is (or goes through) a symlink, to {}; pin the real directory (a link in the "
+        "job's view is made from what is pinned)",
+        given, real));
+  if (!S_ISDIR(st.st_mode))
+    return Error::make(fmt::format("--tree {}: not a directory (pin a single file with "
+                                   "--host-tool)",
+                                   given));
+  if (!state_dir.empty()) {
+    std::string state = std::filesystem::absolute(state_dir).lexically_normal().string();
+    std::error_code ec;
+    auto state_real = std::filesystem::weakly_canonical(state, ec);
+    if (!ec) state = state_real.string();
+    if (state.size() > 1 && state.back() == '/') state.pop_back();
+    if (paths_overlap(real, state))
+      return Error::make(fmt::format(
+          "--tree {}: overlaps the state directory {} (receipts, keys and caches are never part "
+          "of a job's view); pin a directory beside it",
+          given, state));
+  }
+  TreeSummary summary;
+  struct stat sd = {};
+  if (!state_dir.empty() && ::stat(state_dir.c_str(), &sd) == 0 && S_ISDIR(sd.st_mode)) {
+    // Recorded in the digest cache as frozen: the first run re-verifies by a stat walk.
+    summary = SEALRUN_TRY_CTX(tree_digest_reporting({real, state_dir, std::nullopt, false, {}}, {}),
+                              "--tree " + given);
+  } else {
+    summary = SEALRUN_TRY_CTX(tree_digest(real), "--tree " + given);
+  }
+  return json{{"host_path", real},
+              {"job_path", job.empty() ? real : job},
+              {"tree_sha256", summary.sha256}};
 }
 
 Result<json> assemble(const FreezeRequest& r) {

@@ -25,6 +25,12 @@ struct FreezeRequest {
   std::string toolchain_mount;  // where the toolchain appears in the job (default: its root)
   std::string image;            // an OCI / docker archive
   std::vector<std::string> host_tools;  // paths of host binaries to pin
+  // "HOST_DIR[=JOB_PATH]": host trees to pin and mount read-only (JOB_PATH default: HOST_DIR).
+  std::vector<std::string> trees;
+  // The state directory runs will use: a tree at or around it is refused (the job would see the
+  // receipts and keys), and when it exists its digest cache records each tree as frozen, so the
+  // first run verifies by a stat walk and a changed file can be named.
+  std::string state_dir;
   std::vector<std::string> sets;        // "dotted.key=VALUE" (VALUE: JSON, or else a string)
   std::vector<std::string> env;         // "NAME=VALUE"
   std::vector<std::string> argv;        // the command

@@ -11,6 +11,7 @@
 #include <set>
 
 #include "admission/document.h"
+#include "admission/parse_view.h"
 #include "admission/path_rules.h"
 #include "core/hex.h"
 #include "core/strict_json.h"
@@ -48,8 +49,8 @@ class Parser {
       return doc;
     }
     keys(root, "", {"schema", "command", "source", "toolchain"},
-         {"source_date_epoch", "env", "image", "host_tools", "mounts", "limits", "containment",
-          "expires_at", "reference"});
+         {"source_date_epoch", "env", "image", "host_tools", "trees", "host_files", "host_links",
+          "mounts", "limits", "containment", "expires_at", "reference"});
     if (root.contains("schema")) {
       std::string schema;
       if (string(root["schema"], "schema", &schema) && schema != kSchema)
@@ -67,6 +68,10 @@ class Parser {
     if (root.contains("toolchain")) toolchain(root["toolchain"], &doc.toolchain);
     if (root.contains("image")) image(root["image"], &doc.image.emplace());
     if (root.contains("host_tools")) host_tools(root["host_tools"], &doc.host_tools);
+    auto problem = [this](const std::string& path, const std::string& what) { error(path, what); };
+    if (root.contains("trees")) parse_trees(root["trees"], &doc.trees, problem);
+    if (root.contains("host_files")) parse_host_files(root["host_files"], &doc.host_files, problem);
+    if (root.contains("host_links")) parse_host_links(root["host_links"], &doc.host_links, problem);
     if (root.contains("mounts")) mounts(root["mounts"], &doc.mounts);
     if (root.contains("limits")) limits(root["limits"], &doc.limits);
     if (root.contains("containment")) containment(root["containment"], &doc.containment);
@@ -84,6 +89,7 @@ class Parser {
     if (root.contains("toolchain") && doc.toolchain.mount_path.empty())
       doc.toolchain.mount_path = doc.toolchain.root;
     cross_checks(doc);
+    check_view_places(doc, problem);
     return doc;
   }
 

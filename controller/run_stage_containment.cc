@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include "containment/view_plan.h"
 #include "controller/run_owned_space.h"
 #include "controller/exit_codes.h"
 #include "controller/run_dirs.h"
@@ -83,6 +84,8 @@ StageStatus stage_acquire_grant(RunContext& run) {
   }
   ContainmentSpec spec =
       containment_spec(*run.admitted, run.layout, run.req.id, run.req.mode, run.req.vary);
+  // A merged-/usr host's /bin, /lib64, ... links, where the view has what they point to.
+  add_compat_links(read_host_compat_links(), &spec);
   if (run.doc().env.find("PATH") == run.doc().env.end())
     run.warn("the admission sets no PATH: the job was given PATH=" + default_job_path(run.doc()));
   auto grant = acquire_grant(spec, ranked, groups);
@@ -102,6 +105,9 @@ StageStatus stage_acquire_grant(RunContext& run) {
   if (run.chosen == nullptr)
     return stage_fail(kExitContainmentUnavailable,
                       "the grant names mechanism " + g.mechanism + ", which was not asked");
+  // What the job will see, from the same plan the mechanism's command line is built from.
+  run.receipt.view = receipt::view_json(
+      plan_view(g.spec, g.mechanism == "podman" ? ViewRoot::kImage : ViewRoot::kEmptyTmpfs));
   auto recorded = run.journal.update([&](GrantRecord& r) {
     r.mechanism = g.mechanism;
     r.mechanism_locators = run.chosen->journal_locators(g.spec);
