@@ -114,6 +114,11 @@ Result<json> source_pins(const std::string& given_path, std::string kind) {
   return src;
 }
 
+bool is_directory(const std::string& path) {
+  struct stat st = {};
+  return !path.empty() && ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
 // Pins one --tree (or a draft's trees[] entry): refuses what is not a real directory to pin, and
 // what would expose the state directory.
 Result<json> tree_pin(const std::string& spec, const std::string& state_dir) {
@@ -149,8 +154,7 @@ Result<json> tree_pin(const std::string& spec, const std::string& state_dir) {
           given, state));
   }
   TreeSummary summary;
-  struct stat sd = {};
-  if (!state_dir.empty() && ::stat(state_dir.c_str(), &sd) == 0 && S_ISDIR(sd.st_mode)) {
+  if (is_directory(state_dir)) {
     // Recorded in the digest cache as frozen: the first run re-verifies by a stat walk.
     summary = SEALRUN_TRY_CTX(tree_digest_reporting({real, state_dir, std::nullopt, false, {}}, {}),
                               "--tree " + given);
@@ -204,7 +208,13 @@ Result<json> assemble(const FreezeRequest& r) {
     root = SEALRUN_TRY(real_path(root, "toolchain"));
     TreeOptions options;
     options.progress = r.toolchain_progress;
-    auto summary = SEALRUN_TRY_CTX(tree_digest(root, options), "toolchain " + root);
+    // Through the state directory's digest cache when there is one: a tree frozen again unchanged
+    // costs a stat walk, and the first run finds it recorded.
+    auto summary = SEALRUN_TRY_CTX(
+        is_directory(r.state_dir)
+            ? tree_digest_reporting({root, r.state_dir, std::nullopt, false, options}, {})
+            : tree_digest(root, options),
+        "toolchain " + root);
     std::string mount =
         !r.toolchain_mount.empty() ? r.toolchain_mount : string_or(toolchain, "mount_path", root);
     toolchain = {{"root", root}, {"tree_sha256", summary.sha256}, {"mount_path", mount}};
@@ -238,6 +248,27 @@ Result<json> assemble(const FreezeRequest& r) {
       pinned.push_back({{"path", path}, {"sha256", digest.sha256}});
     }
     doc["host_tools"] = std::move(pinned);
+  }
+
+  // Trees: pinned earlier (written as they are), or the draft's (by host_path and job_path) and
+  // then the flags', each pinned from its path.
+  std::vector<std::string> trees;
+  if (doc.contains("trees") && doc["trees"].is_array())
+    for (const json& t : doc["trees"]) {
+      std::string host = string_or(t, "host_path", "");
+      std::string job = string_or(t, "job_path", "");
+      trees.push_back(job.empty() ? host : host + "=" + job);
+    }
+  trees.insert(trees.end(), r.trees.begin(), r.trees.end());
+  if (!r.tree_pins.empty()) {
+    doc["trees"] = json::array();
+    for (const TreePin& t : r.tree_pins)
+      doc["trees"].push_back(
+          {{"host_path", t.host_path}, {"job_path", t.job_path}, {"tree_sha256", t.tree_sha256}});
+  } else if (!trees.empty()) {
+    json pinned = json::array();
+    for (const std::string& t : trees) pinned.push_back(SEALRUN_TRY(tree_pin(t, r.state_dir)));
+    doc["trees"] = std::move(pinned);
   }
   return doc;
 }

@@ -27,6 +27,9 @@ struct FreezeRequest {
   std::vector<std::string> host_tools;  // paths of host binaries to pin
   // "HOST_DIR[=JOB_PATH]": host trees to pin and mount read-only (JOB_PATH default: HOST_DIR).
   std::vector<std::string> trees;
+  // Trees pinned earlier (a `sealrun runner` pins its trees once, at start): written as they are,
+  // instead of `trees`; `run` verifies them like any pin.
+  std::vector<TreePin> tree_pins;
   // The state directory runs will use: a tree at or around it is refused (the job would see the
   // receipts and keys), and when it exists its digest cache records each tree as frozen, so the
   // first run verifies by a stat walk and a changed file can be named.

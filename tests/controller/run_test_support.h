@@ -44,6 +44,13 @@ class RunTest : public ::testing::Test {
   std::map<std::string, std::string> printed_receipts_;  // id -> the path `run` printed last
 };
 
+// build/fixtures/busybox-bin: a static busybox (Debian's busybox-static) and a link per applet,
+// made on first use. A job sees no host path that is not pinned (docs/view.md), so the tests pin
+// this as the job's /bin (`--tree DIR=/bin`): `/bin/sh -c ...` works with nothing of the host.
+Result<std::string> busybox_bin_dir();
+// "--tree", "<busybox_bin_dir()>=/bin": the shell every test job gets (fails the test if absent).
+std::vector<std::string> busybox_tree_args();
+
 // The directory holding the busybox OCI image fixture (busybox.oci.tar), built there by
 // tests/fixtures/busybox_image.sh on first use.
 Result<std::string> busybox_fixture_dir();

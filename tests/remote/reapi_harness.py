@@ -12,6 +12,7 @@ a fixed time. Needs root (the runner runs jobs as the job user) and python3-grpc
 import hashlib
 import json
 import os
+import shutil
 import signal
 import stat
 import subprocess
@@ -88,10 +89,21 @@ class Runner:
             os.makedirs(self.toolchain)
             with open(os.path.join(self.toolchain, "tool.txt"), "w") as f:
                 f.write("a toolchain file\n")
+        # The actions' /bin: a static busybox and its applet links, pinned with --tree (a job
+        # sees no host path that is not pinned: docs/view.md).
+        self.bin = os.path.join(root, "bin")
+        os.makedirs(self.bin)
+        shutil.copy("/bin/busybox", os.path.join(self.bin, "busybox"))
+        applets = subprocess.run(["/bin/busybox", "--list"], capture_output=True, text=True,
+                                 check=True).stdout.split()
+        for applet in applets:
+            if applet != "busybox":
+                os.symlink("busybox", os.path.join(self.bin, applet))
         self.log_path = os.path.join(root, "runner.log")
         self.log = open(self.log_path, "wb")
         argv = [SEALRUN, "runner", "--listen", "unix:" + self.socket, "--build-dir", self.build,
                 "--state-dir", self.state, "--toolchain", self.toolchain + "=/opt/toolchain",
+                "--tree", self.bin + "=/bin",
                 "--concurrency", str(concurrency), "--set", "limits.census_interval_ms=200"]
         for s in sets:
             argv += ["--set", s]
