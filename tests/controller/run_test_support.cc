@@ -54,7 +54,7 @@ Captured RunTest::sealrun(const std::vector<std::string>& args,
 }
 
 Frozen RunTest::freeze(const std::string& script, const std::vector<std::string>& sets,
-                       const std::string& name) {
+                       const std::string& name, const std::vector<std::string>& extra) {
   std::vector<std::string> args = {"admit",
                                    "freeze",
                                    "--out",
@@ -77,6 +77,7 @@ Frozen RunTest::freeze(const std::string& script, const std::vector<std::string>
   }
   auto shell = busybox_tree_args();
   args.insert(args.end(), shell.begin(), shell.end());
+  args.insert(args.end(), extra.begin(), extra.end());
   args.insert(args.end(), {"--", "/bin/sh", "-c", script});
   auto c = sealrun(args);
   EXPECT_EQ(c.status.code, 0) << c.err;

@@ -25,8 +25,10 @@ class RunTest : public ::testing::Test {
  public:  // helpers are called from free functions in the tests too
   void SetUp() override;
   // Freezes an admission whose command is `/bin/sh -c script`, with extra `--set` assignments.
+  // `extra`: more options of `admit freeze` (e.g. "--tree", "DIR=/data").
   Frozen freeze(const std::string& script, const std::vector<std::string>& sets = {},
-                const std::string& name = "admission.json");
+                const std::string& name = "admission.json",
+                const std::vector<std::string>& extra = {});
   // Runs build/sealrun with `args`; env nullopt keeps ours.
   Captured sealrun(const std::vector<std::string>& args,
                    std::optional<std::vector<std::string>> env = std::nullopt,
