@@ -125,7 +125,8 @@ Result<json> tree_pin(const std::string& spec, const std::string& state_dir) {
   size_t eq = spec.find('=');
   std::string given = spec.substr(0, eq);
   std::string job = eq == std::string::npos ? "" : spec.substr(eq + 1);
-  if (given.empty()) return Error::make(fmt::format("--tree {}: expected HOST_DIR[=JOB_PATH]", spec));
+  if (given.empty())
+    return Error::make(fmt::format("--tree {}: expected HOST_DIR[=JOB_PATH]", spec));
   std::string host = std::filesystem::absolute(given).lexically_normal().string();
   if (host.size() > 1 && host.back() == '/') host.pop_back();
   if (auto why = tree_host_path_problem(host)) return Error::make("--tree " + given + ": " + *why);
@@ -138,9 +139,10 @@ Result<json> tree_pin(const std::string& spec, const std::string& state_dir) {
         "job's view is made from what is pinned)",
         given, real));
   if (!S_ISDIR(st.st_mode))
-    return Error::make(fmt::format("--tree {}: not a directory (pin a single file with "
-                                   "--host-tool)",
-                                   given));
+    return Error::make(
+        fmt::format("--tree {}: not a directory (pin a single file with "
+                    "--host-tool)",
+                    given));
   if (!state_dir.empty()) {
     std::string state = std::filesystem::absolute(state_dir).lexically_normal().string();
     std::error_code ec;
@@ -161,9 +163,8 @@ Result<json> tree_pin(const std::string& spec, const std::string& state_dir) {
   } else {
     summary = SEALRUN_TRY_CTX(tree_digest(real), "--tree " + given);
   }
-  return json{{"host_path", real},
-              {"job_path", job.empty() ? real : job},
-              {"tree_sha256", summary.sha256}};
+  return json{
+      {"host_path", real}, {"job_path", job.empty() ? real : job}, {"tree_sha256", summary.sha256}};
 }
 
 Result<json> assemble(const FreezeRequest& r) {

@@ -34,9 +34,9 @@ struct FreezeRequest {
   // receipts and keys), and when it exists its digest cache records each tree as frozen, so the
   // first run verifies by a stat walk and a changed file can be named.
   std::string state_dir;
-  std::vector<std::string> sets;        // "dotted.key=VALUE" (VALUE: JSON, or else a string)
-  std::vector<std::string> env;         // "NAME=VALUE"
-  std::vector<std::string> argv;        // the command
+  std::vector<std::string> sets;  // "dotted.key=VALUE" (VALUE: JSON, or else a string)
+  std::vector<std::string> env;   // "NAME=VALUE"
+  std::vector<std::string> argv;  // the command
   // Called while the toolchain tree is hashed (bytes done, bytes in all).
   std::function<void(uint64_t, uint64_t)> toolchain_progress;
   // A toolchain pinned earlier (a long-running `sealrun runner` pins its toolchain once, at

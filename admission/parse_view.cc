@@ -36,7 +36,8 @@ struct Reader {
     return true;
   }
   // An object with exactly `keys`.
-  bool object(const json& v, const std::string& path, std::initializer_list<const char*> keys) const {
+  bool object(const json& v, const std::string& path,
+              std::initializer_list<const char*> keys) const {
     if (!v.is_object()) {
       problem(path, "expected an object");
       return false;
@@ -94,12 +95,14 @@ bool below_kernel_place(const std::string& path) {
 
 std::optional<std::string> tree_host_path_problem(const std::string& host_path) {
   if (host_path == "/")
-    return std::string("\"/\" is the whole host, not a tree to pin; pin the directories the job "
-                       "needs (e.g. /usr)");
+    return std::string(
+        "\"/\" is the whole host, not a tree to pin; pin the directories the job "
+        "needs (e.g. /usr)");
   if (below_kernel_place(host_path))
-    return fmt::format("\"{}\" is (or lies below) /proc, /sys or /dev: kernel state, not files to "
-                       "pin",
-                       host_path);
+    return fmt::format(
+        "\"{}\" is (or lies below) /proc, /sys or /dev: kernel state, not files to "
+        "pin",
+        host_path);
   return std::nullopt;
 }
 
@@ -174,12 +177,10 @@ void check_view_places(const AdmissionDocument& doc, const ProblemSink& problem)
     std::string path;
   };
   // The places that already exist in the job, each its own: the mounts and the toolchain.
-  std::vector<Place> places = {{"mounts.source", doc.mounts.source},
-                               {"mounts.output", doc.mounts.output},
-                               {"mounts.scratch", doc.mounts.scratch},
-                               {"mounts.tmp", doc.mounts.tmp},
-                               {"/proc (the job's own)", "/proc"},
-                               {"/dev (the job's own)", "/dev"}};
+  std::vector<Place> places = {
+      {"mounts.source", doc.mounts.source},   {"mounts.output", doc.mounts.output},
+      {"mounts.scratch", doc.mounts.scratch}, {"mounts.tmp", doc.mounts.tmp},
+      {"/proc (the job's own)", "/proc"},     {"/dev (the job's own)", "/dev"}};
   if (!doc.toolchain.mount_path.empty())
     places.push_back({"toolchain.mount_path", doc.toolchain.mount_path});
   auto place = [&](const std::string& field, const std::string& path) {
@@ -211,8 +212,8 @@ void check_view_places(const AdmissionDocument& doc, const ProblemSink& problem)
     }
     for (size_t j = 0; j < places.size(); ++j)
       if (paths_overlap(path, places[j].path)) {
-        problem(field, fmt::format("\"{}\" overlaps {} (\"{}\")", path, places[j].field,
-                                   places[j].path));
+        problem(field,
+                fmt::format("\"{}\" overlaps {} (\"{}\")", path, places[j].field, places[j].path));
         break;
       }
   }

@@ -215,8 +215,9 @@ void check_host_files(const std::vector<HostFilePin>& files, Checks* checks) {
     auto observed = file_sha256(f.path);
     if (observed.ok() && *observed == f.sha256) continue;
     if (++bad_total <= 5)
-      bad.push_back(fmt::format("{} (expected {}, observed {})", f.path, f.sha256,
-                                observed.ok() ? *observed : "error: " + observed.error().message()));
+      bad.push_back(
+          fmt::format("{} (expected {}, observed {})", f.path, f.sha256,
+                      observed.ok() ? *observed : "error: " + observed.error().message()));
   }
   if (bad_total == 0) {
     checks->add({"host_files", expected, expected, CheckStatus::kPass});
@@ -262,8 +263,11 @@ std::vector<PinCheck> verify_pins(const AdmissionDocument& doc, const VerifyOpti
         cache_recording(options.digest_cache_state_dir, tree.host_path, tree.tree_sha256);
     auto summary = options.digest_cache_state_dir.empty()
                        ? tree_digest(tree.host_path)
-                       : tree_digest_reporting({tree.host_path, options.digest_cache_state_dir,
-                                                tree.tree_sha256, options.rehash, {}},
+                       : tree_digest_reporting({tree.host_path,
+                                                options.digest_cache_state_dir,
+                                                tree.tree_sha256,
+                                                options.rehash,
+                                                {}},
                                                options.on_pin_cache);
     PinCheck c{target, tree.tree_sha256, {}, CheckStatus::kFail};
     if (!summary.ok()) {

@@ -73,17 +73,28 @@ bool is_reserved_or_below(std::string_view target) {
 
 std::string_view view_kind_name(ViewKind kind) {
   switch (kind) {
-    case ViewKind::kSource: return "source";
-    case ViewKind::kToolchain: return "toolchain";
-    case ViewKind::kTree: return "tree";
-    case ViewKind::kImage: return "image";
-    case ViewKind::kClosure: return "closure";
-    case ViewKind::kOut: return "out";
-    case ViewKind::kScratch: return "scratch";
-    case ViewKind::kTmp: return "tmp";
-    case ViewKind::kProc: return "proc";
-    case ViewKind::kDev: return "dev";
-    case ViewKind::kLink: return "link";
+    case ViewKind::kSource:
+      return "source";
+    case ViewKind::kToolchain:
+      return "toolchain";
+    case ViewKind::kTree:
+      return "tree";
+    case ViewKind::kImage:
+      return "image";
+    case ViewKind::kClosure:
+      return "closure";
+    case ViewKind::kOut:
+      return "out";
+    case ViewKind::kScratch:
+      return "scratch";
+    case ViewKind::kTmp:
+      return "tmp";
+    case ViewKind::kProc:
+      return "proc";
+    case ViewKind::kDev:
+      return "dev";
+    case ViewKind::kLink:
+      return "link";
   }
   return "?";
 }
@@ -172,8 +183,8 @@ Status validate_spec(const ContainmentSpec& spec) {
       SEALRUN_TRY(check_normalised_path(e.host_path, "closure file"));
       if (e.writable) return Error::make(fmt::format("closure file {} is writable", e.job_path));
     } else {
-      return Error::make(fmt::format("view entry {} is neither a closure file nor a link",
-                                     e.job_path));
+      return Error::make(
+          fmt::format("view entry {} is neither a closure file nor a link", e.job_path));
     }
   }
   if (spec.image) {

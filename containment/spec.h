@@ -21,7 +21,17 @@ enum class GrantMode { kEnforcing, kReportOnly };
 // What one entry of the job's view is (CONTRACT.md "The job's view is only what was pinned"):
 // where its bytes come from. The receipt's view[] spells these names (view_kind_name).
 enum class ViewKind {
-  kSource, kToolchain, kTree, kImage, kClosure, kOut, kScratch, kTmp, kProc, kDev, kLink,
+  kSource,
+  kToolchain,
+  kTree,
+  kImage,
+  kClosure,
+  kOut,
+  kScratch,
+  kTmp,
+  kProc,
+  kDev,
+  kLink,
 };
 std::string_view view_kind_name(ViewKind kind);
 

@@ -14,8 +14,8 @@ namespace {
 // a == b, or one lies below the other ("/usr" and "/usr/bin", not "/usrx").
 bool overlaps(std::string_view a, std::string_view b) {
   auto under = [](std::string_view inner, std::string_view outer) {
-    return outer == "/" || (inner.size() > outer.size() &&
-                            inner.substr(0, outer.size()) == outer && inner[outer.size()] == '/');
+    return outer == "/" || (inner.size() > outer.size() && inner.substr(0, outer.size()) == outer &&
+                            inner[outer.size()] == '/');
   };
   return a == b || under(a, b) || under(b, a);
 }
@@ -25,8 +25,8 @@ bool overlaps(std::string_view a, std::string_view b) {
 std::vector<ViewEntry> plan_view(const ContainmentSpec& spec, ViewRoot root) {
   std::vector<ViewEntry> view;
   if (root == ViewRoot::kImage && spec.image)
-    view.push_back({"/", ViewKind::kImage, spec.image->archive_path, spec.image->image_id, false,
-                    {}, -1});
+    view.push_back(
+        {"/", ViewKind::kImage, spec.image->archive_path, spec.image->image_id, false, {}, -1});
   // Made by the kernel or the mechanism, holding no host bytes: /proc (the job's own pid
   // namespace), a minimal /dev (null, zero, full, random, urandom, tty), a private empty /tmp.
   view.push_back({"/proc", ViewKind::kProc, {}, {}, false, {}, -1});
@@ -34,8 +34,13 @@ std::vector<ViewEntry> plan_view(const ContainmentSpec& spec, ViewRoot root) {
   view.push_back({"/tmp", ViewKind::kTmp, {}, {}, true, {}, -1});
   for (size_t i = 0; i < spec.mounts.size(); ++i) {
     const MountSpec& m = spec.mounts[i];
-    view.push_back({m.target, m.kind, m.source, m.pin,
-                    m.access == MountSpec::Access::kWritable, {}, static_cast<int>(i)});
+    view.push_back({m.target,
+                    m.kind,
+                    m.source,
+                    m.pin,
+                    m.access == MountSpec::Access::kWritable,
+                    {},
+                    static_cast<int>(i)});
   }
   // An image's root has its own /bin and /lib layout, and podman cannot make links in it: links
   // are part of an empty-tmpfs view only (and so absent from a podman run's recorded view).

@@ -150,9 +150,9 @@ void check_view(const json& doc, Findings& f) {
     f.add("view pinned", true, "no view recorded (no job was started)");
     return;
   }
-  static const std::set<std::string> kKinds = {"source", "toolchain", "tree", "image",
-                                               "closure", "out", "scratch", "tmp",
-                                               "proc", "dev", "link"};
+  static const std::set<std::string> kKinds = {"source",  "toolchain", "tree",    "image",
+                                               "closure", "out",       "scratch", "tmp",
+                                               "proc",    "dev",       "link"};
   static const std::set<std::string> kKernelMade = {"proc", "dev", "tmp"};
   std::vector<std::string> bad;
   for (const json& e : doc["view"]) {
@@ -164,7 +164,8 @@ void check_view(const json& doc, Findings& f) {
       bad.push_back(fmt::format("{} (unknown kind \"{}\")", path, kind));
       continue;
     }
-    bool writable = e.contains("writable") && e["writable"].is_boolean() && e["writable"].get<bool>();
+    bool writable =
+        e.contains("writable") && e["writable"].is_boolean() && e["writable"].get<bool>();
     bool pinned = e.contains("pin") && e["pin"].is_string() && !e["pin"].get<std::string>().empty();
     if (!writable && !pinned && kKernelMade.count(kind) == 0)
       bad.push_back(fmt::format("{} ({}, read-only, no pin)", path, kind));

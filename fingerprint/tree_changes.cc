@@ -15,9 +15,7 @@ std::optional<DigestCacheContent> cache_recording(const std::string& state_dir,
   LoadedDigestCache loaded = load_digest_cache(state_dir, root);
   if (loaded.state != LoadedDigestCache::State::kLoaded) return std::nullopt;
   const auto& d = loaded.content.tree_sha256;
-  if (to_hex(d.data(), d.size()) !=
-      expected_sha256)
-    return std::nullopt;
+  if (to_hex(d.data(), d.size()) != expected_sha256) return std::nullopt;
   return std::move(loaded.content);
 }
 
@@ -46,9 +44,9 @@ std::vector<std::string> changes_since_record(const DigestCacheContent& recorded
       continue;
     }
     if (kind == EntryKind::kDirectory) continue;
-    bool same_stamp = st.st_ino == e.stamp.ino && static_cast<uint64_t>(st.st_size) == e.stamp.size &&
-                      timespec_ns(st.st_mtim) == e.stamp.mtime_ns &&
-                      timespec_ns(st.st_ctim) == e.stamp.ctime_ns;
+    bool same_stamp =
+        st.st_ino == e.stamp.ino && static_cast<uint64_t>(st.st_size) == e.stamp.size &&
+        timespec_ns(st.st_mtim) == e.stamp.mtime_ns && timespec_ns(st.st_ctim) == e.stamp.ctime_ns;
     if (same_stamp) continue;
     if (kind == EntryKind::kSymlink) {
       note("changed", e.path);

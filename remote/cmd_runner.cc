@@ -128,7 +128,8 @@ void register_runner(CLI::App& app, int* exit_code) {
   cmd->add_option("--toolchain", o->toolchains,
                   "DIR[=JOB_PATH]: the toolchain every action's admission pins (read-only)")
       ->required();
-  cmd->add_option("--tree", o->trees, "HOST_DIR[=JOB_PATH]: a host tree every action's admission pins, read-only "
+  cmd->add_option("--tree", o->trees,
+                  "HOST_DIR[=JOB_PATH]: a host tree every action's admission pins, read-only "
                   "(repeatable); actions see no other host path");
   cmd->add_option("--set", o->config.pins.sets,
                   "KEY=VALUE for every action's admission: limits.*, containment.*, "

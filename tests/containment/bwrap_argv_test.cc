@@ -86,8 +86,13 @@ TEST(BwrapArgv, ClosureFilesAndLinksAreBoundAsPlanned) {
   Grant g = sample_grant();
   g.spec.mounts.push_back({"/usr", "/usr", MountSpec::Access::kReadOnly, ViewKind::kTree,
                            "sha256:" + std::string(64, 'a')});
-  g.spec.files_and_links.push_back({"/etc/os-release", ViewKind::kClosure, "/etc/os-release",
-                                    "sha256:" + std::string(64, 'b'), false, {}, -1});
+  g.spec.files_and_links.push_back({"/etc/os-release",
+                                    ViewKind::kClosure,
+                                    "/etc/os-release",
+                                    "sha256:" + std::string(64, 'b'),
+                                    false,
+                                    {},
+                                    -1});
   add_compat_links({{"/bin", "usr/bin"}, {"/lib64", "usr/lib64"}}, &g.spec);
   Argv a = build_bwrap_argv("bwrap", g, {3, 4, {5, 6, 7}});
   EXPECT_NE(find_seq(a, {"--ro-bind-fd", "7", "/usr"}), std::string::npos);
@@ -120,8 +125,8 @@ TEST(ViewPlan, CompatLinksOnlyWhereTheViewHasTheirTarget) {
   EXPECT_EQ(busybox.files_and_links[0].pin, "symlink:usr/lib64");
 
   ContainmentSpec closure = bare;
-  closure.files_and_links.push_back({"/usr/bin/gcc", ViewKind::kClosure, "/usr/bin/gcc", "p",
-                                     false, {}, -1});
+  closure.files_and_links.push_back(
+      {"/usr/bin/gcc", ViewKind::kClosure, "/usr/bin/gcc", "p", false, {}, -1});
   add_compat_links(host, &closure);
   ASSERT_EQ(closure.files_and_links.size(), 2u);  // /bin (it has /usr/bin/gcc), not /lib64
   EXPECT_EQ(closure.files_and_links[1].job_path, "/bin");
@@ -131,7 +136,8 @@ TEST(ViewPlan, ImageRootHasNoLinksAndKernelPlacesComeFirst) {
   ContainmentSpec s;
   s.image = ImageRef{"/img.tar", "sha256:" + std::string(64, 'c')};
   s.mounts = {{"/repo/src", "/src", MountSpec::Access::kReadOnly, ViewKind::kSource, "p"}};
-  s.files_and_links.push_back({"/bin", ViewKind::kLink, {}, "symlink:usr/bin", false, "usr/bin", -1});
+  s.files_and_links.push_back(
+      {"/bin", ViewKind::kLink, {}, "symlink:usr/bin", false, "usr/bin", -1});
   auto image = plan_view(s, ViewRoot::kImage);
   ASSERT_EQ(image.size(), 5u);  // image, proc, dev, tmp, src
   EXPECT_EQ(image[0].kind, ViewKind::kImage);

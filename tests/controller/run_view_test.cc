@@ -30,9 +30,19 @@ class ViewTest : public RunTest {
     if (mechanism == "bwrap") return freeze(script, {}, name, extra);
     auto built = busybox_fixture_dir();
     EXPECT_TRUE(built.ok()) << built.error().message();
-    std::vector<std::string> args = {"admit", "freeze", "--out", dir_ / name, "--source", src_,
-                                     "--toolchain", toolchain_, "--toolchain-mount",
-                                     "/opt/toolchain", "--state-dir", state_, "--image",
+    std::vector<std::string> args = {"admit",
+                                     "freeze",
+                                     "--out",
+                                     dir_ / name,
+                                     "--source",
+                                     src_,
+                                     "--toolchain",
+                                     toolchain_,
+                                     "--toolchain-mount",
+                                     "/opt/toolchain",
+                                     "--state-dir",
+                                     state_,
+                                     "--image",
                                      (built.ok() ? *built : "") + "/busybox.oci.tar"};
     args.insert(args.end(), extra.begin(), extra.end());
     args.insert(args.end(), {"--", "/bin/sh", "-c", script});
@@ -53,14 +63,15 @@ TEST_P(ViewBothMechanisms, AHostFileOutsideThePinnedViewIsNotVisible) {
   write_text(secret, "not pinned\n");
   // The host has each of these; none is pinned. (/etc/hostname is podman's own file in a
   // container, so it is looked for under bwrap only.)
-  std::vector<std::string> host = {secret, "/usr/bin/env", "/etc/os-release", "/usr", "/home",
+  std::vector<std::string> host = {secret,  "/usr/bin/env", "/etc/os-release", "/usr", "/home",
                                    "/root", "/var"};
   if (mechanism == "bwrap") host.push_back("/etc/hostname");
   for (const auto& p : host) ASSERT_TRUE(fs::exists(p)) << "the host should have " << p;
   std::string script = ": > /out/visible.txt; for p in";
   for (const auto& p : host) script += " " + p;
-  script += "; do if [ -e $p ]; then echo $p >> /out/visible.txt; fi; done;"
-            " cat /opt/toolchain/tool.txt > /out/pinned.txt";
+  script +=
+      "; do if [ -e $p ]; then echo $p >> /out/visible.txt; fi; done;"
+      " cat /opt/toolchain/tool.txt > /out/pinned.txt";
   Frozen a = freeze_for(mechanism, script, mechanism + ".json");
   auto c = run(a, "hide-" + mechanism, {"--mechanism", mechanism});
   ASSERT_EQ(c.status.code, 0) << c.out << c.err;
@@ -138,9 +149,9 @@ TEST_F(ViewTest, AFileChangedInAPinnedTreeRefusesTheRunNamingIt) {
   EXPECT_TRUE(recorded) << r1["pin_cache"].dump();
   bool in_view = false;
   for (const json& e : r1["view"])
-    in_view = in_view || (e["job_path"] == "/opt/data" && e["kind"] == "tree" &&
-                          e["host_path"] == tree && e["writable"] == false &&
-                          e["pin"].get<std::string>().rfind("sha256:", 0) == 0);
+    in_view =
+        in_view || (e["job_path"] == "/opt/data" && e["kind"] == "tree" && e["host_path"] == tree &&
+                    e["writable"] == false && e["pin"].get<std::string>().rfind("sha256:", 0) == 0);
   EXPECT_TRUE(in_view) << r1["view"].dump();
 
   write_text(tree + "/sub/b.txt", "swapped\n");
@@ -168,8 +179,11 @@ TEST_F(ViewTest, ReceiptVerifyFailsAnUnpinnedReadOnlyViewEntry) {
 
   // Forged: the host's /usr slipped into the view without a pin, the digest recomputed.
   json doc = receipt("verify-view");
-  doc["view"].push_back({{"job_path", "/usr"}, {"kind", "tree"}, {"host_path", "/usr"},
-                         {"pin", nullptr}, {"writable", false}});
+  doc["view"].push_back({{"job_path", "/usr"},
+                         {"kind", "tree"},
+                         {"host_path", "/usr"},
+                         {"pin", nullptr},
+                         {"writable", false}});
   doc["digest"]["value"] = sha256_hex(receipt::digest_payload(doc));
   std::string forged = dir_ / "forged.json";
   write_text(forged, doc.dump(2));
@@ -215,9 +229,10 @@ TEST_F(ViewTest, FreezeRefusesATreeThatCannotBeInTheViewNamingIt) {
     std::vector<std::string> extra;
     for (const auto& t : c.trees) extra.insert(extra.end(), {"--tree", t});
     SCOPED_TRACE(extra.back());
-    std::vector<std::string> args = {"admit", "freeze", "--out", dir_ / "refused.json", "--force",
-                                     "--source", src_, "--toolchain", toolchain_,
-                                     "--toolchain-mount", "/opt/toolchain", "--state-dir", state_};
+    std::vector<std::string> args = {
+        "admit", "freeze",      "--out",    dir_ / "refused.json", "--force",        "--source",
+        src_,    "--toolchain", toolchain_, "--toolchain-mount",   "/opt/toolchain", "--state-dir",
+        state_};
     auto shell = busybox_tree_args();
     args.insert(args.end(), shell.begin(), shell.end());
     args.insert(args.end(), extra.begin(), extra.end());
