@@ -47,9 +47,10 @@ std::vector<std::string> build_bwrap_argv(const std::string& bwrap_path, const G
         // verified by its SHA-256 just before the run.
         add({"--ro-bind", e.host_path, e.job_path});
         break;
-      case ViewKind::kImage:
-        break;  // not a bwrap root (yet): see view_plan.h
       default: {
+        // The image's own root ("/", podman's) is never a bind here; its entries are
+        // (containment/image_root.h), from the spec's mounts like every other.
+        if (e.mount_index < 0) break;
         size_t i = static_cast<size_t>(e.mount_index);
         int fd = i < fds.mount_sources.size() ? fds.mount_sources[i] : -1;
         if (i < fds.staged_sources.size())

@@ -34,6 +34,9 @@ std::vector<ViewEntry> plan_view(const ContainmentSpec& spec, ViewRoot root) {
   view.push_back({"/tmp", ViewKind::kTmp, {}, {}, true, {}, -1});
   for (size_t i = 0; i < spec.mounts.size(); ++i) {
     const MountSpec& m = spec.mounts[i];
+    // An unpacked image's entries (image_root.h) stand for the image in an empty root; where the
+    // image itself is the root they are not mounted again.
+    if (m.kind == ViewKind::kImage && root == ViewRoot::kImage) continue;
     view.push_back({m.target,
                     m.kind,
                     m.source,

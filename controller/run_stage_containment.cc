@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "containment/view_plan.h"
+#include "controller/run_image_root.h"
 #include "controller/run_owned_space.h"
 #include "controller/exit_codes.h"
 #include "controller/run_dirs.h"
@@ -105,6 +106,10 @@ StageStatus stage_acquire_grant(RunContext& run) {
   if (run.chosen == nullptr)
     return stage_fail(kExitContainmentUnavailable,
                       "the grant names mechanism " + g.mechanism + ", which was not asked");
+  // Under bwrap an admitted image is unpacked (verified, cached) and its entries become the root.
+  if (auto st = add_image_root(run); !st)
+    return stage_fail(kExitContainmentUnavailable,
+                      "the image's root file system for bwrap: " + st.error().message());
   // What the job will see, from the same plan the mechanism's command line is built from.
   run.receipt.view = receipt::view_json(
       plan_view(g.spec, g.mechanism == "podman" ? ViewRoot::kImage : ViewRoot::kEmptyTmpfs));
