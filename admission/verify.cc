@@ -281,6 +281,9 @@ std::vector<PinCheck> verify_pins(const AdmissionDocument& doc, const VerifyOpti
         auto changes = changes_since_record(*recorded, tree.host_path);
         what = changes.empty() ? "an entry was added, or a mode or owner changed"
                                : fmt::format("{}", fmt::join(changes, ", "));
+        // Verifying refreshed the cache with the tree as it is now; put back the record of the
+        // tree as pinned, so that every later refusal can still name what changed.
+        (void)store_digest_cache(options.digest_cache_state_dir, *recorded);
       }
       c.observed = fmt::format("{} (changed since frozen: {})", summary->sha256, what);
     }

@@ -5,7 +5,7 @@
 // --ro-bind-fd does NOT help with that: it canonicalises /proc/self/fd/N back into a path and
 // resolves it as the job user, which fails with EACCES on a 0700 parent (checked with strace).
 // So when the controller is root the chain is:
-//   unshare --mount --propagation private -- /bin/sh -c STAGE -- setpriv (job user) -- bwrap ...
+//   unshare --mount --propagation private -- bash -c STAGE -- setpriv (job user) -- bwrap ...
 // STAGE runs as root in a private mount namespace of bwrap's own: it mounts a small tmpfs on a
 // stage directory, bind-mounts each descriptor onto /STAGE/<n>, closes the descriptors, and execs
 // setpriv, which drops to the job user (setgroups, setgid, setuid) and re-arms the parent-death
@@ -72,6 +72,9 @@ Result<std::vector<std::string>> staging_chain(const JobUser& user,
   auto unshare = SEALRUN_TRY(find_program("unshare"));
   auto setpriv = SEALRUN_TRY(find_program("setpriv"));
   auto mount = SEALRUN_TRY(find_program("mount"));
+  // bash, not sh: dash reads "exec 10<&-" as running a program named 10, so with more than five
+  // mounts (descriptors 5..9) the descriptors could not be closed and the chain failed (exit 127).
+  auto shell = SEALRUN_TRY(find_program("bash"));
   auto stage = SEALRUN_TRY(stage_dir(real));
   // Only fixed strings and numbers go into the script; paths travel as descriptors.
   std::string script =
@@ -91,8 +94,8 @@ Result<std::vector<std::string>> staging_chain(const JobUser& user,
   script +=
       fmt::format("exec {} --reuid={} --regid={} --clear-groups --pdeathsig=SIGKILL -- \"$@\"",
                   setpriv, user.uid, user.gid);
-  return std::vector<std::string>{unshare,   "--mount", "--propagation", "private",      "--",
-                                  "/bin/sh", "-c",      script,          "sealrun-stage"};
+  return std::vector<std::string>{unshare, "--mount", "--propagation", "private",      "--",
+                                  shell,   "-c",      script,          "sealrun-stage"};
 }
 
 }  // namespace
