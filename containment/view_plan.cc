@@ -11,13 +11,15 @@ namespace sealrun {
 
 namespace {
 
-// a == b, or one lies below the other ("/usr" and "/usr/bin", not "/usrx").
+// `path` is `dir` or lies below it ("/usr/bin" and "/usr", not "/usrx").
+bool at_or_below(std::string_view path, std::string_view dir) {
+  return path == dir || dir == "/" ||
+         (path.size() > dir.size() && path.substr(0, dir.size()) == dir && path[dir.size()] == '/');
+}
+
+// a == b, or one lies below the other.
 bool overlaps(std::string_view a, std::string_view b) {
-  auto under = [](std::string_view inner, std::string_view outer) {
-    return outer == "/" || (inner.size() > outer.size() && inner.substr(0, outer.size()) == outer &&
-                            inner[outer.size()] == '/');
-  };
-  return a == b || under(a, b) || under(b, a);
+  return at_or_below(a, b) || at_or_below(b, a);
 }
 
 }  // namespace
@@ -76,7 +78,15 @@ void add_compat_links(const std::vector<CompatLink>& host, ContainmentSpec* spec
     bool has_target = false;
     bool path_taken = false;
     for (const MountSpec& m : spec->mounts) {
-      has_target = has_target || overlaps(m.target, target);
+      // A mount at or above the target must hold it (a pinned /usr without lib32 gets no /lib32
+      // link); one below it (the toolchain in /usr/lib/gcc/...) makes its directories exist.
+      if (at_or_below(target, m.target)) {
+        struct stat st {};
+        std::string host = m.source + target.substr(m.target == "/" ? 0 : m.target.size());
+        has_target = has_target || ::stat(host.c_str(), &st) == 0;
+      } else {
+        has_target = has_target || overlaps(m.target, target);
+      }
       path_taken = path_taken || overlaps(m.target, link.path);
     }
     for (const ViewEntry& e : spec->files_and_links) {

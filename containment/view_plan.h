@@ -32,7 +32,8 @@ struct CompatLink {
 std::vector<CompatLink> read_host_compat_links();
 
 // Adds to spec.files_and_links each compatibility link whose target the view already has (a mount
-// or closure entry at, above or below the target's path) and whose own path the view leaves free,
+// at or above the target's path whose host tree holds it, or a mount or closure entry below it)
+// and whose own path the view leaves free,
 // so a pinned /usr works as on the host and an unpinned /usr leaves no dangling links.
 void add_compat_links(const std::vector<CompatLink>& host, ContainmentSpec* spec);
 

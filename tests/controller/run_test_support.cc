@@ -77,6 +77,11 @@ Frozen RunTest::freeze(const std::string& script, const std::vector<std::string>
   }
   auto shell = busybox_tree_args();
   args.insert(args.end(), shell.begin(), shell.end());
+  // A job that runs python3 gets a /usr holding python3 only (the host's is not in the view).
+  if (script.find("/usr/bin/python3") != std::string::npos) {
+    auto python = python_tree_args();
+    args.insert(args.end(), python.begin(), python.end());
+  }
   args.insert(args.end(), extra.begin(), extra.end());
   args.insert(args.end(), {"--", "/bin/sh", "-c", script});
   auto c = sealrun(args);
@@ -139,6 +144,17 @@ std::vector<std::string> busybox_tree_args() {
   auto dir = busybox_bin_dir();
   EXPECT_TRUE(dir.ok()) << dir.error().message();
   return {"--tree", (dir.ok() ? *dir : std::string("/nonexistent")) + "=/bin"};
+}
+
+std::vector<std::string> python_tree_args() {
+  std::string fixtures = std::string(SEALRUN_BINARY_DIR) + "/fixtures";
+  SpawnOptions o;
+  o.argv = {"/bin/bash", std::string(SEALRUN_SOURCE_DIR) + "/tests/fixtures/python_usr.sh",
+            fixtures};
+  auto built = run_capture(o, 300000);
+  EXPECT_TRUE(built.ok() && built->status.success())
+      << "python_usr.sh failed: " << (built.ok() ? built->err : built.error().message());
+  return {"--tree", fixtures + "/python-usr=/usr"};
 }
 
 Result<std::string> busybox_fixture_dir() {

@@ -25,6 +25,8 @@ class RunTest : public ::testing::Test {
  public:  // helpers are called from free functions in the tests too
   void SetUp() override;
   // Freezes an admission whose command is `/bin/sh -c script`, with extra `--set` assignments.
+  // The job's view: the source, the toolchain, busybox as /bin (busybox_tree_args) and, when the
+  // script names /usr/bin/python3, the python-only /usr (python_tree_args).
   // `extra`: more options of `admit freeze` (e.g. "--tree", "DIR=/data").
   Frozen freeze(const std::string& script, const std::vector<std::string>& sets = {},
                 const std::string& name = "admission.json",
@@ -52,6 +54,10 @@ class RunTest : public ::testing::Test {
 Result<std::string> busybox_bin_dir();
 // "--tree", "<busybox_bin_dir()>=/bin": the shell every test job gets (fails the test if absent).
 std::vector<std::string> busybox_tree_args();
+
+// build/fixtures/python-usr (tests/fixtures/python_usr.sh): a /usr holding only python3 and what
+// it loads. "--tree", "<it>=/usr": for the tests whose job runs /usr/bin/python3.
+std::vector<std::string> python_tree_args();
 
 // The directory holding the busybox OCI image fixture (busybox.oci.tar), built there by
 // tests/fixtures/busybox_image.sh on first use.
