@@ -5,6 +5,7 @@
 // receipt with an unpinned read-only entry; and `admit freeze --tree` refuses what cannot be a
 // tree of the view, naming it.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -132,6 +133,53 @@ TEST_P(ViewBothMechanisms, TheReceiptsViewIsTheJobsMountinfo) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Mechanisms, ViewBothMechanisms, ::testing::Values("bwrap", "podman"));
+
+// The image's root under bwrap: the pinned archive unpacked (each layer against its diff id) into
+// STATE/images/<id>/rootfs, shared by the next run, and bound entry by entry (kind image).
+TEST_F(ViewTest, AnImageIsTheRootOfABwrapJobToo) {
+  Frozen a = freeze_for("podman",
+                        "cat /etc/passwd > /out/passwd.txt; ls /opt > /out/opt.txt;"
+                        " cat /proc/self/mountinfo > /out/mountinfo.txt",
+                        "image-bwrap.json");
+  auto first = run(a, "img-1", {"--mechanism", "bwrap"});
+  ASSERT_EQ(first.status.code, 0) << first.out << first.err;
+  std::string out = state_ + "/results/img-1/out";
+  // The image's own /etc/passwd (tests/fixtures/busybox_image.sh), not the host's.
+  EXPECT_EQ(read_text(out + "/passwd.txt"), "root:x:0:0:root:/:/bin/sh\n");
+  EXPECT_EQ(read_text(out + "/opt.txt"), "toolchain\n");
+  json r = receipt("img-1");
+  EXPECT_EQ(r["grant"]["mechanism"], "bwrap");
+  std::string image_id = read_text(*busybox_fixture_dir() + "/busybox.image-id");
+  while (!image_id.empty() && image_id.back() == '\n') image_id.pop_back();
+  std::string rootfs = state_ + "/images/" + image_id.substr(7) + "/rootfs";
+  ASSERT_TRUE(fs::exists(rootfs + "/bin/busybox")) << rootfs;
+  std::set<std::string> image_paths;
+  for (const json& e : r["view"])
+    if (e["kind"] == "image") {
+      EXPECT_EQ(e["pin"], image_id) << e;
+      EXPECT_EQ(e["writable"], false) << e;
+      EXPECT_EQ(e["host_path"].get<std::string>().rfind(rootfs, 0), 0u) << e;
+      image_paths.insert(e["job_path"].get<std::string>());
+    }
+  EXPECT_EQ(image_paths.count("/bin"), 1u) << r["view"].dump();
+  EXPECT_EQ(image_paths.count("/etc"), 1u) << r["view"].dump();
+  auto seen = mount_points(read_text(out + "/mountinfo.txt"));
+  for (const auto& p : image_paths) EXPECT_EQ(seen.count(p), 1u) << p;
+  // The next run shares the unpacked root: the same directory, not unpacked again.
+  struct stat before {};
+  ASSERT_EQ(::stat(rootfs.c_str(), &before), 0);
+  auto second = run(a, "img-2", {"--mechanism", "bwrap"});
+  ASSERT_EQ(second.status.code, 0) << second.out << second.err;
+  struct stat after {};
+  ASSERT_EQ(::stat(rootfs.c_str(), &after), 0);
+  EXPECT_EQ(before.st_ino, after.st_ino);
+  EXPECT_EQ(before.st_mtim.tv_nsec, after.st_mtim.tv_nsec);
+  // Nothing half-unpacked is left in the controllers' temporaries.
+  if (fs::exists(state_ + "/tmp"))
+    for (const auto& e : fs::directory_iterator(state_ + "/tmp"))
+      for (const auto& f : fs::directory_iterator(e.path()))
+        EXPECT_EQ(f.path().filename().string().rfind("image-", 0), std::string::npos) << f.path();
+}
 
 TEST_F(ViewTest, AFileChangedInAPinnedTreeRefusesTheRunNamingIt) {
   std::string tree = dir_ / "data";
