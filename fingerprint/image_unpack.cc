@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "core/beneath.h"
 #include "core/syscall.h"
@@ -31,21 +32,73 @@ std::string join(const std::string& dir, const std::string& base) {
   return dir.empty() ? base : dir + "/" + base;
 }
 
-// Copies [offset, offset + size) of `from` into `to`, returning its SHA-256 (hex).
-Result<std::string> copy_hashed(int from, uint64_t offset, uint64_t size, int to,
-                                const std::string& what) {
+// A layer bigger than this, uncompressed, is refused: a small gzip stream can inflate without
+// bound, and the unpacked root lands in the state directory.
+constexpr uint64_t kMaxLayerBytes = 16ull << 30;
+
+// Reads [offset, offset + size) of `from`, inflating it when `gzip`, into `to`; returns the
+// SHA-256 (hex) of what was written: the layer's diff id when it is the pinned layer.
+Result<std::string> copy_layer(int from, uint64_t offset, uint64_t size, bool gzip, int to,
+                               const std::string& what) {
   Sha256 h;
-  std::string buf(kChunk, '\0');
+  std::string in(kChunk, '\0');
+  std::string out(kChunk, '\0');
   uint64_t done = 0;
+  uint64_t written = 0;
+  z_stream z{};
+  if (gzip && ::inflateInit2(&z, 16 + MAX_WBITS) != Z_OK)
+    return Error::make(what + ": cannot start gzip decompression");
+  struct ZEnd {
+    z_stream* z;
+    bool on;
+    ~ZEnd() {
+      if (on) ::inflateEnd(z);
+    }
+  } z_end{&z, gzip};
+  auto emit = [&](const char* data, size_t n) -> Status {
+    written += n;
+    if (written > kMaxLayerBytes)
+      return Error::make(fmt::format("{}: more than {} bytes uncompressed", what, kMaxLayerBytes));
+    h.update(data, n);
+    return write_all(to, std::string_view(data, n), what);
+  };
+  bool stream_end = false;
   while (done < size) {
     size_t want = static_cast<size_t>(std::min<uint64_t>(kChunk, size - done));
-    ssize_t n = ::pread(from, buf.data(), want, static_cast<off_t>(offset + done));
+    ssize_t n = ::pread(from, in.data(), want, static_cast<off_t>(offset + done));
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) return Error::from_errno("read " + what);
     if (n == 0) return Error::make(what + ": ends early");
-    h.update(buf.data(), static_cast<size_t>(n));
-    SEALRUN_TRY(write_all(to, std::string_view(buf.data(), static_cast<size_t>(n)), what));
     done += static_cast<uint64_t>(n);
+    if (!gzip) {
+      SEALRUN_TRY(emit(in.data(), static_cast<size_t>(n)));
+      continue;
+    }
+    z.next_in = reinterpret_cast<Bytef*>(in.data());
+    z.avail_in = static_cast<uInt>(n);
+    while (z.avail_in > 0 && !stream_end) {
+      z.next_out = reinterpret_cast<Bytef*>(out.data());
+      z.avail_out = static_cast<uInt>(out.size());
+      int rc = ::inflate(&z, Z_NO_FLUSH);
+      if (rc != Z_OK && rc != Z_STREAM_END)
+        return Error::make(fmt::format("{}: not a valid gzip stream (zlib {})", what, rc));
+      SEALRUN_TRY(emit(out.data(), out.size() - z.avail_out));
+      stream_end = rc == Z_STREAM_END;
+    }
+  }
+  if (gzip) {
+    // Whatever inflate still holds once all input was given.
+    while (!stream_end) {
+      z.next_out = reinterpret_cast<Bytef*>(out.data());
+      z.avail_out = static_cast<uInt>(out.size());
+      int rc = ::inflate(&z, Z_FINISH);
+      if (rc != Z_OK && rc != Z_STREAM_END && rc != Z_BUF_ERROR)
+        return Error::make(fmt::format("{}: not a valid gzip stream (zlib {})", what, rc));
+      SEALRUN_TRY(emit(out.data(), out.size() - z.avail_out));
+      if (rc == Z_BUF_ERROR && z.avail_out == out.size())
+        return Error::make(what + ": the gzip stream ends early");
+      stream_end = rc == Z_STREAM_END;
+    }
   }
   return h.finish_hex();
 }
@@ -116,8 +169,8 @@ Status create_member(int root, int layer_fd, const TarMember& m, UnpackedImage* 
       break;
     }
     case TarKind::kRegular: {
-      auto f = SEALRUN_TRY(open_at(parent.get(), base,
-                                   O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+      auto f = SEALRUN_TRY(
+          open_at(parent.get(), base, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
       std::string buf(kChunk, '\0');
       uint64_t done = 0;
       while (done < m.size) {
@@ -125,8 +178,8 @@ Status create_member(int root, int layer_fd, const TarMember& m, UnpackedImage* 
         ssize_t n = ::pread(layer_fd, buf.data(), want, static_cast<off_t>(m.data_offset + done));
         if (n < 0 && errno == EINTR) continue;
         if (n <= 0) return Error::make("read layer member " + m.name);
-        SEALRUN_TRY(write_all(f.get(), std::string_view(buf.data(), static_cast<size_t>(n)),
-                              m.name));
+        SEALRUN_TRY(
+            write_all(f.get(), std::string_view(buf.data(), static_cast<size_t>(n)), m.name));
         done += static_cast<uint64_t>(n);
       }
       if (::fchown(f.get(), m.uid, m.gid) != 0 || ::fchmod(f.get(), m.mode) != 0)
@@ -163,28 +216,29 @@ Result<UnpackedImage> unpack_image(const std::string& archive, const std::string
                                    const std::string& dest, const std::string& scratch) {
   auto id = SEALRUN_TRY(inspect_image_archive(archive));
   if (id.image_id != image_id || id.diff_ids != diff_ids)
-    return Error::make(fmt::format("{}: is image {}, not the pinned {}", archive, id.image_id,
-                                   image_id));
+    return Error::make(
+        fmt::format("{}: is image {}, not the pinned {}", archive, id.image_id, image_id));
   auto in = SEALRUN_TRY(open_at(AT_FDCWD, archive, O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
   auto root = SEALRUN_TRY(open_at(AT_FDCWD, dest, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   UnpackedImage out;
   for (size_t i = 0; i < id.layers.size(); ++i) {
     const ImageLayerBlob& blob = id.layers[i];
     std::string what = fmt::format("{}: layer {}", archive, i);
-    if (!blob.compression.empty())
+    if (!blob.compression.empty() && blob.compression != "gzip")
       return Error::make(fmt::format(
-          "{} is {}-compressed; bubblewrap runs unpack only uncompressed layers (`podman save "
-          "--format oci-archive` writes them): run it with --mechanism podman",
+          "{} is {}-compressed; bubblewrap runs unpack plain and gzip layers only: run it with "
+          "--mechanism podman",
           what, blob.compression));
     // A private copy: what is unpacked is exactly what was hashed, whatever the archive does now.
     std::string copy_path = fmt::format("{}/layer-{}.tar", scratch, i);
     auto copy = SEALRUN_TRY(
         open_at(AT_FDCWD, copy_path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
     ::unlink(copy_path.c_str());  // held open only: nothing to clean up after a crash
-    std::string digest = SEALRUN_TRY(copy_hashed(in.get(), blob.offset, blob.size, copy.get(), what));
+    std::string digest = SEALRUN_TRY(
+        copy_layer(in.get(), blob.offset, blob.size, blob.compression == "gzip", copy.get(), what));
     if ("sha256:" + digest != diff_ids[i])
-      return Error::make(
-          fmt::format("{}: hashes to sha256:{}, the pinned diff_id is {}", what, digest, diff_ids[i]));
+      return Error::make(fmt::format("{}: hashes to sha256:{}, the pinned diff_id is {}", what,
+                                     digest, diff_ids[i]));
     if (::lseek(copy.get(), 0, SEEK_SET) != 0) return Error::from_errno("seek " + what);
     auto scan = SEALRUN_TRY_CTX(scan_tar(copy.get(), what), "unpack");
     SEALRUN_TRY_CTX(apply_whiteouts(root.get(), scan.members), what + ": whiteouts");

@@ -7,7 +7,8 @@
 // OCI whiteouts (".wh.NAME" removes NAME from the layers below, ".wh..wh..opq" empties its
 // directory) are applied before the layer's own members. Device nodes and FIFOs are skipped (a
 // job has no use for them in a read-only root, and creating devices is not something to do for a
-// layer); hard links are linked beneath the root. Owners and modes are the layer's.
+// layer); hard links are linked beneath the root; a member below a symlink is refused. Owners and
+// modes are the layer's.
 #pragma once
 
 #include <cstdint>
@@ -27,8 +28,8 @@ struct UnpackedImage {
 
 // Unpacks the image archive at `archive`, whose identity must be `image_id` with `diff_ids`
 // (checked again here: the archive is read afresh), into `dest`, an existing empty directory.
-// Compressed layers are refused with a message saying so. `scratch` is a directory for the
-// temporary layer copies (removed before returning).
+// gzip layers are inflated (at most 16 GiB each); zstd layers are refused with a message saying
+// so. `scratch` is a directory for the temporary layer copies (held open, unlinked at once).
 Result<UnpackedImage> unpack_image(const std::string& archive, const std::string& image_id,
                                    const std::vector<std::string>& diff_ids,
                                    const std::string& dest, const std::string& scratch);
