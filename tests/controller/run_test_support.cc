@@ -25,7 +25,6 @@ void RunTest::SetUp() {
 
 std::string sealrun_binary() { return std::string(SEALRUN_BINARY_DIR) + "/sealrun"; }
 
-
 SpawnOptions RunTest::sealrun_options(const std::vector<std::string>& args) const {
   SpawnOptions o;
   o.argv = {sealrun_binary()};
@@ -53,24 +52,17 @@ Captured RunTest::sealrun(const std::vector<std::string>& args,
   return c;
 }
 
+std::vector<std::string> RunTest::freeze_args(const std::string& name) const {
+  return {"admit",       "freeze",      "--out",    dir_ / name,         "--source",
+          src_,          "--toolchain", toolchain_, "--toolchain-mount", "/opt/toolchain",
+          "--state-dir", state_};
+}
+
 Frozen RunTest::freeze(const std::string& script, const std::vector<std::string>& sets,
                        const std::string& name, const std::vector<std::string>& extra) {
-  std::vector<std::string> args = {"admit",
-                                   "freeze",
-                                   "--out",
-                                   dir_ / name,
-                                   "--source",
-                                   src_,
-                                   "--toolchain",
-                                   toolchain_,
-                                   "--toolchain-mount",
-                                   "/opt/toolchain",
-                                   "--state-dir",
-                                   state_,
-                                   "--env",
-                                   "PATH=/usr/bin:/bin",
-                                   "--set",
-                                   "limits.census_interval_ms=200"};
+  std::vector<std::string> args = freeze_args(name);
+  args.insert(args.end(),
+              {"--env", "PATH=/usr/bin:/bin", "--set", "limits.census_interval_ms=200"});
   for (const auto& s : sets) {
     args.push_back("--set");
     args.push_back(s);

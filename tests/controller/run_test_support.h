@@ -31,6 +31,9 @@ class RunTest : public ::testing::Test {
   Frozen freeze(const std::string& script, const std::vector<std::string>& sets = {},
                 const std::string& name = "admission.json",
                 const std::vector<std::string>& extra = {});
+  // "admit freeze --out DIR/name" with this fixture's source, toolchain (at /opt/toolchain) and
+  // state directory: what every admission of these tests starts from.
+  std::vector<std::string> freeze_args(const std::string& name) const;
   // Runs build/sealrun with `args`; env nullopt keeps ours.
   Captured sealrun(const std::vector<std::string>& args,
                    std::optional<std::vector<std::string>> env = std::nullopt,

@@ -31,20 +31,8 @@ class ViewTest : public RunTest {
     if (mechanism == "bwrap") return freeze(script, {}, name, extra);
     auto built = busybox_fixture_dir();
     EXPECT_TRUE(built.ok()) << built.error().message();
-    std::vector<std::string> args = {"admit",
-                                     "freeze",
-                                     "--out",
-                                     dir_ / name,
-                                     "--source",
-                                     src_,
-                                     "--toolchain",
-                                     toolchain_,
-                                     "--toolchain-mount",
-                                     "/opt/toolchain",
-                                     "--state-dir",
-                                     state_,
-                                     "--image",
-                                     (built.ok() ? *built : "") + "/busybox.oci.tar"};
+    std::vector<std::string> args = freeze_args(name);
+    args.insert(args.end(), {"--image", (built.ok() ? *built : "") + "/busybox.oci.tar"});
     args.insert(args.end(), extra.begin(), extra.end());
     args.insert(args.end(), {"--", "/bin/sh", "-c", script});
     auto c = sealrun(args);
@@ -280,10 +268,8 @@ TEST_F(ViewTest, FreezeRefusesATreeThatCannotBeInTheViewNamingIt) {
     std::vector<std::string> extra;
     for (const auto& t : c.trees) extra.insert(extra.end(), {"--tree", t});
     SCOPED_TRACE(extra.back());
-    std::vector<std::string> args = {
-        "admit", "freeze",      "--out",    dir_ / "refused.json", "--force",        "--source",
-        src_,    "--toolchain", toolchain_, "--toolchain-mount",   "/opt/toolchain", "--state-dir",
-        state_};
+    std::vector<std::string> args = freeze_args("refused.json");
+    args.push_back("--force");
     auto shell = busybox_tree_args();
     args.insert(args.end(), shell.begin(), shell.end());
     args.insert(args.end(), extra.begin(), extra.end());
