@@ -78,7 +78,7 @@ def cgroups_of(run_id):
 class Runner:
     """One `sealrun runner` with its own build and state directories under `root`."""
 
-    def __init__(self, root, sets=(), concurrency=8, toolchain=None, env=None):
+    def __init__(self, root, sets=(), concurrency=8, toolchain=None, env=None, trees=()):
         self.root = root
         self.build = os.path.join(root, "build")
         self.state = os.path.join(root, "state")
@@ -91,7 +91,7 @@ class Runner:
                 f.write("a toolchain file\n")
         # The actions' /bin: a static busybox and its applet links, pinned with --tree (a job
         # sees no host path that is not pinned: docs/view.md).
-        self.bin = os.path.join(root, "bin")
+        self.bin = os.path.join(root, "job-bin")
         os.makedirs(self.bin)
         shutil.copy("/bin/busybox", os.path.join(self.bin, "busybox"))
         applets = subprocess.run(["/bin/busybox", "--list"], capture_output=True, text=True,
@@ -104,6 +104,7 @@ class Runner:
         argv = [SEALRUN, "runner", "--listen", "unix:" + self.socket, "--build-dir", self.build,
                 "--state-dir", self.state, "--toolchain", self.toolchain + "=/opt/toolchain",
                 "--tree", self.bin + "=/bin",
+                *[arg for tree in trees for arg in ("--tree", tree)],
                 "--concurrency", str(concurrency), "--set", "limits.census_interval_ms=200"]
         for s in sets:
             argv += ["--set", s]
@@ -188,12 +189,24 @@ def unpack(response):
     return usage, reference
 
 
+def python_usr():
+    """A /usr holding only python3 and what it loads (tests/fixtures/python_usr.sh), for actions
+    that run python3: the host's /usr is not in a job's view."""
+    fixtures = os.path.join(os.path.dirname(os.path.abspath(SEALRUN)), "fixtures")
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures",
+                          "python_usr.sh")
+    subprocess.run(["/bin/bash", script, fixtures], check=True, capture_output=True)
+    return os.path.join(fixtures, "python-usr") + "=/usr"
+
+
 class RunnerTestCase(unittest.TestCase):
     runner_sets = ()
+    runner_trees = ()
 
     def setUp(self):
         self.tmp = tempfile.TemporaryDirectory(prefix="sealrun-reapi-")
-        self.runner = Runner(self.tmp.name, sets=self.runner_sets)
+        self.runner = Runner(self.tmp.name, sets=self.runner_sets,
+                             trees=[t() for t in self.runner_trees])
 
     def tearDown(self):
         self.runner.stop()
@@ -477,6 +490,7 @@ class Actions(RunnerTestCase):
 
 class OutOfMemory(RunnerTestCase):
     runner_sets = ("limits.memory_max_bytes=67108864", "limits.memory_high_bytes=67108864")
+    runner_trees = (python_usr,)
 
     def test_oom_action(self):
         script = "exec python3 -c \"x = b'x' * (512 << 20)\""
