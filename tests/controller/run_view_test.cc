@@ -206,6 +206,52 @@ TEST_F(ViewTest, AFileChangedInAPinnedTreeRefusesTheRunNamingIt) {
   }
 }
 
+// A learned closure (host_files, host_links: written by `admit freeze --learn`, here by a draft):
+// each file verified by its SHA-256 before the run and bound read-only at its own path, each link
+// made with its text; a changed file refuses the run naming it.
+TEST_P(ViewBothMechanisms, AClosureIsVerifiedAndBoundFileByFile) {
+  const std::string mechanism = GetParam();
+  // Not below /tmp: that is the job's own private /tmp, where no host file may be bound.
+  const std::string closure =
+      "/var/tmp/sealrun-closure-" + std::to_string(::getpid()) + "-" + mechanism;
+  struct Remove {
+    std::string path;
+    ~Remove() { fs::remove_all(path); }
+  } remove{closure};
+  std::string file = closure + "/lib/data.txt";
+  fs::create_directories(closure + "/lib");
+  fs::permissions(closure, fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec);
+  write_text(file, "closure bytes\n");
+  std::string digest = sha256_hex("closure bytes\n");
+  json draft = {{"host_files", {{{"path", file}, {"sha256", digest}}}},
+                {"host_links", {{{"path", closure + "/link.txt"}, {"target", "lib/data.txt"}}}}};
+  write_text(dir_ / "draft.json", draft.dump());
+  std::string script = "cat " + file + " > /out/file.txt; ls " + closure + " > /out/ls.txt; cat " +
+                       closure + "/link.txt > /out/link.txt; true";
+  Frozen a = freeze_for(mechanism, script, "closure-" + mechanism + ".json",
+                        {"--draft", dir_ / "draft.json"});
+  std::string id = "closure-" + mechanism;
+  auto c = run(a, id, {"--mechanism", mechanism});
+  ASSERT_EQ(c.status.code, 0) << c.out << c.err;
+  std::string out = state_ + "/results/" + id + "/out";
+  EXPECT_EQ(read_text(out + "/file.txt"), "closure bytes\n");
+  json r = receipt(id);
+  bool bound = false;
+  for (const json& e : r["view"])
+    bound = bound || (e["kind"] == "closure" && e["job_path"] == file &&
+                      e["pin"] == "sha256:" + digest && e["writable"] == false);
+  EXPECT_TRUE(bound) << r["view"].dump();
+  if (mechanism == "bwrap") {  // links are made in an empty root only (docs/view.md)
+    EXPECT_EQ(read_text(out + "/link.txt"), "closure bytes\n");
+    EXPECT_EQ(read_text(out + "/ls.txt"), "lib\nlink.txt\n");
+  }
+
+  write_text(file, "changed on the host\n");
+  auto changed = run(a, id + "-changed", {"--mechanism", mechanism});
+  EXPECT_EQ(changed.status.code, 3) << changed.out << changed.err;
+  EXPECT_NE(changed.err.find(file), std::string::npos) << changed.err;
+}
+
 TEST_F(ViewTest, ReceiptVerifyFailsAnUnpinnedReadOnlyViewEntry) {
   Frozen a = freeze("echo hi > /out/hi.txt");
   ASSERT_EQ(run(a, "verify-view").status.code, 0);
