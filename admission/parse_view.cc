@@ -5,6 +5,7 @@
 
 #include <set>
 
+#include "admission/json_fields.h"
 #include "admission/path_rules.h"
 #include "core/hex.h"
 #include "core/strict_json.h"
@@ -20,70 +21,11 @@ constexpr size_t kMaxTrees = 64;
 constexpr size_t kMaxHostFiles = 65536;
 constexpr size_t kMaxLinkTarget = 4096;
 
-// The small typed readers parse.cc has too, over a ProblemSink.
-struct Reader {
-  const ProblemSink& problem;
-
-  bool array(const json& v, const std::string& path, size_t max) const {
-    if (!v.is_array()) {
-      problem(path, "expected an array");
-      return false;
-    }
-    if (v.size() > max) {
-      problem(path, fmt::format("has {} elements, more than the limit of {}", v.size(), max));
-      return false;
-    }
-    return true;
-  }
-  // An object with exactly `keys`.
-  bool object(const json& v, const std::string& path,
-              std::initializer_list<const char*> keys) const {
-    if (!v.is_object()) {
-      problem(path, "expected an object");
-      return false;
-    }
-    bool good = true;
-    for (const char* k : keys)
-      if (!v.contains(k)) {
-        problem(json_path_join(path, k), "missing (required)");
-        good = false;
-      }
-    for (const auto& item : v.items()) {
-      bool known = false;
-      for (const char* k : keys) known = known || item.key() == k;
-      if (!known) {
-        problem(json_path_join(path, item.key()),
-                "unknown key (not part of " + std::string(kSchema) + ")");
-        good = false;
-      }
-    }
-    return good;
-  }
-  bool string(const json& v, const std::string& path, std::string* out) const {
-    if (!v.is_string()) {
-      problem(path, "expected a string");
-      return false;
-    }
-    *out = v.get<std::string>();
-    return true;
-  }
-  bool abs_path(const json& v, const std::string& path, std::string* out) const {
-    if (!string(v, path, out)) return false;
-    if (auto why = absolute_path_problem(*out)) {
-      problem(path, *why);
-      return false;
-    }
-    return true;
-  }
-  bool sha256(const json& v, const std::string& path, std::string* out) const {
-    if (!string(v, path, out)) return false;
-    if (!is_sha256_hex(*out)) {
-      problem(path, "expected a SHA-256 as 64 lower-case hex digits");
-      return false;
-    }
-    return true;
-  }
-};
+// An object with exactly `keys`.
+bool exact_object(const FieldReader& r, const json& v, const std::string& path,
+                  std::initializer_list<const char*> keys) {
+  return r.object(v, path) && r.keys(v, path, keys, {});
+}
 
 bool below_kernel_place(const std::string& path) {
   for (const char* k : {"/proc", "/sys", "/dev"})
@@ -107,11 +49,11 @@ std::optional<std::string> tree_host_path_problem(const std::string& host_path) 
 }
 
 void parse_trees(const json& v, std::vector<TreePin>* out, const ProblemSink& problem) {
-  Reader r{problem};
+  FieldReader r(problem);
   if (!r.array(v, "trees", kMaxTrees)) return;
   for (size_t i = 0; i < v.size(); ++i) {
     std::string p = json_path_index("trees", i);
-    if (!r.object(v[i], p, {"host_path", "job_path", "tree_sha256"})) continue;
+    if (!exact_object(r, v[i], p, {"host_path", "job_path", "tree_sha256"})) continue;
     TreePin t;
     bool good = r.abs_path(v[i]["host_path"], p + ".host_path", &t.host_path);
     good = r.abs_path(v[i]["job_path"], p + ".job_path", &t.job_path) && good;
@@ -127,12 +69,12 @@ void parse_trees(const json& v, std::vector<TreePin>* out, const ProblemSink& pr
 }
 
 void parse_host_files(const json& v, std::vector<HostFilePin>* out, const ProblemSink& problem) {
-  Reader r{problem};
+  FieldReader r(problem);
   if (!r.array(v, "host_files", kMaxHostFiles)) return;
   std::set<std::string> seen;
   for (size_t i = 0; i < v.size(); ++i) {
     std::string p = json_path_index("host_files", i);
-    if (!r.object(v[i], p, {"path", "sha256"})) continue;
+    if (!exact_object(r, v[i], p, {"path", "sha256"})) continue;
     HostFilePin f;
     bool good = r.abs_path(v[i]["path"], p + ".path", &f.path);
     good = r.sha256(v[i]["sha256"], p + ".sha256", &f.sha256) && good;
@@ -145,12 +87,12 @@ void parse_host_files(const json& v, std::vector<HostFilePin>* out, const Proble
 }
 
 void parse_host_links(const json& v, std::vector<HostLinkPin>* out, const ProblemSink& problem) {
-  Reader r{problem};
+  FieldReader r(problem);
   if (!r.array(v, "host_links", kMaxHostFiles)) return;
   std::set<std::string> seen;
   for (size_t i = 0; i < v.size(); ++i) {
     std::string p = json_path_index("host_links", i);
-    if (!r.object(v[i], p, {"path", "target"})) continue;
+    if (!exact_object(r, v[i], p, {"path", "target"})) continue;
     HostLinkPin l;
     bool good = r.abs_path(v[i]["path"], p + ".path", &l.path);
     if (r.string(v[i]["target"], p + ".target", &l.target)) {

@@ -13,11 +13,9 @@
 #include <vector>
 
 #include "admission/document.h"
+#include "admission/json_fields.h"
 
 namespace sealrun::admission {
-
-// Receives one problem: the JSON path of the field and what is wrong with it.
-using ProblemSink = std::function<void(const std::string& path, const std::string& what)>;
 
 void parse_trees(const nlohmann::json& v, std::vector<TreePin>* out, const ProblemSink& problem);
 void parse_host_files(const nlohmann::json& v, std::vector<HostFilePin>* out,
