@@ -27,6 +27,8 @@ struct BwrapOptions {
   std::string proc_sys = "/proc/sys";
   // How long the probe's throwaway sandbox may take.
   int64_t probe_timeout_ms = 20000;
+  // Where the probe's findings are cached (bwrap_probe_cache.h); empty: probe every time.
+  std::string probe_cache_dir;
 };
 
 class BwrapMechanism : public Mechanism {
@@ -44,6 +46,8 @@ class BwrapMechanism : public Mechanism {
 
  private:
   MechanismProbe run_probe();
+  // The throwaway sandbox itself (run_probe() without the cache).
+  MechanismProbe probe_by_sandbox(MechanismProbe p, const std::optional<JobUser>& run_as);
   BwrapOptions options_;
   std::mutex mu_;
   std::optional<MechanismProbe> last_probe_;

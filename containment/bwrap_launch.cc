@@ -4,14 +4,12 @@
 // because the job user may be unable to reach them by path (a repository under /root). bwrap 0.8's
 // --ro-bind-fd does NOT help with that: it canonicalises /proc/self/fd/N back into a path and
 // resolves it as the job user, which fails with EACCES on a 0700 parent (checked with strace).
-// So when the controller is root the chain is:
-//   unshare --mount --propagation private -- bash -c STAGE -- setpriv (job user) -- bwrap ...
-// STAGE runs as root in a private mount namespace of bwrap's own: it mounts a small tmpfs on a
-// stage directory, bind-mounts each descriptor onto /STAGE/<n>, closes the descriptors, and execs
-// setpriv, which drops to the job user (setgroups, setgid, setuid) and re-arms the parent-death
-// signal (a credential change clears PR_SET_PDEATHSIG, prctl(2)). bwrap then binds the staged
-// paths. The host's mount table is never touched and the stage disappears with the namespace.
-// Descriptor numbers: 0-2 stdio, 3 status, 4 seccomp, 5.. mount sources (closed before bwrap).
+// So when the controller is root, the sources are staged in a private mount namespace made for
+// this bwrap (mount_stage.h: open_tree + move_mount in a child of ours, no shell, no binaries),
+// and bwrap's own process enters it (setns), drops to the job user (setgroups, setgid, setuid),
+// re-arms the parent-death signal after that change (it clears PR_SET_PDEATHSIG, prctl(2)) and
+// binds the staged paths. The host's mount table is never touched and the stage disappears with
+// the namespace. Descriptor numbers in bwrap: 0-2 stdio, 3 status, 4 seccomp.
 #include "containment/bwrap_launch.h"
 
 #include <fcntl.h>
@@ -25,6 +23,7 @@
 #include <vector>
 
 #include "containment/bwrap_argv.h"
+#include "containment/mount_stage.h"
 #include "containment/resgroup/resource_group.h"
 #include "containment/seccomp_policy.h"
 #include "core/syscall.h"
@@ -34,69 +33,6 @@ namespace sealrun::bwrap_internal {
 namespace {
 constexpr int kStatusFd = 3;
 constexpr int kSeccompFd = 4;
-constexpr int kFirstMountFd = 5;
-
-// The canonical path a descriptor refers to.
-Result<std::string> fd_path(int fd) {
-  char buf[4096];
-  ssize_t n = ::readlink(fmt::format("/proc/self/fd/{}", fd).c_str(), buf, sizeof buf - 1);
-  if (n <= 0) return Error::from_errno(fmt::format("readlink /proc/self/fd/{}", fd));
-  std::string path(buf, static_cast<size_t>(n));
-  if (path.empty() || path[0] != '/' || path.find(" (deleted)") != std::string::npos)
-    return Error::make(fmt::format("mount source {} is not reachable by a path", path));
-  return path;
-}
-
-// Where the stage tmpfs goes: an existing directory that holds none of the mount sources (the
-// tmpfs hides what is below it, in bwrap's namespace only).
-Result<std::string> stage_dir(const std::vector<std::string>& sources) {
-  for (const char* candidate : {"/mnt", "/media", "/srv", "/opt", "/boot"}) {
-    struct stat st {};
-    if (::lstat(candidate, &st) != 0 || !S_ISDIR(st.st_mode)) continue;
-    std::string prefix = std::string(candidate) + "/";
-    bool shadows = false;
-    for (const auto& src : sources) shadows = shadows || src.rfind(prefix, 0) == 0;
-    if (!shadows) return std::string(candidate);
-  }
-  return Error::make(
-      "no directory to stage the mount sources in (tried /mnt /media /srv /opt /boot)");
-}
-
-// The argv prefix that stages the mounts and drops to the job user (see the top of this file).
-Result<std::vector<std::string>> staging_chain(const JobUser& user,
-                                               const std::vector<UniqueFd>& mount_fds,
-                                               std::vector<std::string>* staged) {
-  std::vector<std::string> real;
-  real.reserve(mount_fds.size());
-  for (const auto& fd : mount_fds) real.push_back(SEALRUN_TRY(fd_path(fd.get())));
-  auto unshare = SEALRUN_TRY(find_program("unshare"));
-  auto setpriv = SEALRUN_TRY(find_program("setpriv"));
-  auto mount = SEALRUN_TRY(find_program("mount"));
-  // bash, not sh: dash reads "exec 10<&-" as running a program named 10, so with more than five
-  // mounts (descriptors 5..9) the descriptors could not be closed and the chain failed (exit 127).
-  auto shell = SEALRUN_TRY(find_program("bash"));
-  auto stage = SEALRUN_TRY(stage_dir(real));
-  // Only fixed strings and numbers go into the script; paths travel as descriptors.
-  std::string script =
-      fmt::format("set -e; {} -t tmpfs -o mode=0755,size=1m sealrun-stage {}; ", mount, stage);
-  std::string closes;
-  for (size_t i = 0; i < mount_fds.size(); ++i) {
-    auto st = SEALRUN_TRY(fstat_fd(mount_fds[i].get(), real[i]));
-    std::string point = fmt::format("{}/{}", stage, i);
-    int fd = kFirstMountFd + static_cast<int>(i);
-    script += S_ISDIR(st.st_mode) ? fmt::format("mkdir -m 0755 {}; ", point)
-                                  : fmt::format(": > {}; ", point);
-    script += fmt::format("{} --bind /proc/self/fd/{} {}; ", mount, fd, point);
-    closes += fmt::format(" {}<&-", fd);
-    staged->push_back(point);
-  }
-  if (!closes.empty()) script += "exec" + closes + "; ";
-  script +=
-      fmt::format("exec {} --reuid={} --regid={} --clear-groups --pdeathsig=SIGKILL -- \"$@\"",
-                  setpriv, user.uid, user.gid);
-  return std::vector<std::string>{unshare, "--mount", "--propagation", "private",      "--",
-                                  shell,   "-c",      script,          "sealrun-stage"};
-}
 
 }  // namespace
 
@@ -166,10 +102,9 @@ Result<Launched> launch(const std::string& bwrap_path, const std::optional<JobUs
     auto st = SEALRUN_TRY(fstat_fd(fd.get(), m.source));
     if (S_ISLNK(st.st_mode))
       return Error::make(fmt::format("mount source {} is a symlink; give the real path", m.source));
-    // Only the staging shell receives these (it closes them before bwrap runs); when we are not
-    // root, bwrap gets the canonical path the descriptor resolves to (it would resolve an fd back
-    // into that path as the same user anyway).
-    if (run_as) pass.emplace_back(fd.get(), kFirstMountFd + static_cast<int>(i));
+    // Root: staged through the descriptor (mount_stage.h); otherwise bwrap gets the canonical
+    // path the descriptor resolves to (it would resolve an fd back into that path as the same user
+    // anyway).
     mount_fds.push_back(std::move(fd));
   }
   std::string bpf;
@@ -187,8 +122,15 @@ Result<Launched> launch(const std::string& bwrap_path, const std::optional<JobUs
   fds.json_status = kStatusFd;
 
   SpawnOptions so;
+  MountStage stage;
   if (run_as) {
-    so.argv = SEALRUN_TRY(staging_chain(*run_as, mount_fds, &fds.staged_sources));
+    so.uid = run_as->uid;
+    so.gid = run_as->gid;
+    if (!mount_fds.empty()) {
+      stage = SEALRUN_TRY(stage_mounts(mount_fds));
+      fds.staged_sources = stage.points;
+      so.mount_ns_fd = stage.mount_ns.get();
+    }
   } else {
     for (const auto& fd : mount_fds) fds.staged_sources.push_back(SEALRUN_TRY(fd_path(fd.get())));
   }
@@ -210,14 +152,22 @@ Result<Launched> launch(const std::string& bwrap_path, const std::optional<JobUs
   Launched l;
   l.bwrap = SEALRUN_TRY(spawn(so));
   if (group != nullptr) {
+    // cgroupfs back ends: the child joins the group itself before exec (join_cgroup_fds; a join
+    // that fails fails the spawn), so it is released first and adopt() only confirms. Adopting
+    // before that raced the child's own join and moved it through cgroup.procs, whose write waits
+    // for an RCU grace period (5-16 ms per run here). systemd (no join descriptors) places the
+    // held process in its scope before it may exec.
+    const bool joins_itself = !so.join_cgroup_fds.empty();
+    if (joins_itself) SEALRUN_TRY(l.bwrap.release());
     Status adopted = group->adopt(l.bwrap.pid());
     if (!adopted) {
       l.bwrap.kill_and_reap();
       return std::move(adopted).error().context("place bwrap in the resource group");
     }
-    SEALRUN_TRY(l.bwrap.release());
+    if (!joins_itself) SEALRUN_TRY(l.bwrap.release());
   }
   status.write_end.reset();
+  stage.mount_ns.reset();  // bwrap holds the namespace now
   mount_fds.clear();
   seccomp_fd.reset();
   l.status_read = std::move(status.read_end);

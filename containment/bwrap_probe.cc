@@ -1,9 +1,11 @@
-// BwrapMechanism::run_probe(): what bubblewrap can enforce on this host, found by trying. It finds the
-// binary and its version, checks that unprivileged user namespaces are allowed, then starts a
+// BwrapMechanism::run_probe(): what bubblewrap can enforce on this host, found by trying. It finds
+// the binary and its version, checks that unprivileged user namespaces are allowed, then starts a
 // throwaway sandbox exactly as a job would be started (same argv builder, same user, same seccomp
 // policy) running /bin/sh, and reads back from inside: its namespaces (compared with ours), the
 // network interfaces, whether / and /usr can be written, and the Seccomp/Cap*/NoNewPrivs lines of
-// /proc/self/status. Each dimension is reported with how it was verified or why it failed.
+// /proc/self/status. Each dimension is reported with how it was verified or why it failed. With a
+// cache directory, findings made for the same bwrap binary, kernel, boot and job user are taken
+// from the cache instead (bwrap_probe_cache.h), and the probe says so (MechanismProbe::cache).
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -13,6 +15,7 @@
 
 #include "containment/bwrap.h"
 #include "containment/bwrap_launch.h"
+#include "containment/bwrap_probe_cache.h"
 #include "containment/caps.h"
 #include "containment/view_plan.h"
 #include "core/bounded_file.h"
@@ -70,31 +73,25 @@ void set(MechanismProbe& p, Dimension d, bool ok, std::string why) {
   p.dimensions.push_back({d, ok, std::move(why)});
 }
 
+MechanismProbe mark_unavailable(MechanismProbe& p, std::string why) {
+  p.available = false;
+  p.unavailable_reason = std::move(why);
+  for (auto d : DimensionSet::all().list())
+    set(p, d, false, "bwrap unavailable: " + p.unavailable_reason);
+  return p;
+}
+
 }  // namespace
 
 MechanismProbe BwrapMechanism::run_probe() {
   MechanismProbe p;
   p.name = "bwrap";
-  auto unavailable = [&](std::string why) {
-    p.available = false;
-    p.unavailable_reason = std::move(why);
-    for (auto d : DimensionSet::all().list())
-      set(p, d, false, "bwrap unavailable: " + p.unavailable_reason);
-    return p;
-  };
+  auto unavailable = [&](std::string why) { return mark_unavailable(p, std::move(why)); };
 
   auto path = bwrap_internal::resolve_bwrap(options_);
   if (!path) return unavailable(path.error().message());
   p.path = *path;
-  SpawnOptions version;
-  version.argv = {p.path, "--version"};
-  version.env = std::vector<std::string>{};
-  auto v = run_capture(version, 10000, 4096);
-  if (!v || !v->status.success())
-    return unavailable(fmt::format("`{} --version` failed: {}", p.path,
-                                   v ? v->status.describe() : v.error().message()));
-  p.version = trim(v->out);
-
+  // The switches are read every time (they can change without a reboot).
   std::string max_userns = trim(read_small(options_.proc_sys + "/user/max_user_namespaces"));
   if (max_userns == "0")
     return unavailable(
@@ -106,6 +103,44 @@ MechanismProbe BwrapMechanism::run_probe() {
         "0); rootless bwrap needs them: sysctl kernel.unprivileged_userns_clone=1");
   auto run_as = bwrap_internal::resolve_run_as(options_);
   if (!run_as) return unavailable(run_as.error().message());
+  if (options_.probe_cache_dir.empty()) return probe_by_sandbox(std::move(p), *run_as);
+
+  ProbeCacheUse use;
+  auto key = bwrap_internal::probe_cache_key(p.path, *run_as, options_.proc_sys);
+  if (!key) {
+    use.note = "no cache key: " + key.error().message();
+  } else {
+    use.key = key->digest();
+    if (auto cached =
+            bwrap_internal::load_cached_probe(options_.probe_cache_dir, *key, &use.note)) {
+      use.cached = true;
+      cached->cache = use;
+      return *cached;
+    }
+  }
+  MechanismProbe fresh = probe_by_sandbox(std::move(p), *run_as);
+  if (key && fresh.available) {
+    auto stored = bwrap_internal::store_cached_probe(options_.probe_cache_dir, *key, fresh);
+    use.note +=
+        stored ? "; probed, and the entry written" : "; probed (" + stored.error().message() + ")";
+  } else {
+    use.note += "; probed, nothing cached";
+  }
+  fresh.cache = use;
+  return fresh;
+}
+
+MechanismProbe BwrapMechanism::probe_by_sandbox(MechanismProbe p,
+                                                const std::optional<JobUser>& run_as) {
+  auto unavailable = [&](std::string why) { return mark_unavailable(p, std::move(why)); };
+  SpawnOptions version;
+  version.argv = {p.path, "--version"};
+  version.env = std::vector<std::string>{};
+  auto v = run_capture(version, 10000, 4096);
+  if (!v || !v->status.success())
+    return unavailable(fmt::format("`{} --version` failed: {}", p.path,
+                                   v ? v->status.describe() : v.error().message()));
+  p.version = trim(v->out);
 
   // The throwaway sandbox, through the same launch path as a job.
   Grant g;
@@ -124,8 +159,7 @@ MechanismProbe BwrapMechanism::run_probe() {
   auto err = make_pipe();
   if (!out || !err) return unavailable("cannot make pipes for the probe sandbox");
   JobIo io{-1, out->write_end.get(), err->write_end.get()};
-  auto launched =
-      bwrap_internal::launch(p.path, *run_as, g, nullptr, io, options_.probe_timeout_ms);
+  auto launched = bwrap_internal::launch(p.path, run_as, g, nullptr, io, options_.probe_timeout_ms);
   out->write_end.reset();
   err->write_end.reset();
   std::string err_text;
@@ -135,7 +169,7 @@ MechanismProbe BwrapMechanism::run_probe() {
       if (e) err_text = trim(*e);
     }
     return unavailable(fmt::format("a test sandbox could not be started as {}: {}{}",
-                                   *run_as ? (*run_as)->name : "the current user",
+                                   run_as ? run_as->name : "the current user",
                                    launched.error().message(),
                                    err_text.empty() ? "" : " (bwrap: " + err_text + ")"));
   }
@@ -169,7 +203,7 @@ MechanismProbe BwrapMechanism::run_probe() {
   bool only_lo = ifaces.size() == 1 && ifaces[0] == "lo";
 
   p.available = true;
-  std::string user = *run_as ? fmt::format("as user {}", (*run_as)->name) : "as the current user";
+  std::string user = run_as ? fmt::format("as user {}", run_as->name) : "as the current user";
   set(p, Dimension::kFilesystem, own_mnt && root_ro,
       own_mnt && root_ro
           ? fmt::format("test sandbox ({}): own mount namespace; writing / and /usr failed", user)

@@ -16,6 +16,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -40,6 +41,14 @@ struct DimensionCheck {
   std::string why;  // how it was verified, or why it cannot be enforced here
 };
 
+// How a probe's findings were come by when the mechanism keeps a cache of them (bwrap: see
+// containment/bwrap_probe_cache.h): from the cache, or probed (and why the cache was not used).
+struct ProbeCacheUse {
+  bool cached = false;
+  std::string key;   // the SHA-256 of the cache key (binary digest, kernel, boot id, id maps, ...)
+  std::string note;  // "hit", or why not: "no entry", "written in another boot", "corrupt: ..."
+};
+
 struct MechanismProbe {
   std::string name;
   bool available = false;
@@ -47,6 +56,7 @@ struct MechanismProbe {
   std::string version;
   std::string unavailable_reason;
   std::vector<DimensionCheck> dimensions;
+  std::optional<ProbeCacheUse> cache;  // nullopt: this probe has no cache (or none was given)
   DimensionSet enforceable() const;
 };
 

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <functional>
 
 #include "containment/bwrap.h"
@@ -27,6 +28,11 @@ const std::vector<MechanismEntry>& table() {
        [](const MechanismContext& c) {
          BwrapOptions o;
          o.job_user = c.job_user;
+         o.probe_cache_dir = c.probe_cache_dir;
+         // Test-only (docs/containment.md): run this bwrap binary instead of the one on PATH, so
+         // that a test can show the probe cache notices a changed binary.
+         if (const char* test_bwrap = std::getenv("SEALRUN_TEST_BWRAP"); test_bwrap && *test_bwrap)
+           o.bwrap_path = test_bwrap;
          return make_bwrap_mechanism(o);  // bwrap keeps nothing outside the owned root
        }},
       {MechanismKind::kPodman, 2, true,

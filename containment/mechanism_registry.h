@@ -30,6 +30,9 @@ struct MechanismContext {
   // --runroot must be at most 50 characters). Root's or the caller's own, never writable by
   // anyone else; sweep_strays() removes the links in it whose target is gone.
   std::string short_link_dir = default_short_link_dir();
+  // Where a mechanism may cache its probe's findings (the run's STATE/probe-cache, root's and
+  // private); empty: probe afresh (`sealrun probe`).
+  std::string probe_cache_dir;
 };
 
 std::unique_ptr<Mechanism> make_mechanism(MechanismKind kind, const MechanismContext& context);

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "containment/mechanism_registry.h"
+#include "containment/probe_json.h"
 #include "containment/resgroup/resource_group.h"
 #include "controller/commands.h"
 #include "controller/exit_codes.h"
@@ -28,20 +29,7 @@ std::vector<std::unique_ptr<Mechanism>> every_mechanism() {
   return out;
 }
 
-nlohmann::json mechanism_json(const MechanismProbe& p) {
-  nlohmann::json dims = nlohmann::json::array();
-  for (const auto& d : p.dimensions)
-    dims.push_back({{"dimension", std::string(dimension_name(d.dimension))},
-                    {"enforceable", d.enforceable},
-                    {"why", d.why}});
-  return {{"name", p.name},
-          {"available", p.available},
-          {"path", p.path},
-          {"version", p.version},
-          {"unavailable_reason", p.unavailable_reason},
-          {"enforceable", p.enforceable().names()},
-          {"dimensions", dims}};
-}
+nlohmann::json mechanism_json(const MechanismProbe& p) { return probe_to_json(p); }
 
 nlohmann::json backend_json(const resgroup::BackendProbe& b) {
   return {{"backend", std::string(resgroup::backend_name(b.backend))},

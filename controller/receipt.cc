@@ -180,7 +180,11 @@ class Renderer {
             {"degraded", g.degraded},
             {"required", g.required},
             {"unenforced_required", g.unenforced_required},
-            {"tried", tried}};
+            {"tried", tried},
+            {"probe", g.probe ? json{{"cached", g.probe->cached},
+                                     {"key", g.probe->key},
+                                     {"note", text(g.probe->note)}}
+                              : json(nullptr)}};
   }
 
   json stream(const StreamRecord& s) {
@@ -244,6 +248,7 @@ class Renderer {
     const auto& o = *r_.owned_space;
     json j = {{"kind", o.kind}, {"size_bytes", o.size_bytes}, {"inodes", o.inodes}};
     if (!o.why_not.empty()) j["why_not"] = text(o.why_not);
+    if (!o.made.empty()) j["made"] = text(o.made);
     return j;
   }
 

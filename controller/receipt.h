@@ -54,10 +54,18 @@ struct CommandRecord {
 using census::Sample;
 
 // The grant as the receipt records it (not the grant journal's GrantRecord).
+// How the chosen mechanism's probe findings were come by, where it caches them (bwrap).
+struct ProbeRecord {
+  bool cached = false;
+  std::string key;   // SHA-256 of the cache key; empty when no key could be made
+  std::string note;  // "hit", or why the cache was not used and what was done instead
+};
+
 struct ContainmentRecord {
   std::string mechanism, mode;
   std::vector<std::string> enforced, degraded, unenforced_required, required;
   std::vector<std::string> tried;
+  std::optional<ProbeRecord> probe;  // null: the mechanism keeps no probe cache
 };
 
 struct MemoryLimit {
@@ -121,6 +129,7 @@ struct OwnedSpaceRecord {
   uint64_t size_bytes = 0;
   uint64_t inodes = 0;
   std::string why_not;  // kind "directory": what the host lacked, else empty
+  std::string made;     // kind "filesystem": "template <key>" or "mkfs.ext4 (...)"
 };
 
 struct Receipt {

@@ -45,6 +45,7 @@ void make_owned_space(RunContext& run) {
       space.kind = "filesystem";
       space.size_bytes = fs->size_bytes;
       space.inodes = fs->inodes;
+      space.made = fs->made_by;
       run.owned_fs = std::move(*fs);
     } else {
       why = "the owned file system could not be made: " + fs.error().message();

@@ -7,6 +7,7 @@
 #include "controller/receipt_admission.h"
 #include "controller/receipt_signing.h"
 #include "controller/run_dirs.h"
+#include "controller/run_progress.h"
 #include "controller/run_stages.h"
 #include "core/hex.h"
 
@@ -96,6 +97,8 @@ StageStatus stage_verify_pins(RunContext& run) {
   }
   options.digest_cache_state_dir = run.layout.state_dir;
   options.rehash = run.req.rehash;
+  TerminalProgress toolchain_progress("toolchain");  // quiet unless stderr is a terminal
+  options.toolchain_progress = toolchain_progress.on_bytes();
   options.on_pin_cache = [&run](const PinCacheRecord& r) {
     run.receipt.pin_cache.push_back(pin_cache_to_json(r));
   };

@@ -71,6 +71,8 @@ StageStatus stage_acquire_grant(RunContext& run) {
   auto kinds =
       mechanism_candidates(doc.image.has_value(), doc.containment.mechanism, run.req.mechanism);
   if (!kinds) return stage_fail(kExitUsage, kinds.error().message());
+  // The probe cache lives in the state directory: root's (or the caller's), never the job's.
+  run.mechanism_context.probe_cache_dir = run.layout.state_dir + "/probe-cache";
   std::vector<Mechanism*> ranked;
   for (MechanismKind kind : *kinds) {
     run.mechanisms.push_back(run.deps.make_mechanism(kind, run.mechanism_context));
@@ -106,6 +108,9 @@ StageStatus stage_acquire_grant(RunContext& run) {
   if (run.chosen == nullptr)
     return stage_fail(kExitContainmentUnavailable,
                       "the grant names mechanism " + g.mechanism + ", which was not asked");
+  // probe() is memoized: this is the probe the grant was made from.
+  if (auto use = run.chosen->probe().cache)
+    run.receipt.grant->probe = receipt::ProbeRecord{use->cached, use->key, use->note};
   // Under bwrap an admitted image is unpacked (verified, cached) and its entries become the root.
   if (auto st = add_image_root(run); !st)
     return stage_fail(kExitContainmentUnavailable,

@@ -149,15 +149,22 @@ void keep_logs(RunContext& run, uint64_t used) {
   auto to = run.state->make_dir(kept_dir, 0755)
                 ? run.state->open(kept_dir, O_RDONLY | O_DIRECTORY)
                 : Result<UniqueFd>(Error::make("cannot make " + kept_dir));
+  // Logs that cannot be kept are post-run work not finished (the run is not `built`), not a
+  // cleanup that could not be confirmed: nothing is left behind because of them. (Seen when the
+  // owned space that held them was unmounted under the run.)
   if (!from || !to) {
-    run.cleanup_action("keep the job's logs", Status(from ? to.error() : from.error()));
+    not_finished(run, interruption_code(run), "the job's logs not kept",
+                 (from ? to.error() : from.error()).message());
     return;
   }
   for (const char* name : {"job.stdout", "job.stderr"}) {
     auto kept = keep_log_tail(from->get(), name, to->get(), name, per_log);
-    run.cleanup_action(fmt::format("keep log {}", name),
-                       kept.ok() ? ok_status() : Status(kept.error()),
-                       kept ? fmt::format("{} bytes kept", *kept) : "");
+    if (kept)
+      run.cleanup_action(fmt::format("keep log {}", name), ok_status(),
+                         fmt::format("{} bytes kept", *kept));
+    else
+      not_finished(run, interruption_code(run), fmt::format("log {} not kept", name),
+                   kept.error().message());
   }
 }
 

@@ -44,12 +44,17 @@ void StopSwitch::exclusive(const std::function<void()>& fn) {
 }
 
 namespace {
+// Sent by the destructor to the watching thread so that it ends at once instead of at its next
+// tick (which cost every run up to 100 ms of waiting at its end).
+int wake_signal() { return SIGRTMIN + 1; }
+
 sigset_t watched_signals() {
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, SIGTERM);
   sigaddset(&set, SIGINT);
   sigaddset(&set, SIGHUP);
+  sigaddset(&set, wake_signal());
   return set;
 }
 }  // namespace
@@ -63,7 +68,10 @@ SignalWatch::SignalWatch(StopSwitch& stop, int64_t outer_deadline_ms)
 
 SignalWatch::~SignalWatch() {
   quit_ = true;
-  if (thread_.joinable()) thread_.join();
+  if (thread_.joinable()) {
+    ::pthread_kill(thread_.native_handle(), wake_signal());
+    thread_.join();
+  }
   // The signals stay blocked: one that arrives now, while the receipt is written and the path
   // printed, must not kill the controller half-way; the process exits with its own code soon.
 }
@@ -76,7 +84,7 @@ void SignalWatch::loop() {
       0, 100 * 1000 * 1000
     };
     int sig = ::sigtimedwait(&set, nullptr, &tick);
-    if (sig > 0) {
+    if (sig > 0 && sig != wake_signal()) {
       stop_.request(
           {fmt::format("controller received SIG{}; the job was stopped", sigabbrev_np(sig)), 5});
     }

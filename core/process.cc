@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 #include <grp.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
@@ -51,6 +52,7 @@ enum class Step : int {
   kSetsid,
   kCgroup,
   kHold,
+  kSetns,
   kSetgroups,
   kSetgid,
   kSetuid,
@@ -76,6 +78,8 @@ const char* step_name(Step step) {
       return "join cgroup";
     case Step::kHold:
       return "wait for release";
+    case Step::kSetns:
+      return "setns (mount namespace)";
     case Step::kSetgroups:
       return "setgroups";
     case Step::kSetgid:
@@ -114,6 +118,9 @@ int lift_fd(int fd, int floor) { return ::fcntl(fd, F_DUPFD_CLOEXEC, floor); }
   report_fd = lift_fd(report_fd, floor);
   if (report_fd < 0) ::_exit(126);
   if (release_fd >= 0 && (release_fd = lift_fd(release_fd, floor)) < 0)
+    child_fail(report_fd, Step::kDupPassed);
+  int mount_ns_fd = o.mount_ns_fd;
+  if (mount_ns_fd >= 0 && (mount_ns_fd = lift_fd(mount_ns_fd, floor)) < 0)
     child_fail(report_fd, Step::kDupPassed);
 
   int devnull = ::open("/dev/null", O_RDWR | O_CLOEXEC);
@@ -158,6 +165,10 @@ int lift_fd(int fd, int floor) { return ::fcntl(fd, F_DUPFD_CLOEXEC, floor); }
       child_fail(report_fd, Step::kHold);
     }
   }
+  // Before the identity change (entering a mount namespace needs CAP_SYS_ADMIN); it also moves
+  // the working directory to the namespace's root, which the chdir below sets again.
+  if (mount_ns_fd >= 0 && ::setns(mount_ns_fd, CLONE_NEWNS) != 0)
+    child_fail(report_fd, Step::kSetns);
   if (o.gid || o.uid) {
     if (::setgroups(0, nullptr) != 0) child_fail(report_fd, Step::kSetgroups);
   }

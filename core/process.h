@@ -57,6 +57,9 @@ struct SpawnOptions {
   bool hold_until_release = false;
   // The child's umask before exec (inherited by everything it starts); nullopt keeps the caller's.
   std::optional<mode_t> umask;
+  // A mount namespace (an nsfs descriptor) to enter before dropping identity (setns), e.g. one
+  // holding a run's staged mounts; -1: stay in the caller's.
+  int mount_ns_fd = -1;
 };
 
 class Child {

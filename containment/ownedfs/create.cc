@@ -1,9 +1,9 @@
 // create_owned_fs(): see ownedfs.h. The order is what makes it safe to kill at any point:
 //
-//   record (fsync'd) → image (O_EXCL, sparse) → mkfs.ext4 → loop device (autoclear) → record with
-//   the loop device → fsopen/fsconfig/fsmount: a mount that is attached nowhere yet → prepare its
-//   root through the mount's descriptor (marker, filler inodes, owner, mode) →
-//   move_mount onto the mount point.
+//   record (fsync'd) → image (O_EXCL, sparse) → the shape's template or mkfs.ext4 → loop device
+//   (autoclear) → record with the loop device → fsopen/fsconfig/fsmount: a mount that is attached
+//   nowhere yet → prepare its root through the mount's descriptor (marker, filler inodes, owner,
+//   mode) → move_mount onto the mount point.
 //
 // Killed before move_mount, the detached mount dies with the controller's descriptors and the
 // kernel then detaches the loop device itself (autoclear): only the image and its record are left,
@@ -21,6 +21,7 @@
 #include "containment/ownedfs/ownedfs.h"
 #include "containment/ownedfs/record.h"
 #include "containment/ownedfs/shape.h"
+#include "containment/ownedfs/template.h"
 #include "core/proc.h"
 #include "core/process.h"
 #include "core/run_id.h"
@@ -58,6 +59,38 @@ Status run_mkfs(const std::string& mkfs, const std::string& image, uint64_t inod
   if (r.timed_out) return Error::make(fmt::format("{} did not finish within 60 s", mkfs));
   if (!r.status.success())
     return Error::make(fmt::format("{} failed ({}): {}", mkfs, r.status.describe(), r.err));
+  return ok_status();
+}
+
+// Puts a new ext4 file system into the image (new, sparse, sized): the shape's template when there
+// is a usable one (template.h), else mkfs.ext4, whose fresh output then becomes the template.
+Status format_image(int dirfd, const std::string& mkfs, const std::string& image_path, int image_fd,
+                    uint64_t size_bytes, uint64_t inodes, std::string* made_by) {
+  auto argv = mkfs_argv(mkfs, image_path, inodes);
+  auto key = template_key(mkfs, argv, size_bytes);
+  std::string why;
+  if (key) {
+    auto from = write_from_template(dirfd, *key, image_fd, size_bytes);
+    if (from) {
+      *made_by = "template " + *key;
+      return ok_status();
+    }
+    why = from.error().message();
+    // Nothing of a failed copy may stay for mkfs to leave in place (it does not zero what it
+    // initialises lazily): the image is emptied and sized again.
+    if (::ftruncate(image_fd, 0) != 0 || ::ftruncate(image_fd, static_cast<off_t>(size_bytes)) != 0)
+      return Error::from_errno("empty the image again after a failed template copy");
+  } else {
+    why = key.error().message();
+  }
+  SEALRUN_TRY(run_mkfs(mkfs, image_path, inodes));
+  std::string saved;
+  if (key) {  // still never attached: mkfs's output alone, no run's data
+    auto st = save_template(dirfd, *key, image_fd, size_bytes);
+    saved =
+        st ? "; saved as template " + *key : "; not saved as a template: " + st.error().message();
+  }
+  *made_by = "mkfs.ext4 (no template: " + why + saved + ")";
   return ok_status();
 }
 
@@ -155,7 +188,9 @@ Result<OwnedFs> create_owned_fs(const OwnedFsSpec& spec) {
   made.image = true;
   if (::ftruncate(image->get(), static_cast<off_t>(fs.size_bytes)) != 0)
     return made.undo(Error::from_errno("owned file system: size " + fs.image_path));
-  if (auto st = run_mkfs(mkfs, fs.image_path, spec.inodes + kReservedInodes); !st)
+  if (auto st = format_image(dir.get(), mkfs, fs.image_path, image->get(), fs.size_bytes,
+                             spec.inodes + kReservedInodes, &fs.made_by);
+      !st)
     return made.undo(std::move(st).error().context("owned file system"));
 
   auto loop = attach_loop(spec.host.dev_dir, image->get(), image_name(spec.id));

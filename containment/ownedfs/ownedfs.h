@@ -89,6 +89,7 @@ struct OwnedFs {
   uint64_t reserved_inodes = 0;
   bool direct_io = false;  // the loop device reads and writes the image with O_DIRECT
   int64_t create_ms = 0;   // record to mounted, all included
+  std::string made_by;     // "template <key>" or "mkfs.ext4 (...)": template.h
 };
 
 // Records, creates, formats, attaches, prepares and mounts the file system over

@@ -21,6 +21,7 @@
 #include "containment/ownedfs/mounts.h"
 #include "containment/ownedfs/ownedfs.h"
 #include "containment/ownedfs/record.h"
+#include "containment/ownedfs/template.h"
 #include "core/proc.h"
 #include "core/syscall.h"
 #include "core/unique_fd.h"
@@ -299,6 +300,30 @@ std::vector<Step> sweep_owned_fs_of_run(const std::string& state_dir, const std:
   return steps;
 }
 
+namespace {
+
+// Temporaries of template writes (template.h) whose writer is gone: write_file_atomic names them
+// ".<name>.tmp-<pid>-<random>". The templates themselves are not a run's and stay.
+void sweep_template_temporaries(int ownedfs_dirfd, const Host& host, std::vector<Step>& steps) {
+  auto dir = open_at(ownedfs_dirfd, kTemplateDir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
+  if (!dir) return;
+  auto names = list_names(dir->get());
+  if (!names) return;
+  for (const auto& n : *names) {
+    size_t at = n.find(".tmp-");
+    if (n[0] != '.' || at == std::string::npos) continue;
+    std::string pid = n.substr(at + 5, n.find('-', at + 5) - (at + 5));
+    if (pid.empty() || pid.find_first_not_of("0123456789") != std::string::npos) continue;
+    struct stat st {};
+    if (::stat((host.proc_dir + "/" + pid).c_str(), &st) == 0) continue;  // its writer may be alive
+    bool ok = ::unlinkat(dir->get(), n.c_str(), 0) == 0;
+    steps.push_back(
+        {"template temporary " + n, ok ? "removed (its writer is gone)" : "remove failed", !ok});
+  }
+}
+
+}  // namespace
+
 std::vector<Step> sweep_owned_fs(const std::string& state_dir, const Host& host) {
   std::vector<Step> steps;
   auto dir = ownedfs_dir(state_dir);
@@ -324,6 +349,7 @@ std::vector<Step> sweep_owned_fs(const std::string& state_dir, const Host& host)
       steps.push_back({"image " + n, "no record names it: not touched", true});
     }
   }
+  sweep_template_temporaries(fd->get(), host, steps);
   return steps;
 }
 

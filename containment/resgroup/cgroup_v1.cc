@@ -37,7 +37,7 @@ struct Hierarchy {
   std::string name;      // sealrun-<run_id>.<pid>.<start>
   UniqueFd parent;       // our own group's directory
   UniqueFd dir;          // the group sealrun made
-  UniqueFd procs;        // cgroup.procs, O_WRONLY, for join_fds()
+  UniqueFd procs;        // tasks, O_WRONLY, for join_fds() (see create_cgroup_v1_group)
   std::string member_path() const { return own_path == "/" ? "/" + name : own_path + "/" + name; }
 };
 
@@ -414,8 +414,13 @@ Result<std::unique_ptr<ResourceGroup>> create_cgroup_v1_group(const std::string&
   SEALRUN_TRY_CTX(group->write_limits(&memsw), "cgroup v1: write limits of " + name);
   for (const auto& ctl : v1_controllers()) {
     Hierarchy* h = group->find(ctl);
-    h->procs = SEALRUN_TRY_CTX(open_at(h->dir.get(), "cgroup.procs", O_WRONLY),
-                               "cgroup v1: open cgroup.procs for joining");
+    // The child joins by writing "0" into `tasks`, not `cgroup.procs`: it is single-threaded
+    // between fork and exec, so moving its one thread moves the process (what it starts after
+    // exec inherits the group), and moving the current thread alone spares the global
+    // threadgroup lock, whose write side waits for an RCU grace period: 5–20 ms per run here,
+    // against 0.04 ms (measured on this kernel, 6.18).
+    h->procs = SEALRUN_TRY_CTX(open_at(h->dir.get(), "tasks", O_WRONLY),
+                               "cgroup v1: open tasks for joining");
   }
   return std::unique_ptr<ResourceGroup>(std::move(group));
 }

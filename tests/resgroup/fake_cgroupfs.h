@@ -26,6 +26,7 @@ inline void v1_group_files(const std::string& dir, bool memsw) {
   std::string unlimited = "9223372036854771712\n";
   if (dir.find("/memory/") != std::string::npos) {
     make_files(dir, {{"cgroup.procs", ""},
+                     {"tasks", ""},
                      {"memory.limit_in_bytes", unlimited},
                      {"memory.soft_limit_in_bytes", unlimited},
                      {"memory.max_usage_in_bytes", "0\n"},
@@ -36,9 +37,10 @@ inline void v1_group_files(const std::string& dir, bool memsw) {
                        {"memory.memsw.failcnt", "0\n"},
                        {"memory.memsw.max_usage_in_bytes", "0\n"}});
   } else if (dir.find("/pids/") != std::string::npos) {
-    make_files(dir, {{"cgroup.procs", ""}, {"pids.max", "max\n"}, {"pids.current", "0\n"}});
+    make_files(
+        dir, {{"cgroup.procs", ""}, {"tasks", ""}, {"pids.max", "max\n"}, {"pids.current", "0\n"}});
   } else if (dir.find("/freezer/") != std::string::npos) {
-    make_files(dir, {{"cgroup.procs", ""}, {"freezer.state", "THAWED\n"}});
+    make_files(dir, {{"cgroup.procs", ""}, {"tasks", ""}, {"freezer.state", "THAWED\n"}});
   }
 }
 

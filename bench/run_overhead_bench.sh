@@ -1,0 +1,51 @@
+#!/bin/sh
+# The cost of `sealrun run` over a bare rootless bwrap (issue 17, part 1): `sealrun run` of
+# /bin/true with a tiny source and toolchain, against `bwrap --unshare-all ... /bin/true` run as the
+# job user, in turn (A B A B ...), so that drift on a busy machine hits both alike; one untimed
+# warm-up pair. Prints each pair (ms) and the medians of A, B and A - B. Run as root (like the
+# controller), from the top of a build: SEALRUN=build/sealrun bench/run_overhead_bench.sh [PAIRS]
+set -eu
+SEALRUN=${SEALRUN:-build/sealrun}
+PAIRS=${1:-15}
+JOB_USER=${SEALRUN_JOB_USER:-sealrun}
+BWRAP=$(command -v bwrap)
+
+W=$(mktemp -d /tmp/sealrun-overhead.XXXXXX)
+trap 'rm -rf "$W"' EXIT
+chmod 0711 "$W"
+mkdir "$W/src" "$W/toolchain"
+echo input >"$W/src/input.txt"
+echo tool >"$W/toolchain/tool.txt"
+"$SEALRUN" admit freeze --out "$W/admission.json" --source "$W/src" --toolchain "$W/toolchain" \
+  --toolchain-mount /opt/toolchain --env PATH=/usr/bin:/bin -- /bin/true >"$W/frozen"
+SHA=$(head -c 64 "$W/frozen")
+
+sealrun_true() {
+  "$SEALRUN" run "$W/admission.json" --sha256 "$SHA" --id "r$1" --state-dir "$W/state" \
+    --quiet >/dev/null
+}
+bare_true() {
+  setpriv --reuid="$JOB_USER" --regid="$JOB_USER" --clear-groups -- "$BWRAP" --unshare-all \
+    --die-with-parent --new-session --cap-drop ALL --ro-bind /usr /usr --symlink usr/bin /bin \
+    --symlink usr/lib /lib --symlink usr/lib64 /lib64 --proc /proc --dev /dev --tmpfs /tmp \
+    /bin/true
+}
+now_us() { echo $(($(date +%s%N) / 1000)); }
+
+: >"$W/pairs"
+i=0
+while [ "$i" -le "$PAIRS" ]; do
+  a=$(now_us)
+  sealrun_true "$i"
+  b=$(now_us)
+  bare_true
+  c=$(now_us)
+  if [ "$i" -gt 0 ]; then  # pair 0 is the warm-up
+    echo "$(((b - a) / 1000)) $(((c - b) / 1000))" | tee -a "$W/pairs"
+  fi
+  i=$((i + 1))
+done
+median() { sort -n | awk '{v[NR]=$1} END {print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
+echo "median sealrun run: $(cut -d' ' -f1 "$W/pairs" | median) ms"
+echo "median bare bwrap:  $(cut -d' ' -f2 "$W/pairs" | median) ms"
+echo "median difference:  $(awk '{print $1 - $2}' "$W/pairs" | median) ms"
