@@ -45,6 +45,23 @@ json admission_to_json(const AdmissionDocument& doc) {
   j["host_tools"] = json::array();
   for (const HostToolPin& t : doc.host_tools)
     j["host_tools"].push_back({{"path", t.path}, {"sha256", t.sha256}});
+  // The view's pins, written only when present so that admissions without them keep their bytes.
+  if (!doc.trees.empty()) {
+    j["trees"] = json::array();
+    for (const TreePin& t : doc.trees)
+      j["trees"].push_back(
+          {{"host_path", t.host_path}, {"job_path", t.job_path}, {"tree_sha256", t.tree_sha256}});
+  }
+  if (!doc.host_files.empty()) {
+    j["host_files"] = json::array();
+    for (const HostFilePin& f : doc.host_files)
+      j["host_files"].push_back({{"path", f.path}, {"sha256", f.sha256}});
+  }
+  if (!doc.host_links.empty()) {
+    j["host_links"] = json::array();
+    for (const HostLinkPin& l : doc.host_links)
+      j["host_links"].push_back({{"path", l.path}, {"target", l.target}});
+  }
   j["mounts"] = {{"source", doc.mounts.source},
                  {"output", doc.mounts.output},
                  {"scratch", doc.mounts.scratch},

@@ -59,6 +59,25 @@ struct ImagePin {
   std::vector<std::string> diff_ids;  // "sha256:<hex>" each
 };
 
+// A host directory pinned with `admit freeze --tree HOST_DIR[=JOB_PATH]`: its semantic-tree-v1
+// digest, verified (through the digest cache) before every run, mounted read-only at job_path.
+struct TreePin {
+  std::string host_path;    // absolute host directory (no symlink)
+  std::string job_path;     // absolute path inside the job (default: host_path)
+  std::string tree_sha256;  // semantic-tree-v1 digest of host_path
+};
+
+// A learned closure (`admit freeze --learn`): single host files, each bound read-only at its own
+// path after its SHA-256 is verified, and symlinks recreated in the view with their text.
+struct HostFilePin {
+  std::string path;  // absolute
+  std::string sha256;
+};
+struct HostLinkPin {
+  std::string path;    // absolute
+  std::string target;  // the link's text, as readlink(2) gives it
+};
+
 struct HostToolPin {
   std::string path;  // absolute
   std::string sha256;
@@ -122,6 +141,9 @@ struct AdmissionDocument {
   ToolchainPin toolchain;
   std::optional<ImagePin> image;
   std::vector<HostToolPin> host_tools;
+  std::vector<TreePin> trees;
+  std::vector<HostFilePin> host_files;
+  std::vector<HostLinkPin> host_links;
   Mounts mounts;
   Limits limits;
   Containment containment;

@@ -12,11 +12,14 @@
 #include <filesystem>
 #include <set>
 
+#include "admission/parse_view.h"
+#include "admission/path_rules.h"
 #include "admission/verify.h"
 #include "core/atomic_write.h"
 #include "core/bounded_file.h"
 #include "core/strict_json.h"
 #include "core/temp_dir.h"
+#include "fingerprint/cached_tree.h"
 #include "fingerprint/file_hash.h"
 #include "fingerprint/image.h"
 #include "fingerprint/sha256.h"
@@ -111,6 +114,59 @@ Result<json> source_pins(const std::string& given_path, std::string kind) {
   return src;
 }
 
+bool is_directory(const std::string& path) {
+  struct stat st = {};
+  return !path.empty() && ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+// Pins one --tree (or a draft's trees[] entry): refuses what is not a real directory to pin, and
+// what would expose the state directory.
+Result<json> tree_pin(const std::string& spec, const std::string& state_dir) {
+  size_t eq = spec.find('=');
+  std::string given = spec.substr(0, eq);
+  std::string job = eq == std::string::npos ? "" : spec.substr(eq + 1);
+  if (given.empty())
+    return Error::make(fmt::format("--tree {}: expected HOST_DIR[=JOB_PATH]", spec));
+  std::string host = std::filesystem::absolute(given).lexically_normal().string();
+  if (host.size() > 1 && host.back() == '/') host.pop_back();
+  if (auto why = tree_host_path_problem(host)) return Error::make("--tree " + given + ": " + *why);
+  struct stat st = {};
+  if (::lstat(host.c_str(), &st) != 0) return Error::from_errno("--tree " + given);
+  std::string real = SEALRUN_TRY(real_path(host, "--tree"));
+  if (S_ISLNK(st.st_mode) || real != host)
+    return Error::make(fmt::format(
+        "--tree {}: is (or goes through) a symlink, to {}; pin the real directory (a link in the "
+        "job's view is made from what is pinned)",
+        given, real));
+  if (!S_ISDIR(st.st_mode))
+    return Error::make(
+        fmt::format("--tree {}: not a directory (pin a single file with "
+                    "--host-tool)",
+                    given));
+  if (!state_dir.empty()) {
+    std::string state = std::filesystem::absolute(state_dir).lexically_normal().string();
+    std::error_code ec;
+    auto state_real = std::filesystem::weakly_canonical(state, ec);
+    if (!ec) state = state_real.string();
+    if (state.size() > 1 && state.back() == '/') state.pop_back();
+    if (paths_overlap(real, state))
+      return Error::make(fmt::format(
+          "--tree {}: overlaps the state directory {} (receipts, keys and caches are never part "
+          "of a job's view); pin a directory beside it",
+          given, state));
+  }
+  TreeSummary summary;
+  if (is_directory(state_dir)) {
+    // Recorded in the digest cache as frozen: the first run re-verifies by a stat walk.
+    summary = SEALRUN_TRY_CTX(tree_digest_reporting({real, state_dir, std::nullopt, false, {}}, {}),
+                              "--tree " + given);
+  } else {
+    summary = SEALRUN_TRY_CTX(tree_digest(real), "--tree " + given);
+  }
+  return json{
+      {"host_path", real}, {"job_path", job.empty() ? real : job}, {"tree_sha256", summary.sha256}};
+}
+
 Result<json> assemble(const FreezeRequest& r) {
   json doc = json::object();
   if (!r.draft.empty()) {
@@ -153,7 +209,13 @@ Result<json> assemble(const FreezeRequest& r) {
     root = SEALRUN_TRY(real_path(root, "toolchain"));
     TreeOptions options;
     options.progress = r.toolchain_progress;
-    auto summary = SEALRUN_TRY_CTX(tree_digest(root, options), "toolchain " + root);
+    // Through the state directory's digest cache when there is one: a tree frozen again unchanged
+    // costs a stat walk, and the first run finds it recorded.
+    auto summary = SEALRUN_TRY_CTX(
+        is_directory(r.state_dir)
+            ? tree_digest_reporting({root, r.state_dir, std::nullopt, false, options}, {})
+            : tree_digest(root, options),
+        "toolchain " + root);
     std::string mount =
         !r.toolchain_mount.empty() ? r.toolchain_mount : string_or(toolchain, "mount_path", root);
     toolchain = {{"root", root}, {"tree_sha256", summary.sha256}, {"mount_path", mount}};
@@ -187,6 +249,27 @@ Result<json> assemble(const FreezeRequest& r) {
       pinned.push_back({{"path", path}, {"sha256", digest.sha256}});
     }
     doc["host_tools"] = std::move(pinned);
+  }
+
+  // Trees: pinned earlier (written as they are), or the draft's (by host_path and job_path) and
+  // then the flags', each pinned from its path.
+  std::vector<std::string> trees;
+  if (doc.contains("trees") && doc["trees"].is_array())
+    for (const json& t : doc["trees"]) {
+      std::string host = string_or(t, "host_path", "");
+      std::string job = string_or(t, "job_path", "");
+      trees.push_back(job.empty() ? host : host + "=" + job);
+    }
+  trees.insert(trees.end(), r.trees.begin(), r.trees.end());
+  if (!r.tree_pins.empty()) {
+    doc["trees"] = json::array();
+    for (const TreePin& t : r.tree_pins)
+      doc["trees"].push_back(
+          {{"host_path", t.host_path}, {"job_path", t.job_path}, {"tree_sha256", t.tree_sha256}});
+  } else if (!trees.empty()) {
+    json pinned = json::array();
+    for (const std::string& t : trees) pinned.push_back(SEALRUN_TRY(tree_pin(t, r.state_dir)));
+    doc["trees"] = std::move(pinned);
   }
   return doc;
 }

@@ -25,9 +25,18 @@ struct FreezeRequest {
   std::string toolchain_mount;  // where the toolchain appears in the job (default: its root)
   std::string image;            // an OCI / docker archive
   std::vector<std::string> host_tools;  // paths of host binaries to pin
-  std::vector<std::string> sets;        // "dotted.key=VALUE" (VALUE: JSON, or else a string)
-  std::vector<std::string> env;         // "NAME=VALUE"
-  std::vector<std::string> argv;        // the command
+  // "HOST_DIR[=JOB_PATH]": host trees to pin and mount read-only (JOB_PATH default: HOST_DIR).
+  std::vector<std::string> trees;
+  // Trees pinned earlier (a `sealrun runner` pins its trees once, at start): written as they are,
+  // instead of `trees`; `run` verifies them like any pin.
+  std::vector<TreePin> tree_pins;
+  // The state directory runs will use: a tree at or around it is refused (the job would see the
+  // receipts and keys), and when it exists its digest cache records each tree as frozen, so the
+  // first run verifies by a stat walk and a changed file can be named.
+  std::string state_dir;
+  std::vector<std::string> sets;  // "dotted.key=VALUE" (VALUE: JSON, or else a string)
+  std::vector<std::string> env;   // "NAME=VALUE"
+  std::vector<std::string> argv;  // the command
   // Called while the toolchain tree is hashed (bytes done, bytes in all).
   std::function<void(uint64_t, uint64_t)> toolchain_progress;
   // A toolchain pinned earlier (a long-running `sealrun runner` pins its toolchain once, at

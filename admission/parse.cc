@@ -11,6 +11,8 @@
 #include <set>
 
 #include "admission/document.h"
+#include "admission/json_fields.h"
+#include "admission/parse_view.h"
 #include "admission/path_rules.h"
 #include "core/hex.h"
 #include "core/strict_json.h"
@@ -29,27 +31,17 @@ constexpr size_t kMaxReferenceValue = 2048;
 constexpr size_t kMaxReferencePattern = 256;
 constexpr uint64_t kMaxLimit = 1ull << 62;
 
-std::string type_of(const json& v) {
-  if (v.is_number_integer()) return "an integer";
-  if (v.is_number_float()) return "a fractional number";
-  if (v.is_object()) return "an object";
-  if (v.is_array()) return "an array";
-  if (v.is_string()) return "a string";
-  if (v.is_boolean()) return "a boolean";
-  return "null";
-}
-
 class Parser {
  public:
   AdmissionDocument run(const json& root) {
     AdmissionDocument doc;
     if (!root.is_object()) {
-      error("document", "expected an object, got " + type_of(root));
+      error("document", "expected an object, got " + json_type_of(root));
       return doc;
     }
     keys(root, "", {"schema", "command", "source", "toolchain"},
-         {"source_date_epoch", "env", "image", "host_tools", "mounts", "limits", "containment",
-          "expires_at", "reference"});
+         {"source_date_epoch", "env", "image", "host_tools", "trees", "host_files", "host_links",
+          "mounts", "limits", "containment", "expires_at", "reference"});
     if (root.contains("schema")) {
       std::string schema;
       if (string(root["schema"], "schema", &schema) && schema != kSchema)
@@ -67,6 +59,12 @@ class Parser {
     if (root.contains("toolchain")) toolchain(root["toolchain"], &doc.toolchain);
     if (root.contains("image")) image(root["image"], &doc.image.emplace());
     if (root.contains("host_tools")) host_tools(root["host_tools"], &doc.host_tools);
+    ProblemSink problem = [this](const std::string& path, const std::string& what) {
+      error(path, what);
+    };
+    if (root.contains("trees")) parse_trees(root["trees"], &doc.trees, problem);
+    if (root.contains("host_files")) parse_host_files(root["host_files"], &doc.host_files, problem);
+    if (root.contains("host_links")) parse_host_links(root["host_links"], &doc.host_links, problem);
     if (root.contains("mounts")) mounts(root["mounts"], &doc.mounts);
     if (root.contains("limits")) limits(root["limits"], &doc.limits);
     if (root.contains("containment")) containment(root["containment"], &doc.containment);
@@ -84,6 +82,7 @@ class Parser {
     if (root.contains("toolchain") && doc.toolchain.mount_path.empty())
       doc.toolchain.mount_path = doc.toolchain.root;
     cross_checks(doc);
+    check_view_places(doc, problem);
     return doc;
   }
 
@@ -99,54 +98,23 @@ class Parser {
       ++dropped_;
   }
 
-  // Records missing required keys and keys the schema does not know.
+  // The typed readers (json_fields.h), reporting through error().
   bool keys(const json& obj, const std::string& path, std::initializer_list<const char*> required,
             std::initializer_list<const char*> optional) {
-    bool good = true;
-    for (const char* k : required)
-      if (!obj.contains(k)) {
-        error(json_path_join(path, k), "missing (required)");
-        good = false;
-      }
-    for (const auto& item : obj.items()) {
-      // A plain variable, not a structured binding: clang before 16 (our clang-tidy is 14) cannot
-      // capture a binding in a lambda.
-      const std::string& k = item.key();
-      bool known = std::any_of(required.begin(), required.end(), [&](auto r) { return k == r; }) ||
-                   std::any_of(optional.begin(), optional.end(), [&](auto o) { return k == o; });
-      if (!known) {
-        error(json_path_join(path, k), "unknown key (not part of " + std::string(kSchema) + ")");
-        good = false;
-      }
-    }
-    return good;
+    return fields_.keys(obj, path, required, optional);
   }
-
-  bool object(const json& v, const std::string& path) {
-    if (v.is_object()) return true;
-    error(path, "expected an object, got " + type_of(v));
-    return false;
-  }
-
+  bool object(const json& v, const std::string& path) { return fields_.object(v, path); }
   bool array(const json& v, const std::string& path, size_t max) {
-    if (!v.is_array()) {
-      error(path, "expected an array, got " + type_of(v));
-      return false;
-    }
-    if (v.size() > max) {
-      error(path, fmt::format("has {} elements, more than the limit of {}", v.size(), max));
-      return false;
-    }
-    return true;
+    return fields_.array(v, path, max);
   }
-
   bool string(const json& v, const std::string& path, std::string* out) {
-    if (!v.is_string()) {
-      error(path, "expected a string, got " + type_of(v));
-      return false;
-    }
-    *out = v.get<std::string>();
-    return true;
+    return fields_.string(v, path, out);
+  }
+  bool abs_path(const json& v, const std::string& path, std::string* out) {
+    return fields_.abs_path(v, path, out);
+  }
+  bool sha256(const json& v, const std::string& path, std::string* out) {
+    return fields_.sha256(v, path, out);
   }
 
   bool integer(const json& v, const std::string& path, uint64_t min, uint64_t max, uint64_t* out) {
@@ -161,7 +129,7 @@ class Parser {
     }
     if (!v.is_number_integer()) {
       error(path, fmt::format("expected {} integer, got {}",
-                              min > 0 ? "a positive" : "a non-negative", type_of(v)));
+                              min > 0 ? "a positive" : "a non-negative", json_type_of(v)));
       return false;
     }
     if (v.is_number_integer() && !v.is_number_unsigned() && v.get<int64_t>() < 0) {
@@ -175,24 +143,6 @@ class Parser {
       return false;
     }
     *out = x;
-    return true;
-  }
-
-  bool abs_path(const json& v, const std::string& path, std::string* out) {
-    if (!string(v, path, out)) return false;
-    if (auto why = absolute_path_problem(*out)) {
-      error(path, *why);
-      return false;
-    }
-    return true;
-  }
-
-  bool sha256(const json& v, const std::string& path, std::string* out) {
-    if (!string(v, path, out)) return false;
-    if (!is_sha256_hex(*out)) {
-      error(path, "expected a SHA-256 as 64 lower-case hex digits");
-      return false;
-    }
     return true;
   }
 
@@ -365,7 +315,8 @@ class Parser {
       if (v["source_writable"].is_boolean())
         out->source_writable = v["source_writable"].get<bool>();
       else
-        error("mounts.source_writable", "expected a boolean, got " + type_of(v["source_writable"]));
+        error("mounts.source_writable",
+              "expected a boolean, got " + json_type_of(v["source_writable"]));
     }
     std::string from;
     if (v.contains("outputs_from") && string(v["outputs_from"], "mounts.outputs_from", &from)) {
@@ -523,6 +474,9 @@ class Parser {
 
   std::vector<std::string> errors_;
   size_t dropped_ = 0;
+  FieldReader fields_{[this](const std::string& path, const std::string& what) {
+    error(path, what);
+  }};
 };
 
 }  // namespace

@@ -16,6 +16,7 @@
 #include "fingerprint/source.h"
 #include "fingerprint/source_snapshot.h"
 #include "fingerprint/tree.h"
+#include "fingerprint/tree_changes.h"
 
 namespace sealrun::admission {
 
@@ -200,6 +201,34 @@ void check_image(const ImagePin& image, Checks* checks) {
                   Result<std::string>(fmt::format("{}", fmt::join(identity->diff_ids, ","))));
 }
 
+// One check for the whole closure (a learned closure has hundreds of files: one line each would
+// crowd the receipt), naming each file that differs.
+void check_host_files(const std::vector<HostFilePin>& files, Checks* checks) {
+  std::string expected = fmt::format("{} file(s) as listed in host_files", files.size());
+  if (checks->skipping()) {
+    checks->skipped("host_files", expected);
+    return;
+  }
+  std::vector<std::string> bad;
+  size_t bad_total = 0;
+  for (const HostFilePin& f : files) {
+    auto observed = file_sha256(f.path);
+    if (observed.ok() && *observed == f.sha256) continue;
+    if (++bad_total <= 5)
+      bad.push_back(
+          fmt::format("{} (expected {}, observed {})", f.path, f.sha256,
+                      observed.ok() ? *observed : "error: " + observed.error().message()));
+  }
+  if (bad_total == 0) {
+    checks->add({"host_files", expected, expected, CheckStatus::kPass});
+    return;
+  }
+  std::string more = bad_total > 5 ? fmt::format(" and {} more", bad_total - 5) : "";
+  checks->add({"host_files", expected,
+               fmt::format("{} file(s) differ: {}{}", bad_total, fmt::join(bad, "; "), more),
+               CheckStatus::kFail});
+}
+
 }  // namespace
 
 std::vector<PinCheck> verify_pins(const AdmissionDocument& doc, const VerifyOptions& options) {
@@ -221,6 +250,46 @@ std::vector<PinCheck> verify_pins(const AdmissionDocument& doc, const VerifyOpti
                    summary.ok() ? Result<std::string>(summary->sha256)
                                 : Result<std::string>(std::move(summary).error()));
   }
+
+  for (const TreePin& tree : doc.trees) {
+    std::string target = "trees:" + tree.host_path;
+    if (checks.skipping()) {
+      checks.skipped(target, tree.tree_sha256);
+      continue;
+    }
+    // The cache's record of the tree as pinned, taken before verifying refreshes it: when the
+    // digest differs, it names what changed.
+    auto recorded =
+        cache_recording(options.digest_cache_state_dir, tree.host_path, tree.tree_sha256);
+    auto summary = options.digest_cache_state_dir.empty()
+                       ? tree_digest(tree.host_path)
+                       : tree_digest_reporting({tree.host_path,
+                                                options.digest_cache_state_dir,
+                                                tree.tree_sha256,
+                                                options.rehash,
+                                                {}},
+                                               options.on_pin_cache);
+    PinCheck c{target, tree.tree_sha256, {}, CheckStatus::kFail};
+    if (!summary.ok()) {
+      c.observed = "error: " + summary.error().message();
+    } else if (summary->sha256 == tree.tree_sha256) {
+      c.observed = summary->sha256;
+      c.status = CheckStatus::kPass;
+    } else {
+      std::string what = "no record of its pinned files to name the change";
+      if (recorded) {
+        auto changes = changes_since_record(*recorded, tree.host_path);
+        what = changes.empty() ? "an entry was added, or a mode or owner changed"
+                               : fmt::format("{}", fmt::join(changes, ", "));
+        // Verifying refreshed the cache with the tree as it is now; put back the record of the
+        // tree as pinned, so that every later refusal can still name what changed.
+        (void)store_digest_cache(options.digest_cache_state_dir, *recorded);
+      }
+      c.observed = fmt::format("{} (changed since frozen: {})", summary->sha256, what);
+    }
+    checks.add(std::move(c));
+  }
+  if (!doc.host_files.empty()) check_host_files(doc.host_files, &checks);
 
   if (doc.image) check_image(*doc.image, &checks);
 

@@ -1,50 +1,12 @@
-// build_bwrap_argv() and the host layout it is built on: see bwrap_argv.h for the choice of root.
+// build_bwrap_argv(): see bwrap_argv.h for the choice of root; the view itself is view_plan.h's.
 #include "containment/bwrap_argv.h"
 
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <array>
+#include "containment/view_plan.h"
 
 namespace sealrun {
 
-const std::vector<std::string>& etc_essentials() {
-  static const std::vector<std::string> kEtc = {
-      "/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d",  "/etc/alternatives",
-      "/etc/passwd",      "/etc/group",      "/etc/nsswitch.conf", "/etc/localtime",
-      "/etc/hosts",       "/etc/host.conf",  "/etc/os-release",    "/etc/debian_version",
-  };
-  return kEtc;
-}
-
-HostRootLayout read_host_root_layout() {
-  HostRootLayout layout;
-  constexpr std::array<const char*, 7> kSystem = {"/usr",   "/bin",   "/sbin",  "/lib",
-                                                  "/lib32", "/lib64", "/libx32"};
-  for (const char* path : kSystem) {
-    struct stat st {};
-    if (::lstat(path, &st) != 0) continue;
-    RootEntry e{path, RootEntry::Kind::kDirectory, {}};
-    if (S_ISLNK(st.st_mode)) {
-      char buf[4096];
-      ssize_t n = ::readlink(path, buf, sizeof buf - 1);
-      if (n <= 0) continue;
-      e.kind = RootEntry::Kind::kSymlink;
-      e.symlink_target.assign(buf, static_cast<size_t>(n));
-    } else if (!S_ISDIR(st.st_mode)) {
-      continue;
-    }
-    layout.system.push_back(std::move(e));
-  }
-  for (const auto& path : etc_essentials()) {
-    struct stat st {};
-    if (::stat(path.c_str(), &st) == 0) layout.etc.push_back(path);
-  }
-  return layout;
-}
-
 std::vector<std::string> build_bwrap_argv(const std::string& bwrap_path, const Grant& grant,
-                                          const HostRootLayout& layout, const BwrapFds& fds) {
+                                          const BwrapFds& fds) {
   const ContainmentSpec& spec = grant.spec;
   std::vector<std::string> a = {bwrap_path};
   auto add = [&a](std::initializer_list<std::string> items) { a.insert(a.end(), items); };
@@ -64,26 +26,41 @@ std::vector<std::string> build_bwrap_argv(const std::string& bwrap_path, const G
   add({"--clearenv"});
   for (const auto& [name, value] : spec.env) add({"--setenv", name, value});
 
-  for (const auto& e : layout.system) {
-    if (e.kind == RootEntry::Kind::kSymlink)
-      add({"--symlink", e.symlink_target, e.path});
-    else
-      add({"--ro-bind", e.path, e.path});
-  }
-  for (const auto& path : layout.etc) add({"--ro-bind", path, path});
-
-  add({"--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"});
-
-  for (size_t i = 0; i < spec.mounts.size(); ++i) {
-    const auto& m = spec.mounts[i];
-    int fd = i < fds.mount_sources.size() ? fds.mount_sources[i] : -1;
-    bool writable = m.access == MountSpec::Access::kWritable;
-    if (i < fds.staged_sources.size())
-      add({writable ? "--bind" : "--ro-bind", fds.staged_sources[i], m.target});
-    else if (fd >= 0)
-      add({writable ? "--bind-fd" : "--ro-bind-fd", std::to_string(fd), m.target});
-    else
-      add({writable ? "--bind" : "--ro-bind", m.source, m.target});
+  // The view, in the planned order: kernel-made places first, then the mounts (parents before
+  // the files and links bound inside the empty root).
+  for (const ViewEntry& e : plan_view(spec, ViewRoot::kEmptyTmpfs)) {
+    switch (e.kind) {
+      case ViewKind::kProc:
+        add({"--proc", e.job_path});
+        break;
+      case ViewKind::kDev:
+        add({"--dev", e.job_path});
+        break;
+      case ViewKind::kTmp:
+        add({"--tmpfs", e.job_path});
+        break;
+      case ViewKind::kLink:
+        add({"--symlink", e.link_target, e.job_path});
+        break;
+      case ViewKind::kClosure:
+        // By path (bwrap resolves it as the job user): a closure has many files, and each was
+        // verified by its SHA-256 just before the run.
+        add({"--ro-bind", e.host_path, e.job_path});
+        break;
+      default: {
+        // The image's own root ("/", podman's) is never a bind here; its entries are
+        // (containment/image_root.h), from the spec's mounts like every other.
+        if (e.mount_index < 0) break;
+        size_t i = static_cast<size_t>(e.mount_index);
+        int fd = i < fds.mount_sources.size() ? fds.mount_sources[i] : -1;
+        if (i < fds.staged_sources.size())
+          add({e.writable ? "--bind" : "--ro-bind", fds.staged_sources[i], e.job_path});
+        else if (fd >= 0)
+          add({e.writable ? "--bind-fd" : "--ro-bind-fd", std::to_string(fd), e.job_path});
+        else
+          add({e.writable ? "--bind" : "--ro-bind", e.host_path, e.job_path});
+      }
+    }
   }
   // Last: the tmpfs root itself read-only (the binds above keep their own flags).
   add({"--remount-ro", "/"});

@@ -134,7 +134,7 @@ Result<Launched> launch(const std::string& bwrap_path, const std::optional<JobUs
   } else {
     for (const auto& fd : mount_fds) fds.staged_sources.push_back(SEALRUN_TRY(fd_path(fd.get())));
   }
-  auto bwrap_argv = build_bwrap_argv(bwrap_path, grant, read_host_root_layout(), fds);
+  auto bwrap_argv = build_bwrap_argv(bwrap_path, grant, fds);
   so.argv.insert(so.argv.end(), bwrap_argv.begin(), bwrap_argv.end());
   so.env = std::vector<std::string>{};  // bwrap itself needs no environment; the job's is --setenv
   so.stdin_fd = io.stdin_fd;

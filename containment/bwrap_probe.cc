@@ -17,6 +17,7 @@
 #include "containment/bwrap_launch.h"
 #include "containment/bwrap_probe_cache.h"
 #include "containment/caps.h"
+#include "containment/view_plan.h"
 #include "core/bounded_file.h"
 #include "core/syscall.h"
 
@@ -148,6 +149,11 @@ MechanismProbe BwrapMechanism::probe_by_sandbox(MechanismProbe p,
   g.spec.argv = {"/bin/sh", "-c", kProbeScript};
   g.spec.cwd = "/";
   g.spec.env = {{"PATH", "/usr/bin:/bin"}};
+  // Not a job: the probe's own shell and tools are the host's, read-only (a job sees only what
+  // its admission pins; this sandbox runs nothing but the script above).
+  g.spec.mounts.push_back(
+      {"/usr", "/usr", MountSpec::Access::kReadOnly, ViewKind::kTree, "host /usr (probe only)"});
+  add_compat_links(read_host_compat_links(), &g.spec);
   g.requested = g.enforced = DimensionSet::all();
   auto out = make_pipe();
   auto err = make_pipe();

@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <string_view>
 
+#include "containment/view_plan.h"
+
 namespace sealrun::podman {
 
 StorageLayout storage_layout(const std::string& owned_root, const std::string& link_dir) {
@@ -134,8 +136,16 @@ Result<std::vector<std::string>> run_argv(const ContainmentSpec& spec,
   if (f.cgroups_v2) add({"--pids-limit", std::to_string(spec.pids_max)});
   if (f.have_init) add({"--init"});
   for (const auto& [key, value] : spec.env) add({"--env", key + "=" + value});
+  // The image is the root; the rest of the planned view (view_plan.h) is extra mounts: the
+  // spec's mounts (`mounts`, possibly staged copies of them), then the closure's single files.
   for (const MountSpec& m : mounts) {
     std::string opt = SEALRUN_TRY_CTX(mount_option(m), "podman run");
+    add({"--mount", opt});
+  }
+  for (const ViewEntry& e : plan_view(spec, ViewRoot::kImage)) {
+    if (e.kind != ViewKind::kClosure) continue;
+    MountSpec file{e.host_path, e.job_path, MountSpec::Access::kReadOnly, e.kind, e.pin};
+    std::string opt = SEALRUN_TRY_CTX(mount_option(file), "podman run");
     add({"--mount", opt});
   }
   a.push_back(hex);

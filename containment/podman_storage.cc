@@ -340,6 +340,8 @@ Result<std::vector<MountSpec>> prepare_mounts(const ContainmentSpec& spec,
   std::vector<MountSpec> out;
   int staged = 0;
   for (const MountSpec& m : spec.mounts) {
+    // An unpacked image's entries are bwrap's way to the image; podman runs the image itself.
+    if (m.kind == ViewKind::kImage) continue;
     bool writable = m.access == MountSpec::Access::kWritable;
     MountFacts f;
     f.accessible_to_job_user = SEALRUN_TRY(job_user_can_use_tree(user, layout, m.source, writable));

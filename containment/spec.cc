@@ -71,6 +71,34 @@ bool is_reserved_or_below(std::string_view target) {
 
 }  // namespace
 
+std::string_view view_kind_name(ViewKind kind) {
+  switch (kind) {
+    case ViewKind::kSource:
+      return "source";
+    case ViewKind::kToolchain:
+      return "toolchain";
+    case ViewKind::kTree:
+      return "tree";
+    case ViewKind::kImage:
+      return "image";
+    case ViewKind::kClosure:
+      return "closure";
+    case ViewKind::kOut:
+      return "out";
+    case ViewKind::kScratch:
+      return "scratch";
+    case ViewKind::kTmp:
+      return "tmp";
+    case ViewKind::kProc:
+      return "proc";
+    case ViewKind::kDev:
+      return "dev";
+    case ViewKind::kLink:
+      return "link";
+  }
+  return "?";
+}
+
 std::vector<std::string_view> reserved_mount_targets() {
   std::vector<std::string_view> out(kReservedTargets.begin(), kReservedTargets.end());
   out.push_back("/lib*");
@@ -144,6 +172,20 @@ Status validate_spec(const ContainmentSpec& spec) {
     for (const auto& other : spec.mounts)
       if (&other != &m && other.target == m.target)
         return Error::make(fmt::format("mount target \"{}\" is given twice", m.target));
+  }
+  for (const auto& e : spec.files_and_links) {
+    SEALRUN_TRY(check_normalised_path(e.job_path, "view path"));
+    if (e.job_path == "/") return Error::make("view path \"/\" is the job's root");
+    if (e.kind == ViewKind::kLink) {
+      if (e.link_target.empty() || e.link_target.find('\0') != std::string::npos)
+        return Error::make(fmt::format("link {} has an empty or NUL-bearing target", e.job_path));
+    } else if (e.kind == ViewKind::kClosure) {
+      SEALRUN_TRY(check_normalised_path(e.host_path, "closure file"));
+      if (e.writable) return Error::make(fmt::format("closure file {} is writable", e.job_path));
+    } else {
+      return Error::make(
+          fmt::format("view entry {} is neither a closure file nor a link", e.job_path));
+    }
   }
   if (spec.image) {
     if (spec.image->image_id.rfind("sha256:", 0) != 0 || spec.image->image_id.size() != 71)

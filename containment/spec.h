@@ -18,11 +18,42 @@ namespace sealrun {
 
 enum class GrantMode { kEnforcing, kReportOnly };
 
+// What one entry of the job's view is (CONTRACT.md "The job's view is only what was pinned"):
+// where its bytes come from. The receipt's view[] spells these names (view_kind_name).
+enum class ViewKind {
+  kSource,
+  kToolchain,
+  kTree,
+  kImage,
+  kClosure,
+  kOut,
+  kScratch,
+  kTmp,
+  kProc,
+  kDev,
+  kLink,
+};
+std::string_view view_kind_name(ViewKind kind);
+
 struct MountSpec {
   enum class Access { kReadOnly, kWritable };
   std::string source;  // host path (absolute)
   std::string target;  // path inside the job (absolute)
   Access access = Access::kReadOnly;
+  ViewKind kind = ViewKind::kTree;
+  // What pins the bytes ("sha256:<hex>" of a tree or manifest); empty for a writable place.
+  std::string pin;
+};
+
+// One entry of the job's view, as planned (view_plan.h) and as the receipt records it.
+struct ViewEntry {
+  std::string job_path;
+  ViewKind kind = ViewKind::kTree;
+  std::string host_path;  // where the bytes come from; empty for tmp, proc, dev and links
+  std::string pin;        // what pins them; empty only for writable and kernel-made entries
+  bool writable = false;
+  std::string link_target;  // kLink: the symlink's text ("usr/bin")
+  int mount_index = -1;     // the ContainmentSpec::mounts entry it is (not recorded)
 };
 
 // The image a mechanism that runs containers uses (podman); bwrap ignores it.
@@ -38,6 +69,10 @@ struct ContainmentSpec {
   std::string cwd = "/src";
   std::map<std::string, std::string> env;  // the complete job environment
   std::vector<MountSpec> mounts;
+  // Single host files bound read-only (kClosure, a learned closure's host_files) and symlinks
+  // (kLink: the closure's host_links and a merged-/usr host's compatibility links), each already
+  // verified or derived from what is pinned. Planned into the view after the mounts.
+  std::vector<ViewEntry> files_and_links;
   std::optional<ImageRef> image;
 
   DimensionSet requested;

@@ -145,6 +145,19 @@ void register_admit(CLI::App& app, int* exit_code) {
                      "Toolchain root directory (read-only in the job)");
   freeze->add_option("--toolchain-mount", f->request.toolchain_mount,
                      "Where the toolchain appears in the job (default: its host path)");
+  freeze
+      ->add_option("--tree", f->request.trees,
+                   "HOST_DIR[=JOB_PATH]: pin a host tree (semantic-tree-v1) and mount it read-only "
+                   "at JOB_PATH (default: the same path); repeatable. The job sees no host path "
+                   "that is not pinned")
+      ->allow_extra_args(false)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  f->request.state_dir = "sealrun-state";
+  freeze
+      ->add_option("--state-dir", f->request.state_dir,
+                   "the state directory runs will use: a --tree may not overlap it, and its digest "
+                   "cache (when it exists) records each tree as frozen")
+      ->capture_default_str();
   freeze->add_option("--image", f->request.image,
                      "Container image archive (OCI or docker-archive tar)");
   freeze

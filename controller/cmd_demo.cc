@@ -39,20 +39,6 @@ std::string find_example() {
   return std::string(SEALRUN_SOURCE_DIR) + "/examples/hello";
 }
 
-// The directory holding the compiler proper (cc1) of the host's `cc`: the toolchain to pin.
-Result<std::string> find_toolchain() {
-  auto cc = SEALRUN_TRY(find_program("cc"));
-  SpawnOptions o;
-  o.argv = {cc, "-print-prog-name=cc1"};
-  auto r = SEALRUN_TRY(run_capture(o, 10000, 4096));
-  std::string cc1 = r.out.substr(0, r.out.find('\n'));
-  if (!r.status.success() || cc1.empty() || cc1[0] != '/')
-    return Error::make(
-        "cannot find the host compiler's cc1 (`cc -print-prog-name=cc1`); install "
-        "build-essential");
-  return fs::path(cc1).parent_path().string();
-}
-
 }  // namespace
 
 void register_demo(CLI::App& app, int* exit_code) {
@@ -85,20 +71,30 @@ void register_demo(CLI::App& app, int* exit_code) {
     fs::create_directories(*out, ec);
     if (ec) return fail(fmt::format("cannot create {}: {}", *out, ec.message()), kExitFailure);
     std::string out_dir = fs::absolute(*out).lexically_normal().string();
-    auto toolchain = find_toolchain();
-    if (!toolchain) return fail(toolchain.error().message(), kExitFailure);
+    // The job sees only what is pinned (docs/view.md): the host's /usr is the toolchain (the
+    // compiler, assembler, linker, headers, libraries and the shell), and the merged-/usr links
+    // (/bin, /lib64, ...) follow it. Verified through the state directory's digest cache, so
+    // after the first hash a run re-checks it by a stat walk.
+    const std::string toolchain = "/usr";
+    std::string state_dir = out_dir + "/state";
+    fs::create_directories(state_dir, ec);
+    if (!ec) fs::permissions(state_dir, fs::perms::owner_all, ec);
+    if (ec) return fail(fmt::format("cannot create {}: {}", state_dir, ec.message()), kExitFailure);
 
     admission::FreezeRequest freeze;
     freeze.out = out_dir + "/admission.json";
     freeze.force = true;  // the demo's own file, rewritten each time
     freeze.source = source;
-    freeze.toolchain = *toolchain;
+    freeze.toolchain = toolchain;
+    freeze.state_dir = state_dir;
     if (auto bwrap = find_program("bwrap"); bwrap) freeze.host_tools.push_back(*bwrap);
-    freeze.env = {"PATH=/usr/local/bin:/usr/bin:/bin"};
+    // /usr/bin/cc is a link through /etc/alternatives, which is not in the view: name gcc.
+    freeze.env = {"PATH=/usr/bin:/bin", "CC=gcc"};
     freeze.sets = {"limits.wall_clock_s=300", "limits.outer_s=600",
                    "limits.census_interval_ms=1000"};
     freeze.argv = {"/bin/sh", "build.sh"};
-    say(fmt::format("1/3 freeze: pinning {} and the toolchain {}\n", source, *toolchain));
+    say(fmt::format("1/3 freeze: pinning {} and the toolchain {} (the job sees nothing else)\n",
+                    source, toolchain));
     auto frozen = admission::freeze_admission(freeze);
     if (!frozen) return fail("freeze: " + frozen.error().message(), kExitFailure);
     say(fmt::format("    admission {} sha256 {}\n", frozen->path, frozen->sha256));
@@ -109,7 +105,7 @@ void register_demo(CLI::App& app, int* exit_code) {
     req.id = fmt::format("demo-{}-{}", utc_timestamp_now(), ::getpid());
     for (char& c : req.id)
       if (c == ':') c = '-';
-    req.state_dir = out_dir + "/state";
+    req.state_dir = state_dir;
     say(fmt::format("2/3 run {} contained (state in {})\n", req.id, req.state_dir));
     run::RunOutcome o = run::run_pipeline(req, run::default_pipeline_deps(mechanism_context()));
     if (!o.message.empty()) print_error("demo", o.message);

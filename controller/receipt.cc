@@ -96,6 +96,7 @@ class Renderer {
     doc[field::kMemory] = memory();
     doc[field::kOwnedSpace] = owned_space();
     doc[field::kPinCache] = r_.pin_cache;
+    doc[field::kView] = r_.view;
     doc[field::kSlurm] = r_.slurm;
     doc[field::kOutputs] = list_outputs(summary ? 0 : d.outputs_bytes, cuts_);
     doc[field::kOutputsTotal] = outputs_.recorded ? json(outputs_.total) : json(nullptr);
@@ -360,6 +361,20 @@ std::string bounded_tail(std::string_view bytes, size_t max) {
     ++start;
   // Invalid sequences are replaced when dumped (error_handler_t::replace).
   return std::string(bytes.substr(start));
+}
+
+json view_json(const std::vector<ViewEntry>& view) {
+  json out = json::array();
+  for (const ViewEntry& e : view) {
+    json j = {{"job_path", e.job_path},
+              {"kind", std::string(view_kind_name(e.kind))},
+              {"host_path", e.host_path.empty() ? json(nullptr) : json(e.host_path)},
+              {"pin", e.pin.empty() ? json(nullptr) : json(e.pin)},
+              {"writable", e.writable}};
+    if (e.kind == ViewKind::kLink) j["target"] = e.link_target;
+    out.push_back(std::move(j));
+  }
+  return out;
 }
 
 std::string render_receipt(const Receipt& r, size_t max_bytes) {

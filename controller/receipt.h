@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "census/sample.h"
+#include "containment/spec.h"
 #include "core/result.h"
 
 namespace sealrun::receipt {
@@ -165,7 +166,13 @@ struct Receipt {
   nlohmann::json slurm;
   // How each pinned tree was verified (fingerprint/cached_tree.h pin_cache_to_json), in order.
   nlohmann::json pin_cache = nlohmann::json::array();
+  // The job's view (containment/view_plan.h) as view_json() writes it; empty when nothing ran.
+  nlohmann::json view = nlohmann::json::array();
 };
+
+// [{job_path, kind, host_path, pin, writable[, target]}] (target: links only). host_path and pin
+// are null where the entry has none (kernel-made places, writable places, links).
+nlohmann::json view_json(const std::vector<ViewEntry>& view);
 
 // Renders, bounds and digests: the bytes to write (always <= max_bytes, and valid JSON).
 std::string render_receipt(const Receipt& receipt, size_t max_bytes);

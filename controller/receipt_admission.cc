@@ -24,6 +24,8 @@ attest::AdmissionPins pins_of(const admission::AdmissionDocument& doc) {
     pins.image = attest::ImagePin{doc.image->archive, doc.image->archive_sha256,
                                   doc.image->image_id, doc.image->diff_ids};
   for (const auto& t : doc.host_tools) pins.host_tools.push_back({t.path, t.sha256});
+  for (const auto& t : doc.trees) pins.trees.push_back({t.host_path, t.job_path, t.tree_sha256});
+  for (const auto& f : doc.host_files) pins.closure.push_back({f.path, f.sha256});
   return pins;
 }
 

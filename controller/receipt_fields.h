@@ -32,6 +32,8 @@ inline constexpr std::string_view kGuard = "guard";
 inline constexpr std::string_view kMemory = "memory";
 inline constexpr std::string_view kOwnedSpace = "owned_space";
 inline constexpr std::string_view kPinCache = "pin_cache";
+// The job's whole view: [{job_path, kind, host_path, pin, writable[, target]}] (view_plan.h).
+inline constexpr std::string_view kView = "view";
 inline constexpr std::string_view kSlurm = "slurm";
 inline constexpr std::string_view kOutputs = "outputs";
 inline constexpr std::string_view kStopConfirmed = "stop_confirmed";
@@ -109,6 +111,9 @@ inline constexpr FieldSpec kReceiptFields[] = {
     {field::kOwnedSpace, kJsonObject | kJsonNull, FieldRole::kVerdict, false},
     // How each pinned tree was verified: from the digest cache by stat, or hashed (docs/digest-cache.md).
     {field::kPinCache, kJsonArray, FieldRole::kRecord, false},
+    // What the job could see, each entry with what pins it: kept whole (receipt verify fails a
+    // read-only entry without a pin).
+    {field::kView, kJsonArray, FieldRole::kVerdict, false},
     // The Slurm job, step and node the run belonged to (its environment's word), or null.
     {field::kSlurm, kJsonObject | kJsonNull, FieldRole::kRecord, false},
     // The listing is detail (it may be shortened); outputs_total and outputs_list_sha256 pin it.

@@ -2,6 +2,7 @@
 // the bytes alone. Every check is reported (pass or fail), not just the first failure, so an
 // auditor sees the whole picture.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <set>
 
@@ -142,6 +143,38 @@ void check_digests(const json& doc, Findings& f) {
         bad.empty() ? "" : fmt::format("not a sha256: {}{}", fmt::join(bad, ", "), more));
 }
 
+// CONTRACT.md "The job's view is only what was pinned": every read-only entry of the view names
+// what pins its bytes, except the places the kernel makes (/proc, /dev) and the private /tmp.
+void check_view(const json& doc, Findings& f) {
+  if (!doc.contains("view") || !doc["view"].is_array() || doc["view"].empty()) {
+    f.add("view pinned", true, "no view recorded (no job was started)");
+    return;
+  }
+  static const std::set<std::string> kKinds = {"source",  "toolchain", "tree",    "image",
+                                               "closure", "out",       "scratch", "tmp",
+                                               "proc",    "dev",       "link"};
+  static const std::set<std::string> kKernelMade = {"proc", "dev", "tmp"};
+  std::vector<std::string> bad;
+  for (const json& e : doc["view"]) {
+    std::string path = e.is_object() ? e.value("job_path", "?") : "?";
+    std::string kind = e.is_object() && e.contains("kind") && e["kind"].is_string()
+                           ? e["kind"].get<std::string>()
+                           : "";
+    if (!e.is_object() || kKinds.count(kind) == 0) {
+      bad.push_back(fmt::format("{} (unknown kind \"{}\")", path, kind));
+      continue;
+    }
+    bool writable =
+        e.contains("writable") && e["writable"].is_boolean() && e["writable"].get<bool>();
+    bool pinned = e.contains("pin") && e["pin"].is_string() && !e["pin"].get<std::string>().empty();
+    if (!writable && !pinned && kKernelMade.count(kind) == 0)
+      bad.push_back(fmt::format("{} ({}, read-only, no pin)", path, kind));
+  }
+  f.add("view pinned", bad.empty(),
+        bad.empty() ? fmt::format("{} entries, every read-only one pinned", doc["view"].size())
+                    : fmt::format("unpinned: {}", fmt::join(bad, ", ")));
+}
+
 }  // namespace
 
 Result<std::vector<VerifyFinding>> verify_receipt_bytes(std::string_view bytes) {
@@ -164,6 +197,7 @@ Result<std::vector<VerifyFinding>> verify_receipt_bytes(std::string_view bytes) 
   check_shape(doc, f);
   check_verdict(doc, f);
   check_digests(doc, f);
+  check_view(doc, f);
   return f.take();
 }
 

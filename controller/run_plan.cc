@@ -59,14 +59,27 @@ ContainmentSpec containment_spec(const admission::Admitted& admitted, const RunL
   s.cwd = doc.command.cwd;
   s.env = job_environment(doc);
   using Access = MountSpec::Access;
+  // The view (containment/view_plan.h): each mount says what it is and what pins its bytes.
   s.mounts.push_back({admitted.source_root(), doc.mounts.source,
-                      doc.mounts.source_writable ? Access::kWritable : Access::kReadOnly});
-  s.mounts.push_back({doc.toolchain.root, doc.toolchain.mount_path, Access::kReadOnly});
+                      doc.mounts.source_writable ? Access::kWritable : Access::kReadOnly,
+                      ViewKind::kSource, "sha256:" + doc.source.manifest_sha256});
+  s.mounts.push_back({doc.toolchain.root, doc.toolchain.mount_path, Access::kReadOnly,
+                      ViewKind::kToolchain, "sha256:" + doc.toolchain.tree_sha256});
+  for (const auto& tree : doc.trees)
+    s.mounts.push_back({tree.host_path, tree.job_path, Access::kReadOnly, ViewKind::kTree,
+                        "sha256:" + tree.tree_sha256});
   // Outputs from the source: its writable copy is where they go, and the one place the census
   // guards as the result; no second, unguarded place to write.
   if (doc.mounts.outputs_from != admission::OutputsFrom::kSource)
-    s.mounts.push_back({layout.output_dir, doc.mounts.output, Access::kWritable});
-  s.mounts.push_back({layout.scratch_dir, doc.mounts.scratch, Access::kWritable});
+    s.mounts.push_back({layout.output_dir, doc.mounts.output, Access::kWritable, ViewKind::kOut, {}});
+  s.mounts.push_back(
+      {layout.scratch_dir, doc.mounts.scratch, Access::kWritable, ViewKind::kScratch, {}});
+  for (const auto& f : doc.host_files)
+    s.files_and_links.push_back(
+        {f.path, ViewKind::kClosure, f.path, "sha256:" + f.sha256, false, {}, -1});
+  for (const auto& l : doc.host_links)
+    s.files_and_links.push_back(
+        {l.path, ViewKind::kLink, {}, "symlink:" + l.target, false, l.target, -1});
   if (doc.image) s.image = ImageRef{doc.image->archive, doc.image->image_id};
   s.requested = DimensionSet::all();
   s.required = doc.containment.required;

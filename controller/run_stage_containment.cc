@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include "containment/view_plan.h"
+#include "controller/run_image_root.h"
 #include "controller/run_owned_space.h"
 #include "controller/exit_codes.h"
 #include "controller/run_dirs.h"
@@ -85,6 +87,8 @@ StageStatus stage_acquire_grant(RunContext& run) {
   }
   ContainmentSpec spec =
       containment_spec(*run.admitted, run.layout, run.req.id, run.req.mode, run.req.vary);
+  // A merged-/usr host's /bin, /lib64, ... links, where the view has what they point to.
+  add_compat_links(read_host_compat_links(), &spec);
   if (run.doc().env.find("PATH") == run.doc().env.end())
     run.warn("the admission sets no PATH: the job was given PATH=" + default_job_path(run.doc()));
   auto grant = acquire_grant(spec, ranked, groups);
@@ -107,6 +111,13 @@ StageStatus stage_acquire_grant(RunContext& run) {
   // probe() is memoized: this is the probe the grant was made from.
   if (auto use = run.chosen->probe().cache)
     run.receipt.grant->probe = receipt::ProbeRecord{use->cached, use->key, use->note};
+  // Under bwrap an admitted image is unpacked (verified, cached) and its entries become the root.
+  if (auto st = add_image_root(run); !st)
+    return stage_fail(kExitContainmentUnavailable,
+                      "the image's root file system for bwrap: " + st.error().message());
+  // What the job will see, from the same plan the mechanism's command line is built from.
+  run.receipt.view = receipt::view_json(
+      plan_view(g.spec, g.mechanism == "podman" ? ViewRoot::kImage : ViewRoot::kEmptyTmpfs));
   auto recorded = run.journal.update([&](GrantRecord& r) {
     r.mechanism = g.mechanism;
     r.mechanism_locators = run.chosen->journal_locators(g.spec);

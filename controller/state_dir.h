@@ -16,9 +16,9 @@
 namespace sealrun::run {
 
 // The fixed subdirectories: grant records, run results, owned roots, verified source exports,
-// receipts of refused runs, and each controller's private temporaries.
-inline constexpr const char* kStateSubdirs[] = {"grants",  "results",  "owned",
-                                                "exports", "refusals", "tmp"};
+// receipts of refused runs, each controller's private temporaries, and unpacked image roots.
+inline constexpr const char* kStateSubdirs[] = {"grants",   "results", "owned", "exports",
+                                                "refusals", "tmp",     "images"};
 
 class StateDir {
  public:

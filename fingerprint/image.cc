@@ -254,9 +254,10 @@ Result<ImageIdentity> inspect_oci(const Archive& a) {
                                    a.what, layer_blobs.size(), id.diff_ids.size()));
   for (size_t i = 0; i < layer_blobs.size(); ++i) {
     const auto& [d, m] = layer_blobs[i];
-    bool tar_type = d.media_type.find("+gzip") == std::string::npos &&
-                    d.media_type.find("+zstd") == std::string::npos;
-    if (tar_type) SEALRUN_TRY(check_layer_diff_id(a, *m, i, id.diff_ids[i]));
+    bool gzip = d.media_type.find("+gzip") != std::string::npos;
+    bool zstd = d.media_type.find("+zstd") != std::string::npos;
+    if (!gzip && !zstd) SEALRUN_TRY(check_layer_diff_id(a, *m, i, id.diff_ids[i]));
+    id.layers.push_back({m->data_offset, m->size, gzip ? "gzip" : zstd ? "zstd" : ""});
   }
   return id;
 }
@@ -319,6 +320,7 @@ Result<ImageIdentity> inspect_docker(const Archive& a) {
                       "be an uncompressed tar so its diff_id can be checked",
                       a.what, m->name));
     SEALRUN_TRY(check_layer_diff_id(a, *m, i, id.diff_ids[i]));
+    id.layers.push_back({m->data_offset, m->size, ""});
   }
   return id;
 }

@@ -328,6 +328,10 @@ Result<TarScan> scan_tar(int fd, const std::string& what, const TarLimits& limit
       m.link_target = std::string(field(header.data(), 157, 100));
     if (pending.size) size = *pending.size;
     pending = {};
+    // Mode and owner, for an unpacker (image_unpack.h); numeric ids only, names are not used.
+    m.mode = static_cast<uint32_t>(parse_number(header.data() + 100, 8).value_or(0) & 07777);
+    m.uid = static_cast<uint32_t>(parse_number(header.data() + 108, 8).value_or(0));
+    m.gid = static_cast<uint32_t>(parse_number(header.data() + 116, 8).value_or(0));
     gnu_name.reset();
     gnu_link.reset();
 

@@ -34,6 +34,9 @@ struct TarMember {
   std::string link_target;   // symlinks and hard links
   std::string sha256;        // lower-case hex of the data, regular members only
   std::string head;          // the first (up to 8) data bytes: tells compressed layers apart
+  uint32_t mode = 0;         // permission bits (& 07777)
+  uint32_t uid = 0;
+  uint32_t gid = 0;
 };
 
 struct TarScan {

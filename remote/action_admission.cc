@@ -56,6 +56,10 @@ admission::FreezeRequest action_freeze_request(const RunnerPins& pins, const Che
     r.toolchain = pins.toolchain;
     r.toolchain_mount = pins.toolchain_mount;
   }
+  if (!pins.tree_pins.empty())
+    r.tree_pins = pins.tree_pins;
+  else
+    r.trees = pins.trees;
   r.argv = action.argv;
   for (const auto& [name, value] : action.env) r.env.push_back(name + "=" + value);
   return r;

@@ -23,6 +23,9 @@ struct RunnerPins {
   // The toolchain as pinned when the runner started: every action's admission carries this pin
   // (no hashing per action), and each run verifies the tree against it.
   std::optional<admission::ToolchainPin> toolchain_pin;
+  // Host trees ("HOST_DIR[=JOB_PATH]", --tree), pinned once at start like the toolchain.
+  std::vector<std::string> trees;
+  std::vector<admission::TreePin> tree_pins;
   // "dotted.key=VALUE" assignments applied to every action (limits.*, containment.*, ...).
   std::vector<std::string> sets;
   // The admitted result_max_bytes and ceiling_bytes (from `sets` or the defaults), meant for the

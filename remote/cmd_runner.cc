@@ -39,10 +39,7 @@ Result<std::string> listen_address(const std::string& listen) {
 }
 
 Status configure(RunnerOptions& o) {
-  if (!o.trees.empty())
-    return Error::make(
-        "--tree: the admission cannot pin host trees yet (that comes with the hermetic view); "
-        "pin what the actions need with --toolchain");
+  o.config.pins.trees = o.trees;
   if (o.toolchains.size() != 1)
     return Error::make(
         fmt::format("--toolchain: give exactly one (an admission pins one toolchain today; got {})",
@@ -131,7 +128,9 @@ void register_runner(CLI::App& app, int* exit_code) {
   cmd->add_option("--toolchain", o->toolchains,
                   "DIR[=JOB_PATH]: the toolchain every action's admission pins (read-only)")
       ->required();
-  cmd->add_option("--tree", o->trees, "HOST_DIR[=JOB_PATH] (not supported yet)");
+  cmd->add_option("--tree", o->trees,
+                  "HOST_DIR[=JOB_PATH]: a host tree every action's admission pins, read-only "
+                  "(repeatable); actions see no other host path");
   cmd->add_option("--set", o->config.pins.sets,
                   "KEY=VALUE for every action's admission: limits.*, containment.*, "
                   "mounts.output|scratch|tmp, expires_at");

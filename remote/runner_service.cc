@@ -90,6 +90,7 @@ Result<std::unique_ptr<RunnerService>> RunnerService::create(RunnerConfig config
     return Error::from_errno("mkdir " + runner_dir);
   auto doc = SEALRUN_TRY_CTX(sample_admission(config), "the runner's admission template");
   config.pins.toolchain_pin = doc.toolchain;
+  config.pins.tree_pins = doc.trees;
   config.pins.outputs_max_bytes = doc.limits.result_max_bytes;
   config.pins.ceiling_bytes = doc.limits.ceiling_bytes;
   std::unique_ptr<RunnerService> service(new RunnerService(std::move(config), std::move(build)));

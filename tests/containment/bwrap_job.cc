@@ -14,6 +14,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "containment/view_plan.h"
+
 namespace sealrun::testing {
 
 namespace fs = std::filesystem;
@@ -51,7 +53,11 @@ ContainmentSpec BwrapFixture::spec(std::vector<std::string> hostile_args) const 
   s.env = {{"PATH", "/usr/bin:/bin"}, {"SOURCE_DATE_EPOCH", "1"}};
   s.mounts = {{src_dir(), "/src", MountSpec::Access::kReadOnly},
               {toolchain_dir(), "/toolchain", MountSpec::Access::kReadOnly},
-              {out_dir(), "/out", MountSpec::Access::kWritable}};
+              {out_dir(), "/out", MountSpec::Access::kWritable},
+              // A job sees only what is pinned (docs/view.md); these mechanism tests run the
+              // host's tools (unshare, sh), so the host's /usr is their pinned tree.
+              {"/usr", "/usr", MountSpec::Access::kReadOnly, ViewKind::kTree, "test: host /usr"}};
+  add_compat_links(read_host_compat_links(), &s);
   s.requested = DimensionSet::all();
   s.required = {Dimension::kFilesystem, Dimension::kProcessTree, Dimension::kWallClock,
                 Dimension::kNetwork,    Dimension::kSyscalls,    Dimension::kCapabilities};

@@ -2,6 +2,7 @@
 #include "tests/controller/run_test_support.h"
 
 #include <dirent.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -23,7 +24,6 @@ void RunTest::SetUp() {
 }
 
 std::string sealrun_binary() { return std::string(SEALRUN_BINARY_DIR) + "/sealrun"; }
-
 
 SpawnOptions RunTest::sealrun_options(const std::vector<std::string>& args) const {
   SpawnOptions o;
@@ -52,26 +52,29 @@ Captured RunTest::sealrun(const std::vector<std::string>& args,
   return c;
 }
 
+std::vector<std::string> RunTest::freeze_args(const std::string& name) const {
+  return {"admit",       "freeze",      "--out",    dir_ / name,         "--source",
+          src_,          "--toolchain", toolchain_, "--toolchain-mount", "/opt/toolchain",
+          "--state-dir", state_};
+}
+
 Frozen RunTest::freeze(const std::string& script, const std::vector<std::string>& sets,
-                       const std::string& name) {
-  std::vector<std::string> args = {"admit",
-                                   "freeze",
-                                   "--out",
-                                   dir_ / name,
-                                   "--source",
-                                   src_,
-                                   "--toolchain",
-                                   toolchain_,
-                                   "--toolchain-mount",
-                                   "/opt/toolchain",
-                                   "--env",
-                                   "PATH=/usr/bin:/bin",
-                                   "--set",
-                                   "limits.census_interval_ms=200"};
+                       const std::string& name, const std::vector<std::string>& extra) {
+  std::vector<std::string> args = freeze_args(name);
+  args.insert(args.end(),
+              {"--env", "PATH=/usr/bin:/bin", "--set", "limits.census_interval_ms=200"});
   for (const auto& s : sets) {
     args.push_back("--set");
     args.push_back(s);
   }
+  auto shell = busybox_tree_args();
+  args.insert(args.end(), shell.begin(), shell.end());
+  // A job that runs python3 gets a /usr holding python3 only (the host's is not in the view).
+  if (script.find("/usr/bin/python3") != std::string::npos) {
+    auto python = python_tree_args();
+    args.insert(args.end(), python.begin(), python.end());
+  }
+  args.insert(args.end(), extra.begin(), extra.end());
   args.insert(args.end(), {"--", "/bin/sh", "-c", script});
   auto c = sealrun(args);
   EXPECT_EQ(c.status.code, 0) << c.err;
@@ -97,6 +100,53 @@ nlohmann::json RunTest::receipt(const std::string& id) {
   auto doc = nlohmann::json::parse(text, nullptr, false);
   EXPECT_FALSE(doc.is_discarded()) << "receipt of " << id << " is not JSON: " << text;
   return doc;
+}
+
+Result<std::string> busybox_bin_dir() {
+  std::string dir = std::string(SEALRUN_BINARY_DIR) + "/fixtures/busybox-bin";
+  if (fs::exists(dir + "/busybox")) return dir;
+  // Made beside and renamed into place, so parallel tests never see half a directory.
+  std::string tmp = dir + ".tmp." + std::to_string(::getpid());
+  std::error_code ec;
+  fs::remove_all(tmp, ec);
+  fs::create_directories(tmp, ec);
+  if (ec) return Error::make("mkdir " + tmp + ": " + ec.message());
+  fs::copy_file("/bin/busybox", tmp + "/busybox", ec);
+  if (ec) return Error::make("copy /bin/busybox (apt-get install busybox-static): " + ec.message());
+  fs::permissions(tmp, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                           fs::perms::others_read | fs::perms::others_exec);
+  SpawnOptions o;
+  o.argv = {"/bin/busybox", "--list"};
+  auto list = SEALRUN_TRY(run_capture(o, 10000));
+  size_t start = 0;
+  while (start < list.out.size()) {
+    size_t end = list.out.find('\n', start);
+    if (end == std::string::npos) end = list.out.size();
+    std::string applet = list.out.substr(start, end - start);
+    start = end + 1;
+    if (applet.empty() || applet == "busybox") continue;
+    fs::create_symlink("busybox", tmp + "/" + applet, ec);
+  }
+  if (::rename(tmp.c_str(), dir.c_str()) != 0) fs::remove_all(tmp, ec);  // another test won
+  if (!fs::exists(dir + "/busybox")) return Error::make("could not make " + dir);
+  return dir;
+}
+
+std::vector<std::string> busybox_tree_args() {
+  auto dir = busybox_bin_dir();
+  EXPECT_TRUE(dir.ok()) << dir.error().message();
+  return {"--tree", (dir.ok() ? *dir : std::string("/nonexistent")) + "=/bin"};
+}
+
+std::vector<std::string> python_tree_args() {
+  std::string fixtures = std::string(SEALRUN_BINARY_DIR) + "/fixtures";
+  SpawnOptions o;
+  o.argv = {"/bin/bash", std::string(SEALRUN_SOURCE_DIR) + "/tests/fixtures/python_usr.sh",
+            fixtures};
+  auto built = run_capture(o, 300000);
+  EXPECT_TRUE(built.ok() && built->status.success())
+      << "python_usr.sh failed: " << (built.ok() ? built->err : built.error().message());
+  return {"--tree", fixtures + "/python-usr=/usr"};
 }
 
 Result<std::string> busybox_fixture_dir() {

@@ -25,8 +25,15 @@ class RunTest : public ::testing::Test {
  public:  // helpers are called from free functions in the tests too
   void SetUp() override;
   // Freezes an admission whose command is `/bin/sh -c script`, with extra `--set` assignments.
+  // The job's view: the source, the toolchain, busybox as /bin (busybox_tree_args) and, when the
+  // script names /usr/bin/python3, the python-only /usr (python_tree_args).
+  // `extra`: more options of `admit freeze` (e.g. "--tree", "DIR=/data").
   Frozen freeze(const std::string& script, const std::vector<std::string>& sets = {},
-                const std::string& name = "admission.json");
+                const std::string& name = "admission.json",
+                const std::vector<std::string>& extra = {});
+  // "admit freeze --out DIR/name" with this fixture's source, toolchain (at /opt/toolchain) and
+  // state directory: what every admission of these tests starts from.
+  std::vector<std::string> freeze_args(const std::string& name) const;
   // Runs build/sealrun with `args`; env nullopt keeps ours.
   Captured sealrun(const std::vector<std::string>& args,
                    std::optional<std::vector<std::string>> env = std::nullopt,
@@ -43,6 +50,17 @@ class RunTest : public ::testing::Test {
   std::string src_, toolchain_, state_;
   std::map<std::string, std::string> printed_receipts_;  // id -> the path `run` printed last
 };
+
+// build/fixtures/busybox-bin: a static busybox (Debian's busybox-static) and a link per applet,
+// made on first use. A job sees no host path that is not pinned (docs/view.md), so the tests pin
+// this as the job's /bin (`--tree DIR=/bin`): `/bin/sh -c ...` works with nothing of the host.
+Result<std::string> busybox_bin_dir();
+// "--tree", "<busybox_bin_dir()>=/bin": the shell every test job gets (fails the test if absent).
+std::vector<std::string> busybox_tree_args();
+
+// build/fixtures/python-usr (tests/fixtures/python_usr.sh): a /usr holding only python3 and what
+// it loads. "--tree", "<it>=/usr": for the tests whose job runs /usr/bin/python3.
+std::vector<std::string> python_tree_args();
 
 // The directory holding the busybox OCI image fixture (busybox.oci.tar), built there by
 // tests/fixtures/busybox_image.sh on first use.

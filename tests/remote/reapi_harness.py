@@ -12,6 +12,7 @@ a fixed time. Needs root (the runner runs jobs as the job user) and python3-grpc
 import hashlib
 import json
 import os
+import shutil
 import signal
 import stat
 import subprocess
@@ -77,7 +78,7 @@ def cgroups_of(run_id):
 class Runner:
     """One `sealrun runner` with its own build and state directories under `root`."""
 
-    def __init__(self, root, sets=(), concurrency=8, toolchain=None, env=None):
+    def __init__(self, root, sets=(), concurrency=8, toolchain=None, env=None, trees=()):
         self.root = root
         self.build = os.path.join(root, "build")
         self.state = os.path.join(root, "state")
@@ -88,10 +89,22 @@ class Runner:
             os.makedirs(self.toolchain)
             with open(os.path.join(self.toolchain, "tool.txt"), "w") as f:
                 f.write("a toolchain file\n")
+        # The actions' /bin: a static busybox and its applet links, pinned with --tree (a job
+        # sees no host path that is not pinned: docs/view.md).
+        self.bin = os.path.join(root, "job-bin")
+        os.makedirs(self.bin)
+        shutil.copy("/bin/busybox", os.path.join(self.bin, "busybox"))
+        applets = subprocess.run(["/bin/busybox", "--list"], capture_output=True, text=True,
+                                 check=True).stdout.split()
+        for applet in applets:
+            if applet != "busybox":
+                os.symlink("busybox", os.path.join(self.bin, applet))
         self.log_path = os.path.join(root, "runner.log")
         self.log = open(self.log_path, "wb")
         argv = [SEALRUN, "runner", "--listen", "unix:" + self.socket, "--build-dir", self.build,
                 "--state-dir", self.state, "--toolchain", self.toolchain + "=/opt/toolchain",
+                "--tree", self.bin + "=/bin",
+                *[arg for tree in trees for arg in ("--tree", tree)],
                 "--concurrency", str(concurrency), "--set", "limits.census_interval_ms=200"]
         for s in sets:
             argv += ["--set", s]
@@ -176,12 +189,24 @@ def unpack(response):
     return usage, reference
 
 
+def python_usr():
+    """A /usr holding only python3 and what it loads (tests/fixtures/python_usr.sh), for actions
+    that run python3: the host's /usr is not in a job's view."""
+    fixtures = os.path.join(os.path.dirname(os.path.abspath(SEALRUN)), "fixtures")
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures",
+                          "python_usr.sh")
+    subprocess.run(["/bin/bash", script, fixtures], check=True, capture_output=True)
+    return os.path.join(fixtures, "python-usr") + "=/usr"
+
+
 class RunnerTestCase(unittest.TestCase):
     runner_sets = ()
+    runner_trees = ()
 
     def setUp(self):
         self.tmp = tempfile.TemporaryDirectory(prefix="sealrun-reapi-")
-        self.runner = Runner(self.tmp.name, sets=self.runner_sets)
+        self.runner = Runner(self.tmp.name, sets=self.runner_sets,
+                             trees=[t() for t in self.runner_trees])
 
     def tearDown(self):
         self.runner.stop()
@@ -465,6 +490,7 @@ class Actions(RunnerTestCase):
 
 class OutOfMemory(RunnerTestCase):
     runner_sets = ("limits.memory_max_bytes=67108864", "limits.memory_high_bytes=67108864")
+    runner_trees = (python_usr,)
 
     def test_oom_action(self):
         script = "exec python3 -c \"x = b'x' * (512 << 20)\""

@@ -105,6 +105,13 @@ Workspace::Workspace(Identity who) : who_(std::move(who)) {
   for (const char* d : {"src", "tc", "state"}) fs::create_directory(dir_ / d);
   write_text(dir_ / "src/input.txt", "input\n");
   write_text(dir_ / "tc/tool.txt", "a toolchain file\n");
+  // The job's /bin: a static busybox and its applet links, pinned with --tree (a job sees no
+  // host path that is not pinned, docs/view.md).
+  fs::create_directory(dir_ / "bb");
+  fs::copy_file("/bin/busybox", dir_ / "bb/busybox");
+  for (const char* applet : {"sh", "cat", "echo", "head", "dd", "sleep", "true", "grep", "touch",
+                             "ls", "mkdir", "env", "id", "yes", "seq", "awk", "sed", "wc", "tr"})
+    fs::create_symlink("busybox", dir_ / "bb" / applet);
   for (const auto& e : fs::recursive_directory_iterator(dir_.path()))
     EXPECT_EQ(::lchown(e.path().c_str(), who_.uid, who_.gid), 0) << e.path();
   EXPECT_EQ(::chown(dir_.str().c_str(), who_.uid, who_.gid), 0);
@@ -123,6 +130,10 @@ Frozen Workspace::freeze(const std::string& name, const std::string& script,
                                    dir_ / "tc",
                                    "--toolchain-mount",
                                    "/opt/toolchain",
+                                   "--tree",
+                                   dir_ / "bb" + "=/bin",
+                                   "--state-dir",
+                                   dir_ / "state",
                                    "--env",
                                    "PATH=/usr/bin:/bin",
                                    "--set",

@@ -1,0 +1,63 @@
+// changes_since_record(): see tree_changes.h.
+#include "fingerprint/tree_changes.h"
+
+#include <sys/stat.h>
+
+#include "core/hex.h"
+#include "fingerprint/file_hash.h"
+
+namespace sealrun {
+
+std::optional<DigestCacheContent> cache_recording(const std::string& state_dir,
+                                                  const std::string& root,
+                                                  const std::string& expected_sha256) {
+  if (state_dir.empty()) return std::nullopt;
+  LoadedDigestCache loaded = load_digest_cache(state_dir, root);
+  if (loaded.state != LoadedDigestCache::State::kLoaded) return std::nullopt;
+  const auto& d = loaded.content.tree_sha256;
+  if (to_hex(d.data(), d.size()) != expected_sha256) return std::nullopt;
+  return std::move(loaded.content);
+}
+
+std::vector<std::string> changes_since_record(const DigestCacheContent& recorded,
+                                              const std::string& root, size_t max) {
+  std::vector<std::string> out;
+  size_t more = 0;
+  auto note = [&](const char* what, std::string_view path) {
+    if (out.size() < max)
+      out.push_back(std::string(what) + ": " + std::string(path));
+    else
+      ++more;
+  };
+  for (const CachedEntry& e : recorded.entries) {
+    std::string path = e.path == "." ? root : root + "/" + std::string(e.path);
+    struct stat st {};
+    if (::lstat(path.c_str(), &st) != 0) {
+      note("removed", e.path);
+      continue;
+    }
+    EntryKind kind = S_ISREG(st.st_mode)   ? EntryKind::kFile
+                     : S_ISDIR(st.st_mode) ? EntryKind::kDirectory
+                                           : EntryKind::kSymlink;
+    if (kind != e.kind) {
+      note("changed", e.path);
+      continue;
+    }
+    if (kind == EntryKind::kDirectory) continue;
+    bool same_stamp =
+        st.st_ino == e.stamp.ino && static_cast<uint64_t>(st.st_size) == e.stamp.size &&
+        timespec_ns(st.st_mtim) == e.stamp.mtime_ns && timespec_ns(st.st_ctim) == e.stamp.ctime_ns;
+    if (same_stamp) continue;
+    if (kind == EntryKind::kSymlink) {
+      note("changed", e.path);
+      continue;
+    }
+    auto digest = hash_file(path);
+    std::string recorded_hex = to_hex(e.sha256.data(), e.sha256.size());
+    if (!digest.ok() || digest->sha256 != recorded_hex) note("changed", e.path);
+  }
+  if (more > 0) out.push_back("... and " + std::to_string(more) + " more");
+  return out;
+}
+
+}  // namespace sealrun
