@@ -6,6 +6,7 @@
 // SHA-256.
 #include <ctime>
 
+#include "admission/canonical_json.h"
 #include "admission/document.h"
 
 namespace sealrun::admission {
@@ -111,11 +112,15 @@ int digits(std::string_view s, size_t pos, size_t n) {
 
 }  // namespace
 
-std::string canonical_admission_bytes(const AdmissionDocument& doc) {
+std::string canonical_json_bytes(const json& doc) {
   std::string out;
-  pretty(admission_to_json(doc), 0, &out);
+  pretty(doc, 0, &out);
   out += "\n";
   return out;
+}
+
+std::string canonical_admission_bytes(const AdmissionDocument& doc) {
+  return canonical_json_bytes(admission_to_json(doc));
 }
 
 std::optional<time_t> parse_rfc3339(std::string_view s) {

@@ -66,8 +66,11 @@ StageStatus stage_claim_owned_roots(RunContext& run) {
 
 StageStatus stage_acquire_grant(RunContext& run) {
   const auto& doc = run.doc();
-  auto kinds =
-      mechanism_candidates(doc.image.has_value(), doc.containment.mechanism, run.req.mechanism);
+  auto kinds = run.req.learning ? Result<std::vector<MechanismKind>>(
+                                     std::vector<MechanismKind>{MechanismKind::kBwrap})
+                               : mechanism_candidates(doc.image.has_value(),
+                                                      doc.containment.mechanism,
+                                                      run.req.mechanism);
   if (!kinds) return stage_fail(kExitUsage, kinds.error().message());
   std::vector<Mechanism*> ranked;
   for (MechanismKind kind : *kinds) {
@@ -83,6 +86,7 @@ StageStatus stage_acquire_grant(RunContext& run) {
   }
   ContainmentSpec spec =
       containment_spec(*run.admitted, run.layout, run.req.id, run.req.mode, run.req.vary);
+  if (run.req.learning) add_learning_mounts(*run.req.learning, spec);
   if (run.doc().env.find("PATH") == run.doc().env.end())
     run.warn("the admission sets no PATH: the job was given PATH=" + default_job_path(run.doc()));
   auto grant = acquire_grant(spec, ranked, groups);
