@@ -10,8 +10,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 
+#include "core/beneath.h"
 #include "core/bounded_file.h"
+#include "core/syscall.h"
 
 namespace sealrun::learn {
 
@@ -54,27 +57,28 @@ bool path_within(const std::string& path, const std::string& root) {
                           path[root.size()] == '/');
 }
 
-std::vector<std::string> mountinfo_mount_points(const std::string& text) {
-  std::vector<std::string> points;
+std::vector<MountEntry> mountinfo_mounts(const std::string& text) {
+  std::vector<MountEntry> mounts;
   size_t start = 0;
   while (start < text.size()) {
     size_t end = text.find('\n', start);
     if (end == std::string::npos) end = text.size();
-    // id parent major:minor root MOUNT_POINT options ...
+    // ID PARENT MAJOR:MINOR ROOT MOUNT_POINT OPTIONS ... (proc(5))
+    std::vector<std::string> fields;
     size_t pos = start;
-    for (int field = 0; field < 4 && pos < end; ++field) {
-      pos = text.find(' ', pos);
-      if (pos == std::string::npos || pos >= end) break;
-      ++pos;
-    }
-    if (pos < end) {
+    while (pos < end && fields.size() < 5) {
       size_t stop = text.find(' ', pos);
       if (stop == std::string::npos || stop > end) stop = end;
-      points.push_back(unescape_mountinfo(text.substr(pos, stop - pos)));
+      fields.push_back(text.substr(pos, stop - pos));
+      pos = stop + 1;
     }
+    char* tail = nullptr;
+    uint64_t id = fields.size() == 5 ? std::strtoull(fields[0].c_str(), &tail, 10) : 0;
+    if (fields.size() == 5 && tail != nullptr && *tail == '\0' && !fields[0].empty())
+      mounts.push_back({id, unescape_mountinfo(fields[4])});
     start = end + 1;
   }
-  return points;
+  return mounts;
 }
 
 std::vector<std::string> mounts_to_mark(const std::vector<std::string>& points,
@@ -124,16 +128,36 @@ Status AccessRecorder::watch_sandbox(pid_t pid, const std::vector<std::string>& 
   mount_ns_.reset(ns);
   auto text = SEALRUN_TRY_CTX(read_bounded_file(AT_FDCWD, proc + "/mountinfo", kMountinfoMax),
                               "the learning sandbox's mounts");
-  auto points = mounts_to_mark(mountinfo_mount_points(text), roots, excluded);
-  if (points.empty())
-    return Error::make("the learning sandbox shows none of the host trees to record");
+  const std::vector<MountEntry> mounts = mountinfo_mounts(text);
+  std::vector<std::string> all_points;
+  for (const MountEntry& m : mounts) all_points.push_back(m.point);
+  const std::vector<std::string> points = mounts_to_mark(all_points, roots, excluded);
+  // The mounts a mark may land on: the sandbox's own, at the chosen places. Checked by id after
+  // resolving, because a path can lead elsewhere (a file mount hidden under a later /etc bind
+  // resolves to that /etc; never, thanks to the resolution below, to a mount of the host).
+  std::set<uint64_t> allowed, done;
+  for (const MountEntry& m : mounts)
+    if (std::binary_search(points.begin(), points.end(), m.point)) allowed.insert(m.id);
+  auto root = SEALRUN_TRY_CTX(open_at(AT_FDCWD, proc + "/root", O_PATH | O_DIRECTORY),
+                              "the learning sandbox's root");
   for (const std::string& point : points) {
-    std::string path = proc + "/root" + point;
-    if (::fanotify_mark(fanotify_.get(), FAN_MARK_ADD | FAN_MARK_MOUNT, kMask, AT_FDCWD,
-                        path.c_str()) != 0)
+    // Resolved inside the sandbox's root without following any link: through /proc/PID/root an
+    // absolute link (/etc/localtime -> /usr/share/zoneinfo/...) would resolve against the
+    // controller's root, and a mark there would record the whole host.
+    auto fd = open_beneath(root.get(), point.substr(1), O_RDONLY | O_NONBLOCK | O_NOCTTY);
+    if (!fd) continue;  // a link where a mount was: that mount is hidden, nothing reaches it
+    struct statx stx {};
+    if (::statx(fd->get(), "", AT_EMPTY_PATH, STATX_MNT_ID, &stx) != 0 ||
+        (stx.stx_mask & STATX_MNT_ID) == 0)
+      return Error::from_errno(fmt::format("the mount id of the job's {}", point));
+    if (allowed.count(stx.stx_mnt_id) == 0 || !done.insert(stx.stx_mnt_id).second) continue;
+    if (::fanotify_mark(fanotify_.get(), FAN_MARK_ADD | FAN_MARK_MOUNT, kMask, fd->get(),
+                        nullptr) != 0)
       return Error::from_errno(fmt::format("fanotify mark of the job's {}", point));
     marked_.push_back(point);
   }
+  if (marked_.empty())
+    return Error::make("the learning sandbox shows none of the host trees to record");
   reader_ = std::thread([this] { read_loop(); });
   return ok_status();
 }

@@ -6,7 +6,9 @@
 // their own, in the job's mount namespace, so a mark on one of them reports the job's opens and
 // nobody else's (the other engineers and jobs on the machine open the same files through other
 // mounts), with no filtering by pid (a short-lived process is gone before its event is read).
-// The marks are placed through /proc/PID/root while the sandbox waits at its start gate
+// The marks are placed through /proc/PID/root (resolved inside the sandbox's root, no link
+// followed, and each landing mount checked by id to be one of the sandbox's own at the chosen
+// places) while the sandbox waits at its start gate
 // (JobIo::on_sandbox_ready), so the command's first exec is already seen. The job's own mounts
 // (source, toolchain, out, scratch, tmp) are never marked: they are pinned or thrown away.
 //
@@ -78,8 +80,12 @@ class AccessRecorder {
   std::unique_ptr<char[]> buffer_;  // the reading thread's
 };
 
-// The mount points listed in a /proc/PID/mountinfo text, octal escapes (\040) decoded. Pure.
-std::vector<std::string> mountinfo_mount_points(const std::string& text);
+struct MountEntry {
+  uint64_t id = 0;    // the mount id (statx STATX_MNT_ID gives the same)
+  std::string point;  // where it is mounted, octal escapes (\040) decoded
+};
+// The mounts listed in a /proc/PID/mountinfo text; malformed lines are left out. Pure.
+std::vector<MountEntry> mountinfo_mounts(const std::string& text);
 // Those of `points` that are one of `roots` or below one, and neither one of `excluded` nor below
 // one; sorted, each once. Pure.
 std::vector<std::string> mounts_to_mark(const std::vector<std::string>& points,

@@ -5,10 +5,13 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <deque>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <thread>
+#include <atomic>
 
 #include "core/process.h"
 #include "fingerprint/file_hash.h"
@@ -70,24 +73,43 @@ class LearnTest : public RunTest {
   }
 };
 
-// Every link from `path` to its end, by readlink on the host: each must be in `links`, and the
-// end must be a pinned file with the host's own hash.
+// Resolves `path` one component at a time with the host's own readlink, expecting every link met
+// (a directory link such as /bin -> usr/bin included) in `links`; the end must be a pinned file
+// with the host's own hash.
 void expect_chain_pinned(const std::string& path, const std::map<std::string, std::string>& links,
                          const std::map<std::string, std::string>& files) {
-  fs::path at = path;
-  for (int hop = 0; hop < 40 && fs::is_symlink(at); ++hop) {
-    auto target = fs::read_symlink(at).string();
-    auto it = links.find(at.string());
-    ASSERT_NE(it, links.end()) << "link " << at << " not recorded";
-    EXPECT_EQ(it->second, target) << at;
-    at = target[0] == '/' ? fs::path(target) : at.parent_path() / target;
+  std::deque<std::string> todo;
+  for (const auto& part : fs::path(path)) todo.push_back(part.string());
+  fs::path at = "/";
+  for (int hops = 0; !todo.empty() && hops < 1000; ++hops) {
+    std::string part = todo.front();
+    todo.pop_front();
+    if (part == "/" || part == "." || part.empty()) continue;
+    if (part == "..") {
+      at = at.parent_path();
+      continue;
+    }
+    fs::path next = at / part;
+    if (!fs::is_symlink(next)) {
+      at = next;
+      continue;
+    }
+    std::string target = fs::read_symlink(next).string();
+    auto it = links.find(next.string());
+    EXPECT_NE(it, links.end()) << "link " << next << " (on the way to " << path
+                               << ") not recorded";
+    if (it != links.end()) EXPECT_EQ(it->second, target) << next;
+    std::deque<std::string> more;
+    for (const auto& p : fs::path(target)) more.push_back(p.string());
+    todo.insert(todo.begin(), more.begin(), more.end());
+    if (target[0] == '/') at = "/";
   }
-  std::string real = fs::canonical(path).string();
-  auto f = files.find(real);
-  ASSERT_NE(f, files.end()) << real << " (the end of " << path << ") not pinned";
-  auto digest = hash_file(real);
+  ASSERT_EQ(at.string(), fs::canonical(path).string());
+  auto f = files.find(at.string());
+  ASSERT_NE(f, files.end()) << at << " (the end of " << path << ") not pinned";
+  auto digest = hash_file(at.string());
   ASSERT_TRUE(digest.ok());
-  EXPECT_EQ(f->second, digest->sha256) << real;
+  EXPECT_EQ(f->second, digest->sha256) << at;
 }
 
 void expect_nothing_of_the_job_itself(const json& doc, const std::string& temp_root) {
@@ -123,6 +145,29 @@ TEST_F(LearnTest, RecordsOsReleaseWithItsLinksAndAListedDirectory) {
   EXPECT_EQ(doc.at("toolchain").at("mount_path"), "/opt/toolchain");
 }
 
+TEST_F(LearnTest, OpensByOtherProcessesOnTheHostAreNotRecorded) {
+  // While the job sleeps, this process keeps opening a host file the job never touches (marks on
+  // the host's own mounts would record it).
+  const std::string other = "/usr/bin/env";
+  std::atomic<bool> stop{false};
+  std::atomic<int> opened{0};
+  std::thread opener([&] {
+    while (!stop.load()) {
+      std::ifstream in(other);
+      if (in.good()) opened.fetch_add(1);
+      std::this_thread::yield();
+    }
+  });
+  auto c = learn("sleep 1; cat /etc/hostname >/dev/null 2>&1; true", "quiet.json");
+  stop.store(true);
+  opener.join();
+  ASSERT_EQ(c.status.code, 0) << c.err;
+  ASSERT_GT(opened.load(), 0);
+  auto files = files_of(read_json(dir_ / "quiet.json"));
+  EXPECT_EQ(files.count(other), 0u);
+  EXPECT_EQ(files.count("/usr/bin/sleep"), 1u);
+}
+
 // A real multi-file C build: the driver, cc1, as, ld, the crt objects and the headers it used.
 class LearnCBuildTest : public LearnTest {
  public:
@@ -152,9 +197,17 @@ TEST_F(LearnCBuildTest, RecordsTheToolchainItUsed) {
     expect_chain_pinned(host_says({"/usr/bin/gcc", std::string("-print-prog-name=") + prog}),
                         links, files);
   for (const char* tool : {"/usr/bin/as", "/usr/bin/ld"}) expect_chain_pinned(tool, links, files);
-  for (const char* obj : {"crt1.o", "crti.o", "crtn.o", "crtbegin.o", "crtend.o", "libc.so"})
-    expect_chain_pinned(host_says({"/usr/bin/gcc", std::string("-print-file-name=") + obj}), links,
-                        files);
+  auto file_name = [&](const char* name) {
+    return host_says({"/usr/bin/gcc", std::string("-print-file-name=") + name});
+  };
+  for (const char* obj : {"crti.o", "crtn.o", "libc.so", "libgcc.a"})
+    expect_chain_pinned(file_name(obj), links, files);
+  // The start files depend on whether gcc makes position-independent executables by default.
+  bool pie = host_says({"/bin/sh", "-c", "/usr/bin/gcc -v 2>&1 | grep -c enable-default-pie || "
+                                          "true"}) != "0";
+  for (const char* obj : pie ? std::vector<const char*>{"Scrt1.o", "crtbeginS.o", "crtendS.o"}
+                             : std::vector<const char*>{"crt1.o", "crtbegin.o", "crtend.o"})
+    expect_chain_pinned(file_name(obj), links, files);
   for (const char* header : {"/usr/include/stdio.h", "/usr/include/string.h"})
     expect_chain_pinned(header, links, files);
   EXPECT_EQ(files.count("/usr/include/unistd.h"), 0u) << "a header nobody included";

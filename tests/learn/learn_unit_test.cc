@@ -25,10 +25,14 @@ TEST(MountinfoTest, MountPointsAreTheFifthFieldUnescaped) {
       "27 1 254:0 / / rw,relatime - ext4 /dev/vda rw\n"
       "30 27 254:0 /usr /usr ro,relatime - ext4 /dev/vda rw\n"
       "31 27 0:40 / /with\\040space rw - tmpfs tmpfs rw\n";
-  EXPECT_EQ(mountinfo_mount_points(text),
-            (std::vector<std::string>{"/proc", "/", "/usr", "/with space"}));
-  EXPECT_TRUE(mountinfo_mount_points("").empty());
-  EXPECT_TRUE(mountinfo_mount_points("garbage\n").empty());
+  auto mounts = mountinfo_mounts(text);
+  std::vector<std::string> points;
+  for (const auto& m : mounts) points.push_back(m.point);
+  EXPECT_EQ(points, (std::vector<std::string>{"/proc", "/", "/usr", "/with space"}));
+  EXPECT_EQ(mounts[2].id, 30u);
+  EXPECT_TRUE(mountinfo_mounts("").empty());
+  EXPECT_TRUE(mountinfo_mounts("garbage\n").empty());
+  EXPECT_TRUE(mountinfo_mounts("x 1 0:1 / /p rw\n").empty()) << "a malformed id";
 }
 
 TEST(MountsToMarkTest, HostTreesAndTheirSubmountsButNotTheJobsOwnMounts) {
