@@ -39,10 +39,10 @@ HostRootLayout read_host_root_layout();
 struct BwrapFds {
   int json_status = -1;            // --json-status-fd (child pid, exit code)
   int seccomp = -1;                // --seccomp (compiled policy); -1 leaves it out
-  int block = -1;                  // --block-fd: hold the set-up sandbox until a byte arrives
   std::vector<int> mount_sources;  // one per grant.spec.mounts entry, same order (O_PATH fds)
   // Or, instead of descriptors: staged paths, one per mount (see bwrap_launch.cc for why).
   std::vector<std::string> staged_sources;
+  int block = -1;  // --block-fd: hold the set-up sandbox until a byte arrives (-1: no gate)
 };
 
 // The complete argv, bwrap path first, then the options, then "--" and the job's argv.
