@@ -300,6 +300,9 @@ Result<Launched> launch(const std::string& bwrap_path, const std::optional<JobUs
     if (!passed) {
       pidfd_kill(l.sandbox_pidfd.get());
       l.bwrap.kill_and_reap();
+      if (!pidfd_exited_within(l.sandbox_pidfd.get(), 5000))
+        return std::move(passed).error().context(
+            fmt::format("and the sandbox's PID 1 ({}) did not exit after SIGKILL", l.sandbox_pid));
       return std::move(passed).error();
     }
   }
