@@ -249,6 +249,13 @@ TEST_F(LearnTest, ACommandThatFailsWhileLearningWritesNoAdmission) {
   EXPECT_FALSE(fs::exists(dir_ / "failed.json"));
 }
 
+TEST_F(LearnTest, TheLearningRunStopsAtTheAdmissionsWallClock) {
+  auto c = learn("exec sleep 60", "slow.json", {"--set", "limits.wall_clock_s=1"});
+  EXPECT_EQ(c.status.code, 1);
+  EXPECT_NE(c.err.find("wall-clock limit of 1 s"), std::string::npos) << c.err;
+  EXPECT_FALSE(fs::exists(dir_ / "slow.json"));
+}
+
 TEST_F(LearnTest, TheLearningRunHasNoNetworkAndWritesNothingOnTheHost) {
   // Host trees are read-only and there is no network besides loopback; the command fails when
   // either is not so, and a failed command writes no admission.
