@@ -25,9 +25,8 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/stat.h>
-#include <unistd.h>
-
 #include <sys/syscall.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <fstream>
@@ -126,8 +125,9 @@ Status pass_gate(Launched& l, int gate_fd, UniqueFd gate_write,
     if (monotonic_ms() > deadline_ms)
       return Error::make("the sandbox did not reach its start gate in time");
     if (pidfd_exited_within(l.bwrap.pidfd(), 0) || pidfd_exited_within(l.sandbox_pidfd.get(), 0))
-      return Error::make("bwrap exited while setting up the sandbox; its message is on the "
-                         "job's stderr");
+      return Error::make(
+          "bwrap exited while setting up the sandbox; its message is on the "
+          "job's stderr");
     ::usleep(1000);  // setup takes milliseconds; there is nothing to wait on but the kernel
   }
   SEALRUN_TRY_CTX(hook(l.sandbox_pid), "before the job's command starts");
@@ -295,8 +295,8 @@ Result<Launched> launch(const std::string& bwrap_path, const std::optional<JobUs
   if (pidfd >= 0) l.sandbox_pidfd.reset(pidfd);
   if (gate) {
     gate->read_end.reset();
-    Status passed = pass_gate(l, fds.block, std::move(gate->write_end), io.on_sandbox_ready,
-                              deadline);
+    Status passed =
+        pass_gate(l, fds.block, std::move(gate->write_end), io.on_sandbox_ready, deadline);
     if (!passed) {
       pidfd_kill(l.sandbox_pidfd.get());
       l.bwrap.kill_and_reap();

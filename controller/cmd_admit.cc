@@ -14,8 +14,8 @@
 #include "admission/admitted.h"
 #include "admission/freeze.h"
 #include "controller/commands.h"
-#include "controller/learn_freeze.h"
 #include "controller/exit_codes.h"
+#include "controller/learn_freeze.h"
 #include "controller/output.h"
 #include "core/hex.h"
 

@@ -37,7 +37,8 @@ std::string stderr_tail(const run::RunOutcome& o) {
 
 std::vector<std::string> learning_host_trees() {
   std::vector<std::string> trees;
-  for (const char* path : {"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc"}) {
+  for (const char* path :
+       {"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc"}) {
     struct stat st {};
     if (::lstat(path, &st) == 0 && S_ISDIR(st.st_mode)) trees.emplace_back(path);
   }
@@ -66,12 +67,20 @@ Result<LearnedAdmission> freeze_learned(const admission::FreezeRequest& request,
   base_request.force = true;
   auto base = SEALRUN_TRY(admission::freeze_admission(base_request));
   const admission::AdmissionDocument& doc = base.document;
+  if (doc.image)
+    return Error::make(
+        "--learn with an image: the job of an image admission sees the image's file system, "
+        "not the host's, so there is no host closure to learn; leave out --image (or --learn)");
 
   const std::vector<std::string> roots = learning_host_trees();
   // The job's own mounts are pinned (source, toolchain) or thrown away (out, scratch, tmp).
-  const std::vector<std::string> excluded = {doc.mounts.source,     doc.mounts.output,
-                                             doc.mounts.scratch,    doc.mounts.tmp,
-                                             doc.toolchain.mount_path, "/proc", "/dev"};
+  const std::vector<std::string> excluded = {doc.mounts.source,
+                                             doc.mounts.output,
+                                             doc.mounts.scratch,
+                                             doc.mounts.tmp,
+                                             doc.toolchain.mount_path,
+                                             "/proc",
+                                             "/dev"};
   // Room for the directories besides the files; build_closure() applies max_files itself.
   auto recorder = SEALRUN_TRY(learn::AccessRecorder::create(options.max_files * 2 + 1024));
 
@@ -90,8 +99,8 @@ Result<LearnedAdmission> freeze_learned(const admission::FreezeRequest& request,
   if (!seen.incomplete && seen.events == 0) seen = recorder->finish();  // the job never ran
   if (o.exit_code != 0 || o.receipt.state != "built")
     return Error::make(fmt::format(
-        "the command failed while learning (exit {}: {}); no admission was written{}",
-        o.exit_code, o.receipt.reason.empty() ? o.message : o.receipt.reason, stderr_tail(o)));
+        "the command failed while learning (exit {}: {}); no admission was written{}", o.exit_code,
+        o.receipt.reason.empty() ? o.message : o.receipt.reason, stderr_tail(o)));
   if (recorder->marked().empty())
     return Error::make("the learning run ended without its file accesses being recorded");
   if (seen.incomplete)

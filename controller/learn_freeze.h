@@ -28,9 +28,9 @@ struct LearnedAdmission {
   std::string path;
   std::string sha256;
   size_t files = 0, links = 0, dirs = 0;
-  uint64_t bytes = 0;     // hashed
-  int64_t learn_ms = 0;   // the learning run, freeze of the base admission included
-  int64_t hash_ms = 0;    // links found and files hashed
+  uint64_t bytes = 0;    // hashed
+  int64_t learn_ms = 0;  // the learning run, freeze of the base admission included
+  int64_t hash_ms = 0;   // links found and files hashed
 };
 
 // The host trees a learning sandbox shows: those of /usr /bin /sbin /lib /lib32 /lib64 /libx32

@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "containment/ownedfs/ownedfs.h"
 #include "containment/mechanism_registry.h"
+#include "containment/ownedfs/ownedfs.h"
 #include "containment/resgroup/resource_group.h"
 #include "containment/spec.h"
 #include "controller/receipt.h"

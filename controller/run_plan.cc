@@ -1,12 +1,10 @@
 // The run plan: see run_plan.h.
 #include "controller/run_plan.h"
 
-#include "controller/run_pipeline.h"
-
 #include <fmt/format.h>
-
 #include <unistd.h>
 
+#include "controller/run_pipeline.h"
 #include "core/run_id.h"
 #include "core/syscall.h"
 

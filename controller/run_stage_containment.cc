@@ -66,11 +66,11 @@ StageStatus stage_claim_owned_roots(RunContext& run) {
 
 StageStatus stage_acquire_grant(RunContext& run) {
   const auto& doc = run.doc();
-  auto kinds = run.req.learning ? Result<std::vector<MechanismKind>>(
-                                     std::vector<MechanismKind>{MechanismKind::kBwrap})
-                               : mechanism_candidates(doc.image.has_value(),
-                                                      doc.containment.mechanism,
-                                                      run.req.mechanism);
+  auto kinds =
+      run.req.learning
+          ? Result<std::vector<MechanismKind>>(std::vector<MechanismKind>{MechanismKind::kBwrap})
+          : mechanism_candidates(doc.image.has_value(), doc.containment.mechanism,
+                                 run.req.mechanism);
   if (!kinds) return stage_fail(kExitUsage, kinds.error().message());
   std::vector<Mechanism*> ranked;
   for (MechanismKind kind : *kinds) {

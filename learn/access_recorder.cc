@@ -110,8 +110,8 @@ Result<std::unique_ptr<AccessRecorder>> AccessRecorder::create(size_t max_paths)
   UniqueFd fan(fd);
   int wake = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (wake < 0) return Error::from_errno("eventfd");
-  return std::unique_ptr<AccessRecorder>(new AccessRecorder(std::move(fan), UniqueFd(wake),
-                                                            max_paths));
+  return std::unique_ptr<AccessRecorder>(
+      new AccessRecorder(std::move(fan), UniqueFd(wake), max_paths));
 }
 
 AccessRecorder::AccessRecorder(UniqueFd fanotify, UniqueFd wake, size_t max_paths)
@@ -223,17 +223,17 @@ void AccessRecorder::record_event(int fd) {
                          : std::string();
   if (path.empty() || path[0] != '/' || path.find(" (deleted)") != std::string::npos) {
     if (!seen_.incomplete)
-      seen_.incomplete = fmt::format(
-          "the job opened a host file whose path cannot be read back ({})",
-          path.empty() ? "unreadable" : path);
+      seen_.incomplete =
+          fmt::format("the job opened a host file whose path cannot be read back ({})",
+                      path.empty() ? "unreadable" : path);
     return;
   }
   auto& set = S_ISDIR(st.st_mode) ? seen_.dirs : seen_.files;
   if (set.count(path) != 0) return;
   if (seen_.files.size() + seen_.dirs.size() >= max_paths_) {
     if (!seen_.incomplete)
-      seen_.incomplete =
-          fmt::format("the job opened more than {} distinct host files and directories", max_paths_);
+      seen_.incomplete = fmt::format(
+          "the job opened more than {} distinct host files and directories", max_paths_);
     return;
   }
   set.insert(std::move(path));

@@ -14,7 +14,8 @@ namespace sealrun::learn {
 
 namespace {
 
-constexpr int kMaxLinks = 40;  // the kernel's own limit on links followed in one lookup (MAXSYMLINKS)
+constexpr int kMaxLinks =
+    40;  // the kernel's own limit on links followed in one lookup (MAXSYMLINKS)
 
 // The top-level names a merged-/usr host makes links of (bwrap_argv.cc's system paths).
 constexpr const char* kCompatNames[] = {"bin", "sbin", "lib", "lib32", "lib64", "libx32"};
@@ -50,8 +51,9 @@ Result<std::vector<std::string>> kept(const std::set<std::string>& seen,
     if (::lstat(p.c_str(), &st) != 0)
       return Error::from_errno(p).context("a host path the learning run opened is gone");
     if (dirs ? !S_ISDIR(st.st_mode) : !S_ISREG(st.st_mode))
-      return Error::make(fmt::format("{}: the learning run opened it as a {}, but it is not one now",
-                                     p, dirs ? "directory" : "regular file"));
+      return Error::make(
+          fmt::format("{}: the learning run opened it as a {}, but it is not one now", p,
+                      dirs ? "directory" : "regular file"));
     out.push_back(p);
   }
   return out;
@@ -59,8 +61,7 @@ Result<std::vector<std::string>> kept(const std::set<std::string>& seen,
 
 }  // namespace
 
-Result<std::string> resolve_recording_links(const std::string& path,
-                                            std::vector<HostLink>* chain) {
+Result<std::string> resolve_recording_links(const std::string& path, std::vector<HostLink>* chain) {
   std::deque<std::string> todo = components(path);
   std::string resolved;  // "" is "/"
   int links = 0;

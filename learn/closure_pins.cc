@@ -65,7 +65,8 @@ Result<PinnedClosure> pin_closure(const Closure& closure, uint64_t max_bytes,
 
 json closure_fields(const PinnedClosure& pinned) {
   json files = json::array();
-  for (const PinnedFile& f : pinned.files) files.push_back({{"path", f.path}, {"sha256", f.sha256}});
+  for (const PinnedFile& f : pinned.files)
+    files.push_back({{"path", f.path}, {"sha256", f.sha256}});
   json links = json::array();
   for (const HostLink& l : pinned.links) links.push_back({{"path", l.path}, {"target", l.target}});
   return {{"host_files", std::move(files)},

@@ -5,13 +5,13 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <deque>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <thread>
-#include <atomic>
 
 #include "core/process.h"
 #include "fingerprint/file_hash.h"
@@ -33,11 +33,21 @@ class LearnTest : public RunTest {
   // `admit freeze --learn` of `/bin/sh -c script` over the fixture's source and toolchain.
   Captured learn(const std::string& script, const std::string& name,
                  const std::vector<std::string>& extra = {}) {
-    std::vector<std::string> args = {"admit",       "freeze",          "--out",
-                                     dir_ / name,   "--source",        src_,
-                                     "--toolchain", toolchain_,        "--toolchain-mount",
-                                     "/opt/toolchain", "--env",        "PATH=/usr/bin:/bin",
-                                     "--set",       "limits.wall_clock_s=120", "--json"};
+    std::vector<std::string> args = {"admit",
+                                     "freeze",
+                                     "--out",
+                                     dir_ / name,
+                                     "--source",
+                                     src_,
+                                     "--toolchain",
+                                     toolchain_,
+                                     "--toolchain-mount",
+                                     "/opt/toolchain",
+                                     "--env",
+                                     "PATH=/usr/bin:/bin",
+                                     "--set",
+                                     "limits.wall_clock_s=120",
+                                     "--json"};
     args.insert(args.end(), extra.begin(), extra.end());
     args.insert(args.end(), {"--learn", "--", "/bin/sh", "-c", script});
     return sealrun(args, std::nullopt, 300000);
@@ -96,8 +106,7 @@ void expect_chain_pinned(const std::string& path, const std::map<std::string, st
     }
     std::string target = fs::read_symlink(next).string();
     auto it = links.find(next.string());
-    EXPECT_NE(it, links.end()) << "link " << next << " (on the way to " << path
-                               << ") not recorded";
+    EXPECT_NE(it, links.end()) << "link " << next << " (on the way to " << path << ") not recorded";
     if (it != links.end()) EXPECT_EQ(it->second, target) << next;
     std::deque<std::string> more;
     for (const auto& p : fs::path(target)) more.push_back(p.string());
@@ -129,7 +138,7 @@ TEST_F(LearnTest, RecordsOsReleaseWithItsLinksAndAListedDirectory) {
   auto files = files_of(doc);
   auto links = links_of(doc);
   expect_chain_pinned("/etc/os-release", links, files);
-  expect_chain_pinned("/bin/sh", links, files);   // the command itself, through /bin if a link
+  expect_chain_pinned("/bin/sh", links, files);  // the command itself, through /bin if a link
   expect_chain_pinned("/usr/bin/cat", links, files);
   EXPECT_TRUE(dirs_of(doc).count("/usr/include")) << doc.at("host_dirs").dump();
   // Listing is not reading: nothing below /usr/include was opened.
@@ -176,10 +185,12 @@ class LearnCBuildTest : public LearnTest {
     if (IsSkipped()) return;
     if (::access("/usr/bin/gcc", X_OK) != 0) GTEST_SKIP() << "gcc is not installed";
     write_text(src_ + "/util.h", "#pragma once\nint twice(int);\n");
-    write_text(src_ + "/util.c", "#include <string.h>\n#include \"util.h\"\n"
-                                 "int twice(int x) { return x * 2 + (int)strlen(\"\"); }\n");
-    write_text(src_ + "/main.c", "#include <stdio.h>\n#include \"util.h\"\n"
-                                 "int main(void) { printf(\"%d\\n\", twice(21)); return 0; }\n");
+    write_text(src_ + "/util.c",
+               "#include <string.h>\n#include \"util.h\"\n"
+               "int twice(int x) { return x * 2 + (int)strlen(\"\"); }\n");
+    write_text(src_ + "/main.c",
+               "#include <stdio.h>\n#include \"util.h\"\n"
+               "int main(void) { printf(\"%d\\n\", twice(21)); return 0; }\n");
   }
   static constexpr const char* kBuild =
       "gcc -O1 -c util.c -o /scratch/util.o && gcc -O1 -c main.c -o /scratch/main.o && "
@@ -194,8 +205,8 @@ TEST_F(LearnCBuildTest, RecordsTheToolchainItUsed) {
   auto links = links_of(doc);
   expect_chain_pinned("/usr/bin/gcc", links, files);  // the driver, through gcc -> gcc-12 -> ...
   for (const char* prog : {"cc1", "collect2"})
-    expect_chain_pinned(host_says({"/usr/bin/gcc", std::string("-print-prog-name=") + prog}),
-                        links, files);
+    expect_chain_pinned(host_says({"/usr/bin/gcc", std::string("-print-prog-name=") + prog}), links,
+                        files);
   for (const char* tool : {"/usr/bin/as", "/usr/bin/ld"}) expect_chain_pinned(tool, links, files);
   auto file_name = [&](const char* name) {
     return host_says({"/usr/bin/gcc", std::string("-print-file-name=") + name});
@@ -203,8 +214,9 @@ TEST_F(LearnCBuildTest, RecordsTheToolchainItUsed) {
   for (const char* obj : {"crti.o", "crtn.o", "libc.so", "libgcc.a"})
     expect_chain_pinned(file_name(obj), links, files);
   // The start files depend on whether gcc makes position-independent executables by default.
-  bool pie = host_says({"/bin/sh", "-c", "/usr/bin/gcc -v 2>&1 | grep -c enable-default-pie || "
-                                          "true"}) != "0";
+  bool pie = host_says({"/bin/sh", "-c",
+                        "/usr/bin/gcc -v 2>&1 | grep -c enable-default-pie || "
+                        "true"}) != "0";
   for (const char* obj : pie ? std::vector<const char*>{"Scrt1.o", "crtbeginS.o", "crtendS.o"}
                              : std::vector<const char*>{"crt1.o", "crtbegin.o", "crtend.o"})
     expect_chain_pinned(file_name(obj), links, files);
@@ -234,8 +246,8 @@ TEST_F(LearnTest, TooManyFilesIsAClearErrorAndWritesNothing) {
 }
 
 TEST_F(LearnTest, LearnWithoutACommandIsAClearError) {
-  auto c = sealrun({"admit", "freeze", "--out", dir_ / "none.json", "--source", src_,
-                    "--toolchain", toolchain_, "--learn"});
+  auto c = sealrun({"admit", "freeze", "--out", dir_ / "none.json", "--source", src_, "--toolchain",
+                    toolchain_, "--learn"});
   EXPECT_EQ(c.status.code, 1);
   EXPECT_NE(c.err.find("give the command to learn after --"), std::string::npos) << c.err;
   EXPECT_FALSE(fs::exists(dir_ / "none.json"));
@@ -259,10 +271,11 @@ TEST_F(LearnTest, TheLearningRunStopsAtTheAdmissionsWallClock) {
 TEST_F(LearnTest, TheLearningRunHasNoNetworkAndWritesNothingOnTheHost) {
   // Host trees are read-only and there is no network besides loopback; the command fails when
   // either is not so, and a failed command writes no admission.
-  auto c = learn("! touch /etc/sealrun-learn-probe 2>/dev/null && "
-                 "! touch /usr/sealrun-learn-probe 2>/dev/null && "
-                 "test \"$(ls /sys/class/net 2>/dev/null | grep -v '^lo$')\" = ''",
-                 "contained.json");
+  auto c = learn(
+      "! touch /etc/sealrun-learn-probe 2>/dev/null && "
+      "! touch /usr/sealrun-learn-probe 2>/dev/null && "
+      "test \"$(ls /sys/class/net 2>/dev/null | grep -v '^lo$')\" = ''",
+      "contained.json");
   EXPECT_EQ(c.status.code, 0) << c.err;
   EXPECT_FALSE(fs::exists("/etc/sealrun-learn-probe"));
 }

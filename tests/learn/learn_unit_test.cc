@@ -36,10 +36,11 @@ TEST(MountinfoTest, MountPointsAreTheFifthFieldUnescaped) {
 }
 
 TEST(MountsToMarkTest, HostTreesAndTheirSubmountsButNotTheJobsOwnMounts) {
-  std::vector<std::string> points = {"/",    "/usr", "/usr/lib/gcc/x86_64-linux-gnu/12",
-                                     "/etc", "/src", "/usr/local/sub",
+  std::vector<std::string> points = {"/",     "/usr", "/usr/lib/gcc/x86_64-linux-gnu/12",
+                                     "/etc",  "/src", "/usr/local/sub",
                                      "/usrx", "/tmp", "/usr"};
-  auto marked = mounts_to_mark(points, {"/usr", "/etc"}, {"/src", "/usr/lib/gcc/x86_64-linux-gnu/12"});
+  auto marked =
+      mounts_to_mark(points, {"/usr", "/etc"}, {"/src", "/usr/lib/gcc/x86_64-linux-gnu/12"});
   EXPECT_EQ(marked, (std::vector<std::string>{"/etc", "/usr", "/usr/local/sub"}));
 }
 
@@ -55,9 +56,9 @@ TEST(ResolveLinksTest, RecordsEveryLinkOfTheChainIncludingDirectoryLinks) {
   TempDir t;
   fs::create_directories(t / "real/bin");
   write_text(t / "real/bin/tool-12", "x");
-  fs::create_symlink("tool-12", t / "real/bin/tool");              // relative
-  fs::create_symlink(t / "real", t / "alias");                      // absolute, a directory
-  fs::create_symlink("../alias/bin/tool", t / "real/entry");        // through the directory link
+  fs::create_symlink("tool-12", t / "real/bin/tool");         // relative
+  fs::create_symlink(t / "real", t / "alias");                // absolute, a directory
+  fs::create_symlink("../alias/bin/tool", t / "real/entry");  // through the directory link
   std::vector<HostLink> chain;
   auto final_path = resolve_recording_links(t / "real/entry", &chain);
   ASSERT_TRUE(final_path.ok()) << final_path.error().message();
