@@ -14,6 +14,7 @@
 
 #include "core/beneath.h"
 #include "core/bounded_file.h"
+#include "core/proc.h"
 #include "core/syscall.h"
 
 namespace sealrun::learn {
@@ -26,28 +27,6 @@ constexpr uint64_t kMask = FAN_OPEN | FAN_OPEN_EXEC | FAN_ONDIR;
 // Events read per read(2); each carries a descriptor, closed at once.
 constexpr size_t kEventBuffer = 64 * 1024;
 constexpr size_t kMountinfoMax = 4 * 1024 * 1024;
-
-std::string unescape_mountinfo(const std::string& field) {
-  std::string out;
-  for (size_t i = 0; i < field.size(); ++i) {
-    if (field[i] == '\\' && i + 3 < field.size()) {
-      int v = 0;
-      bool octal = true;
-      for (size_t k = 1; k <= 3; ++k) {
-        char c = field[i + k];
-        if (c < '0' || c > '7') octal = false;
-        v = v * 8 + (c - '0');
-      }
-      if (octal) {
-        out += static_cast<char>(v);
-        i += 3;
-        continue;
-      }
-    }
-    out += field[i];
-  }
-  return out;
-}
 
 }  // namespace
 

@@ -10,6 +10,8 @@
 #include <deque>
 #include <map>
 
+#include "core/trusted_dir.h"
+
 namespace sealrun::learn {
 
 namespace {
@@ -19,18 +21,6 @@ constexpr int kMaxLinks =
 
 // The top-level names a merged-/usr host makes links of (bwrap_argv.cc's system paths).
 constexpr const char* kCompatNames[] = {"bin", "sbin", "lib", "lib32", "lib64", "libx32"};
-
-std::deque<std::string> components(const std::string& path) {
-  std::deque<std::string> out;
-  size_t start = 0;
-  while (start <= path.size()) {
-    size_t slash = path.find('/', start);
-    if (slash == std::string::npos) slash = path.size();
-    if (slash > start) out.push_back(path.substr(start, slash - start));
-    start = slash + 1;
-  }
-  return out;
-}
 
 std::string parent_of(const std::string& path) {
   size_t slash = path.rfind('/');
@@ -62,7 +52,7 @@ Result<std::vector<std::string>> kept(const std::set<std::string>& seen,
 }  // namespace
 
 Result<std::string> resolve_recording_links(const std::string& path, std::vector<HostLink>* chain) {
-  std::deque<std::string> todo = components(path);
+  std::deque<std::string> todo = path_components(path);
   std::string resolved;  // "" is "/"
   int links = 0;
   while (!todo.empty()) {
@@ -88,7 +78,7 @@ Result<std::string> resolve_recording_links(const std::string& path, std::vector
       return Error::from_errno("readlink " + candidate);
     std::string target(buf, static_cast<size_t>(n));
     chain->push_back({candidate, target});
-    std::deque<std::string> more = components(target);
+    std::deque<std::string> more = path_components(target);
     todo.insert(todo.begin(), more.begin(), more.end());
     if (target[0] == '/') resolved.clear();
   }
