@@ -77,12 +77,13 @@ std::vector<std::string> mounts_to_mark(const std::vector<std::string>& points,
 Result<std::unique_ptr<AccessRecorder>> AccessRecorder::create(size_t max_paths) {
   // FAN_UNLIMITED_QUEUE: a build opens files in bursts faster than one thread on a busy machine
   // reads them; a lost event would be a file missing from the closure. An overflow is still
-  // checked for (FAN_Q_OVERFLOW) and fails the learning.
+  // checked for (FAN_Q_OVERFLOW) and fails the learning. The event descriptors are opened
+  // O_NONBLOCK: a FIFO the job opened must not block the reading thread in its open.
   int fd = ::fanotify_init(FAN_CLASS_NOTIF | FAN_CLOEXEC | FAN_NONBLOCK | FAN_UNLIMITED_QUEUE,
-                           O_RDONLY | O_LARGEFILE | O_CLOEXEC | O_NOATIME);
+                           O_RDONLY | O_LARGEFILE | O_CLOEXEC | O_NONBLOCK | O_NOATIME);
   if (fd < 0 && errno == EPERM)  // O_NOATIME needs the file's owner or CAP_FOWNER
     fd = ::fanotify_init(FAN_CLASS_NOTIF | FAN_CLOEXEC | FAN_NONBLOCK | FAN_UNLIMITED_QUEUE,
-                         O_RDONLY | O_LARGEFILE | O_CLOEXEC);
+                         O_RDONLY | O_LARGEFILE | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0)
     return Error::from_errno("fanotify_init")
         .context("learning records the job's file accesses with fanotify, which needs root");
