@@ -6,6 +6,7 @@
 // SHA-256.
 #include <ctime>
 
+#include "admission/canonical_json.h"
 #include "admission/document.h"
 
 namespace sealrun::admission {
@@ -62,6 +63,7 @@ json admission_to_json(const AdmissionDocument& doc) {
     for (const HostLinkPin& l : doc.host_links)
       j["host_links"].push_back({{"path", l.path}, {"target", l.target}});
   }
+  if (!doc.host_dirs.empty()) j["host_dirs"] = doc.host_dirs;
   j["mounts"] = {{"source", doc.mounts.source},
                  {"output", doc.mounts.output},
                  {"scratch", doc.mounts.scratch},
@@ -128,11 +130,15 @@ int digits(std::string_view s, size_t pos, size_t n) {
 
 }  // namespace
 
-std::string canonical_admission_bytes(const AdmissionDocument& doc) {
+std::string canonical_json_bytes(const json& doc) {
   std::string out;
-  pretty(admission_to_json(doc), 0, &out);
+  pretty(doc, 0, &out);
   out += "\n";
   return out;
+}
+
+std::string canonical_admission_bytes(const AdmissionDocument& doc) {
+  return canonical_json_bytes(admission_to_json(doc));
 }
 
 std::optional<time_t> parse_rfc3339(std::string_view s) {

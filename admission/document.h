@@ -121,11 +121,10 @@ struct Limits {
   uint64_t receipt_max_bytes = 1 * kMiBytes;
 };
 
-
 struct Containment {
   DimensionSet required = DimensionSet::all();
   std::string network = "none";  // the only value v1 accepts
-  MechanismChoice mechanism;  // nullopt: "auto"
+  MechanismChoice mechanism;     // nullopt: "auto"
 };
 
 struct Reference {
@@ -144,6 +143,8 @@ struct AdmissionDocument {
   std::vector<TreePin> trees;
   std::vector<HostFilePin> host_files;
   std::vector<HostLinkPin> host_links;
+  // Directories a learning run listed: recorded for a reviewer, no mount of their own.
+  std::vector<std::string> host_dirs;
   Mounts mounts;
   Limits limits;
   Containment containment;

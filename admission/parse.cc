@@ -41,7 +41,7 @@ class Parser {
     }
     keys(root, "", {"schema", "command", "source", "toolchain"},
          {"source_date_epoch", "env", "image", "host_tools", "trees", "host_files", "host_links",
-          "mounts", "limits", "containment", "expires_at", "reference"});
+          "host_dirs", "mounts", "limits", "containment", "expires_at", "reference"});
     if (root.contains("schema")) {
       std::string schema;
       if (string(root["schema"], "schema", &schema) && schema != kSchema)
@@ -65,6 +65,7 @@ class Parser {
     if (root.contains("trees")) parse_trees(root["trees"], &doc.trees, problem);
     if (root.contains("host_files")) parse_host_files(root["host_files"], &doc.host_files, problem);
     if (root.contains("host_links")) parse_host_links(root["host_links"], &doc.host_links, problem);
+    if (root.contains("host_dirs")) parse_host_dirs(root["host_dirs"], &doc.host_dirs, problem);
     if (root.contains("mounts")) mounts(root["mounts"], &doc.mounts);
     if (root.contains("limits")) limits(root["limits"], &doc.limits);
     if (root.contains("containment")) containment(root["containment"], &doc.containment);
@@ -402,9 +403,8 @@ class Parser {
         else if (auto kind = parse_mechanism_kind(m))
           out->mechanism = *kind;
         else
-          error("containment.mechanism",
-                fmt::format("expected \"auto\" or one of {}, got \"{}\"",
-                            mechanism_kind_names(), m));
+          error("containment.mechanism", fmt::format("expected \"auto\" or one of {}, got \"{}\"",
+                                                     mechanism_kind_names(), m));
       }
     }
   }
@@ -474,9 +474,8 @@ class Parser {
 
   std::vector<std::string> errors_;
   size_t dropped_ = 0;
-  FieldReader fields_{[this](const std::string& path, const std::string& what) {
-    error(path, what);
-  }};
+  FieldReader fields_{
+      [this](const std::string& path, const std::string& what) { error(path, what); }};
 };
 
 }  // namespace

@@ -86,6 +86,21 @@ void parse_host_files(const json& v, std::vector<HostFilePin>* out, const Proble
   }
 }
 
+void parse_host_dirs(const json& v, std::vector<std::string>* out, const ProblemSink& problem) {
+  FieldReader r(problem);
+  if (!r.array(v, "host_dirs", kMaxHostFiles)) return;
+  std::set<std::string> seen;
+  for (size_t i = 0; i < v.size(); ++i) {
+    std::string p = json_path_index("host_dirs", i), dir;
+    if (!r.abs_path(v[i], p, &dir)) continue;
+    if (!seen.insert(dir).second) {
+      problem(p, fmt::format("\"{}\" is listed twice", dir));
+      continue;
+    }
+    out->push_back(std::move(dir));
+  }
+}
+
 void parse_host_links(const json& v, std::vector<HostLinkPin>* out, const ProblemSink& problem) {
   FieldReader r(problem);
   if (!r.array(v, "host_links", kMaxHostFiles)) return;

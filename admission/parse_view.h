@@ -22,6 +22,8 @@ void parse_host_files(const nlohmann::json& v, std::vector<HostFilePin>* out,
                       const ProblemSink& problem);
 void parse_host_links(const nlohmann::json& v, std::vector<HostLinkPin>* out,
                       const ProblemSink& problem);
+void parse_host_dirs(const nlohmann::json& v, std::vector<std::string>* out,
+                     const ProblemSink& problem);
 
 // The cross-document rules above, on a parsed document.
 void check_view_places(const AdmissionDocument& doc, const ProblemSink& problem);

@@ -68,6 +68,7 @@ std::vector<std::string> build_bwrap_argv(const std::string& bwrap_path, const G
   add({"--chdir", spec.cwd});
   if (fds.json_status >= 0) add({"--json-status-fd", std::to_string(fds.json_status)});
   if (fds.seccomp >= 0) add({"--seccomp", std::to_string(fds.seccomp)});
+  if (fds.block >= 0) add({"--block-fd", std::to_string(fds.block)});
   a.push_back("--");
   a.insert(a.end(), spec.argv.begin(), spec.argv.end());
   return a;

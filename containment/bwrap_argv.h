@@ -22,6 +22,7 @@ struct BwrapFds {
   std::vector<int> mount_sources;  // one per grant.spec.mounts entry, same order (O_PATH fds)
   // Or, instead of descriptors: staged paths, one per mount (see bwrap_launch.cc for why).
   std::vector<std::string> staged_sources;
+  int block = -1;  // --block-fd: hold the set-up sandbox until a byte arrives (-1: no gate)
 };
 
 // The complete argv, bwrap path first, then the options, then "--" and the job's argv.

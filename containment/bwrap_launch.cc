@@ -9,7 +9,13 @@
 // and bwrap's own process enters it (setns), drops to the job user (setgroups, setgid, setuid),
 // re-arms the parent-death signal after that change (it clears PR_SET_PDEATHSIG, prctl(2)) and
 // binds the staged paths. The host's mount table is never touched and the stage disappears with
-// the namespace. Descriptor numbers in bwrap: 0-2 stdio, 3 status, 4 seccomp.
+// the namespace. Descriptor numbers in bwrap: 0-2 stdio, 3 status, 4 seccomp, 5 the start gate's
+// read end when the caller asked to see the sandbox before its command runs
+// (JobIo::on_sandbox_ready).
+//
+// The start gate: bwrap's --block-fd makes the sandbox's PID 1 read one byte after every mount is
+// in place (pivot_root done) and before it starts the command. We wait until the kernel shows that
+// process inside read(2) on the gate (/proc/PID/syscall), call the hook, then write the byte.
 #include "containment/bwrap_launch.h"
 
 #include <fcntl.h>
@@ -17,15 +23,18 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cstdlib>
+#include <fstream>
 #include <vector>
 
 #include "containment/bwrap_argv.h"
 #include "containment/mount_stage.h"
 #include "containment/resgroup/resource_group.h"
 #include "containment/seccomp_policy.h"
+#include "core/process_ref.h"
 #include "core/syscall.h"
 
 namespace sealrun::bwrap_internal {
@@ -33,6 +42,33 @@ namespace sealrun::bwrap_internal {
 namespace {
 constexpr int kStatusFd = 3;
 constexpr int kSeccompFd = 4;
+constexpr int kGateFd = 5;
+
+// Whether `pid` is blocked in read(2) on descriptor `fd`: /proc/PID/syscall starts with the
+// system call number and its first argument (hex) while the process sleeps in it.
+bool blocked_reading(pid_t pid, int fd) {
+  std::ifstream in(fmt::format("/proc/{}/syscall", pid));
+  long nr = -1;
+  std::string arg;
+  if (!(in >> nr >> arg) || nr != SYS_read) return false;
+  return std::strtol(arg.c_str(), nullptr, 16) == fd;
+}
+
+// Holds the sandbox at its gate until it is set up, runs the hook, then opens the gate.
+Status pass_gate(Launched& l, int gate_fd, UniqueFd gate_write,
+                 const std::function<Status(pid_t)>& hook, int64_t deadline_ms) {
+  while (!blocked_reading(l.sandbox_pid, gate_fd)) {
+    if (monotonic_ms() > deadline_ms)
+      return Error::make("the sandbox did not reach its start gate in time");
+    if (pidfd_exited_within(l.bwrap.pidfd(), 0) || pidfd_exited_within(l.sandbox_pidfd.get(), 0))
+      return Error::make(
+          "bwrap exited while setting up the sandbox; its message is on the "
+          "job's stderr");
+    ::usleep(1000);  // setup takes milliseconds; there is nothing to wait on but the kernel
+  }
+  SEALRUN_TRY_CTX(hook(l.sandbox_pid), "before the job's command starts");
+  return write_all(gate_write.get(), std::string_view("\1", 1), "the sandbox's start gate");
+}
 
 }  // namespace
 
@@ -120,6 +156,12 @@ Result<Launched> launch(const std::string& bwrap_path, const std::optional<JobUs
     return Error::from_errno("make the bwrap status pipe non-blocking");
   pass.emplace_back(status.write_end.get(), kStatusFd);
   fds.json_status = kStatusFd;
+  std::optional<Pipe> gate;
+  if (io.on_sandbox_ready) {
+    gate = SEALRUN_TRY(make_pipe());
+    fds.block = kGateFd;
+    pass.emplace_back(gate->read_end.get(), fds.block);
+  }
 
   SpawnOptions so;
   MountStage stage;
@@ -201,6 +243,19 @@ Result<Launched> launch(const std::string& bwrap_path, const std::optional<JobUs
   l.sandbox_pid = static_cast<pid_t>(*status_value(l.status_text, "child-pid"));
   int pidfd = pidfd_open_raw(l.sandbox_pid, 0);
   if (pidfd >= 0) l.sandbox_pidfd.reset(pidfd);
+  if (gate) {
+    gate->read_end.reset();
+    Status passed =
+        pass_gate(l, fds.block, std::move(gate->write_end), io.on_sandbox_ready, deadline);
+    if (!passed) {
+      pidfd_kill(l.sandbox_pidfd.get());
+      l.bwrap.kill_and_reap();
+      if (!pidfd_exited_within(l.sandbox_pidfd.get(), 5000))
+        return std::move(passed).error().context(
+            fmt::format("and the sandbox's PID 1 ({}) did not exit after SIGKILL", l.sandbox_pid));
+      return std::move(passed).error();
+    }
+  }
   return l;
 }
 

@@ -14,6 +14,7 @@
 
 #include <sys/types.h>
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -65,6 +66,11 @@ struct JobIo {
   int stdin_fd = -1;
   int stdout_fd = -1;
   int stderr_fd = -1;
+  // Called (as the controller) once the sandbox is set up and before the job's command starts,
+  // with the pid of a process inside the sandbox (its mounts are under /proc/PID/root); a
+  // failure stops the sandbox before the command runs. `admit freeze --learn` marks the
+  // sandbox's mounts for fanotify here. Only bwrap supports it; podman refuses a job that sets it.
+  std::function<Status(pid_t sandbox_pid)> on_sandbox_ready;
 };
 
 // A sandbox's exit code read the shell's way: 128 + N (N in 1..64) means the job was killed by

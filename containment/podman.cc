@@ -195,6 +195,10 @@ class PodmanMechanism final : public Mechanism {
  protected:
   Result<std::unique_ptr<ContainedJob>> start(const Grant& grant, resgroup::ResourceGroup* group,
                                               const JobIo& io) override {
+    if (io.on_sandbox_ready)
+      return Error::make(
+          "podman cannot stop a container between its setup and its command; "
+          "a job that must be watched from its first instruction needs bwrap");
     const ContainmentSpec& spec = grant.spec;
     // The common re-check (Mechanism::spawn) has run; what is podman's own: an image to run.
     if (!grant.spec.image)

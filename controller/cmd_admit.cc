@@ -15,6 +15,7 @@
 #include "admission/freeze.h"
 #include "controller/commands.h"
 #include "controller/exit_codes.h"
+#include "controller/learn_freeze.h"
 #include "controller/output.h"
 #include "core/hex.h"
 
@@ -28,6 +29,8 @@ using admission::PinCheck;
 struct FreezeArgs {
   FreezeRequest request;
   bool json = false;
+  bool learn = false;  // --learn: learn_freeze.h
+  LearnOptions learn_options;
 };
 
 struct CheckArgs {
@@ -58,7 +61,36 @@ void clear_progress_line() {
   std::fflush(stderr);
 }
 
+int run_learned_freeze(FreezeArgs& args) {
+  args.request.toolchain_progress = terminal_progress("toolchain");
+  args.learn_options.hash_progress = terminal_progress("learned closure");
+  args.learn_options.live_output_fd = STDERR_FILENO;
+  auto learned = freeze_learned(args.request, args.learn_options);
+  clear_progress_line();
+  if (!learned.ok()) {
+    print_error("admit freeze --learn", learned.error());
+    return kExitFailure;
+  }
+  if (args.json) {
+    print_json({{"path", learned->path},
+                {"sha256", learned->sha256},
+                {"host_files", learned->files},
+                {"host_links", learned->links},
+                {"host_dirs", learned->dirs},
+                {"hashed_bytes", learned->bytes},
+                {"learn_ms", learned->learn_ms},
+                {"hash_ms", learned->hash_ms}});
+  } else {
+    fmt::print(stderr, "learned {} host files ({}), {} links, {} directories in {} ms + {} ms\n",
+               learned->files, mib(learned->bytes), learned->links, learned->dirs,
+               learned->learn_ms, learned->hash_ms);
+    fmt::print("{}  {}\n", learned->sha256, learned->path);
+  }
+  return kExitOk;
+}
+
 int run_freeze(FreezeArgs& args) {
+  if (args.learn) return run_learned_freeze(args);
   args.request.toolchain_progress = terminal_progress("toolchain");
   auto frozen = admission::freeze_admission(args.request);
   clear_progress_line();
@@ -174,7 +206,22 @@ void register_admit(CLI::App& app, int* exit_code) {
   freeze->add_option("--env", f->request.env, "NAME=VALUE allowed into the job (repeatable)")
       ->allow_extra_args(false)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-  freeze->add_flag("--json", f->json, "Print {path, sha256} as JSON");
+  freeze->add_flag("--learn", f->learn,
+                   "Run the command once in a learning sandbox (host /usr, /etc, /bin, /lib* "
+                   "read-only; no network; as root) and pin exactly the host files it opened, "
+                   "the links it needed and the directories it listed (host_files, host_links, "
+                   "host_dirs); the learning run's outputs are thrown away");
+  freeze
+      ->add_option("--learn-max-files", f->learn_options.max_files,
+                   "With --learn: the most host files the closure may hold")
+      ->capture_default_str();
+  freeze
+      ->add_option("--learn-max-bytes", f->learn_options.max_bytes,
+                   "With --learn: the most bytes the closure's files may hold in all")
+      ->capture_default_str();
+  freeze->add_flag("--json", f->json,
+                   "Print {path, sha256} as JSON (with --learn also host_files, host_links, "
+                   "host_dirs counts, hashed_bytes, learn_ms, hash_ms)");
   freeze->add_option("ARGV", f->request.argv, "The command the job runs (after --)");
   freeze->callback([f, exit_code] { *exit_code = run_freeze(*f); });
 

@@ -10,11 +10,12 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
-#include "containment/ownedfs/ownedfs.h"
 #include "containment/mechanism_registry.h"
+#include "containment/ownedfs/ownedfs.h"
 #include "containment/resgroup/resource_group.h"
 #include "containment/spec.h"
 #include "controller/receipt.h"
@@ -22,6 +23,19 @@
 #include "core/mechanism_kind.h"
 
 namespace sealrun::run {
+
+// A learning run (`admit freeze --learn`): host trees shown to the job read-only besides its pins
+// (bound under the admitted mounts, so a pinned toolchain still covers its part of /usr), and a
+// hook called once the sandbox is set up, before the command starts (JobIo::on_sandbox_ready), and
+// one when the job has ended.
+// Learning needs bwrap: the pipeline asks for no other mechanism.
+struct LearningRun {
+  std::vector<std::string> host_trees;  // real directories, e.g. /usr /etc; same path in the job
+  std::function<Status(pid_t sandbox_pid)> on_sandbox_ready;
+  // Called once the job has ended (or could not be waited for), before anything is cleaned up:
+  // whatever holds on to the sandbox's mounts lets go here, or the owned space stays busy.
+  std::function<void()> on_job_end;
+};
 
 struct RunRequest {
   std::string admission_path;
@@ -37,6 +51,7 @@ struct RunRequest {
   // `sealrun rebuild`: what to vary (variations.h), and the receipt's `rebuild_of` (null else).
   Variations vary;
   nlohmann::json rebuild_of;
+  std::optional<LearningRun> learning;
 };
 
 struct RunOutcome {

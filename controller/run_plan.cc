@@ -2,9 +2,9 @@
 #include "controller/run_plan.h"
 
 #include <fmt/format.h>
-
 #include <unistd.h>
 
+#include "controller/run_pipeline.h"
 #include "core/run_id.h"
 #include "core/syscall.h"
 
@@ -91,6 +91,17 @@ ContainmentSpec containment_spec(const admission::Admitted& admitted, const RunL
   s.wall_clock_ms = static_cast<int64_t>(doc.limits.wall_clock_s) * 1000;
   apply_variations(vary, doc.mounts.source, s);
   return s;
+}
+
+void add_learning_mounts(const LearningRun& learning, ContainmentSpec& spec) {
+  std::vector<MountSpec> mounts;
+  for (const std::string& tree : learning.host_trees) {
+    bool pinned_there = false;  // a pin mounted at the same place already shows it
+    for (const MountSpec& m : spec.mounts) pinned_there = pinned_there || m.target == tree;
+    if (!pinned_there) mounts.push_back({tree, tree, MountSpec::Access::kReadOnly});
+  }
+  // First, so that the admitted mounts (a toolchain under /usr) are bound over them.
+  spec.mounts.insert(spec.mounts.begin(), mounts.begin(), mounts.end());
 }
 
 resgroup::GroupLimits group_limits(const admission::Limits& l) {

@@ -47,6 +47,9 @@ std::map<std::string, std::string> job_environment(const admission::AdmissionDoc
 ContainmentSpec containment_spec(const admission::Admitted& admitted, const RunLayout& layout,
                                  const std::string& id, GrantMode mode,
                                  const Variations& vary = {});
+struct LearningRun;  // run_pipeline.h
+// A learning run's host trees, bound read-only before (under) the admitted mounts.
+void add_learning_mounts(const LearningRun& learning, ContainmentSpec& spec);
 resgroup::GroupLimits group_limits(const admission::Limits& limits);
 // The census of this run: the owned space walked as a directory, or (fs given) sampled with one
 // statfs as the file system of its own it is.

@@ -5,10 +5,10 @@
 #include <unistd.h>
 
 #include "containment/view_plan.h"
-#include "controller/run_image_root.h"
-#include "controller/run_owned_space.h"
 #include "controller/exit_codes.h"
 #include "controller/run_dirs.h"
+#include "controller/run_image_root.h"
+#include "controller/run_owned_space.h"
 #include "controller/run_stages.h"
 #include "core/proc.h"
 #include "core/syscall.h"
@@ -24,8 +24,9 @@ std::string ways_out(const RunContext& run) {
   if (run.req.mode == GrantMode::kReportOnly) return "";
   std::string out = ". Ways out: ";
   if (::geteuid() != 0)
-    out += "run sealrun as root (it then runs the job as the unprivileged job user, with its "
-           "limits enforced), or ";
+    out +=
+        "run sealrun as root (it then runs the job as the unprivileged job user, with its "
+        "limits enforced), or ";
   return out + "pass --mode report-only to run with the shortfall recorded in the receipt";
 }
 
@@ -69,7 +70,10 @@ StageStatus stage_claim_owned_roots(RunContext& run) {
 StageStatus stage_acquire_grant(RunContext& run) {
   const auto& doc = run.doc();
   auto kinds =
-      mechanism_candidates(doc.image.has_value(), doc.containment.mechanism, run.req.mechanism);
+      run.req.learning
+          ? Result<std::vector<MechanismKind>>(std::vector<MechanismKind>{MechanismKind::kBwrap})
+          : mechanism_candidates(doc.image.has_value(), doc.containment.mechanism,
+                                 run.req.mechanism);
   if (!kinds) return stage_fail(kExitUsage, kinds.error().message());
   // The probe cache lives in the state directory: root's (or the caller's), never the job's.
   run.mechanism_context.probe_cache_dir = run.layout.state_dir + "/probe-cache";
@@ -87,6 +91,7 @@ StageStatus stage_acquire_grant(RunContext& run) {
   }
   ContainmentSpec spec =
       containment_spec(*run.admitted, run.layout, run.req.id, run.req.mode, run.req.vary);
+  if (run.req.learning) add_learning_mounts(*run.req.learning, spec);
   // A merged-/usr host's /bin, /lib64, ... links, where the view has what they point to.
   add_compat_links(read_host_compat_links(), &spec);
   if (run.doc().env.find("PATH") == run.doc().env.end())
@@ -100,11 +105,14 @@ StageStatus stage_acquire_grant(RunContext& run) {
     if (m->name() == run.grant->mechanism) run.chosen = m.get();
   for (const auto& w : run.grant->warnings) run.warn(w);
   const Grant& g = *run.grant;
-  run.receipt.grant = receipt::ContainmentRecord{
-      g.mechanism,          g.mode == GrantMode::kEnforcing ? "enforcing" : "report-only",
-      g.enforced.names(),   g.degraded.names(),
-      g.unenforced_required.names(), g.required.names(),
-      g.tried};
+  run.receipt.grant =
+      receipt::ContainmentRecord{g.mechanism,
+                                 g.mode == GrantMode::kEnforcing ? "enforcing" : "report-only",
+                                 g.enforced.names(),
+                                 g.degraded.names(),
+                                 g.unenforced_required.names(),
+                                 g.required.names(),
+                                 g.tried};
   if (run.chosen == nullptr)
     return stage_fail(kExitContainmentUnavailable,
                       "the grant names mechanism " + g.mechanism + ", which was not asked");
@@ -123,9 +131,9 @@ StageStatus stage_acquire_grant(RunContext& run) {
     r.mechanism_locators = run.chosen->journal_locators(g.spec);
   });
   if (!recorded)  // what the mechanism makes could not be found by `sweep`: make nothing
-    return stage_fail(kExitContainmentUnavailable,
-                      "the grant could not be recorded for `sealrun sweep`: " +
-                          recorded.error().message());
+    return stage_fail(
+        kExitContainmentUnavailable,
+        "the grant could not be recorded for `sealrun sweep`: " + recorded.error().message());
   return stage_ok();
 }
 

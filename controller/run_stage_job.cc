@@ -75,7 +75,9 @@ StageStatus stage_run_job(RunContext& run) {
   cmd.label = "job";
   cmd.argv = run.doc().command.argv;
   cmd.started = utc_timestamp_now();
-  auto job = run.chosen->spawn(*run.grant, run.group.get(), JobIo{-1, out->get(), err->get()});
+  JobIo io{-1, out->get(), err->get(), {}};
+  if (run.req.learning) io.on_sandbox_ready = run.req.learning->on_sandbox_ready;
+  auto job = run.chosen->spawn(*run.grant, run.group.get(), io);
   if (!job)
     return stage_fail(kExitContainmentUnavailable,
                       "the contained job could not be started: " + job.error().message());
@@ -100,6 +102,7 @@ StageStatus stage_run_job(RunContext& run) {
   run.stop.arm([&run] { stop_job_now(run); });
 
   auto exit = run.job->wait();
+  if (run.req.learning && run.req.learning->on_job_end) run.req.learning->on_job_end();
   cmd.finished = utc_timestamp_now();
   if (live) live->stop();
   StageStatus status;

@@ -98,4 +98,26 @@ std::vector<pid_t> process_children(pid_t pid, const std::string& proc_root) {
   return out;
 }
 
+std::string unescape_mountinfo(std::string_view s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '\\' && i + 3 < s.size()) {
+      int v = 0;
+      bool octal = true;
+      for (size_t k = 1; k <= 3; ++k) {
+        char c = s[i + k];
+        if (c < '0' || c > '7') octal = false;
+        v = v * 8 + (c - '0');
+      }
+      if (octal) {
+        out += static_cast<char>(v);
+        i += 3;
+        continue;
+      }
+    }
+    out += s[i];
+  }
+  return out;
+}
+
 }  // namespace sealrun

@@ -40,4 +40,8 @@ Result<uid_t> process_real_uid(pid_t pid, const std::string& proc_root = kProcRo
 // CONFIG_PROC_CHILDREN). A snapshot: processes come and go meanwhile.
 std::vector<pid_t> process_children(pid_t pid, const std::string& proc_root = kProcRoot);
 
+// A field of /proc/<pid>/mountinfo as it names a path: space, tab, newline and backslash are
+// written there as \ooo (proc_pid_mountinfo(5)).
+std::string unescape_mountinfo(std::string_view field);
+
 }  // namespace sealrun

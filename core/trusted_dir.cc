@@ -31,7 +31,9 @@ std::string trusted_owners() {
   return ::geteuid() == 0 ? "root" : fmt::format("root or you ({})", owner_name(::geteuid()));
 }
 
-std::deque<std::string> components(const std::string& path) {
+}  // namespace
+
+std::deque<std::string> path_components(const std::string& path) {
   std::deque<std::string> out;
   size_t start = 0;
   while (start <= path.size()) {
@@ -42,6 +44,8 @@ std::deque<std::string> components(const std::string& path) {
   }
   return out;
 }
+
+namespace {
 
 std::string parent_of(const std::string& walked) {
   size_t slash = walked.rfind('/');
@@ -77,7 +81,7 @@ Status check_trusted_dir(const struct stat& st, const std::string& what, bool an
 Result<TrustedDir> open_trusted_dir(const std::string& given, bool create, mode_t mode) {
   std::string path = std::filesystem::absolute(given).lexically_normal().string();
   while (path.size() > 1 && path.back() == '/') path.pop_back();
-  std::deque<std::string> todo = components(path);
+  std::deque<std::string> todo = path_components(path);
   auto root = SEALRUN_TRY(open_at(AT_FDCWD, "/", O_PATH | O_DIRECTORY));
   SEALRUN_TRY(check_trusted_dir(SEALRUN_TRY(fstat_fd(root.get(), "/")), "/", true));
   UniqueFd cur = std::move(root);
@@ -125,7 +129,7 @@ Result<TrustedDir> open_trusted_dir(const std::string& given, bool create, mode_
       ssize_t n = ::readlinkat(cur.get(), name.c_str(), buf.data(), buf.size() - 1);
       if (n <= 0) return Error::from_errno(fmt::format("readlink {}", here));
       std::string target(buf.data(), static_cast<size_t>(n));
-      std::deque<std::string> more = components(target);
+      std::deque<std::string> more = path_components(target);
       todo.insert(todo.begin(), more.begin(), more.end());
       if (target[0] == '/') {
         cur = SEALRUN_TRY(open_at(AT_FDCWD, "/", O_PATH | O_DIRECTORY));

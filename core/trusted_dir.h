@@ -12,12 +12,17 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
+#include <deque>
 #include <string>
 
 #include "core/result.h"
 #include "core/unique_fd.h"
 
 namespace sealrun {
+
+// The non-empty components of a '/'-separated path ("/usr//bin/" -> usr, bin), for walks that
+// resolve a path one component at a time.
+std::deque<std::string> path_components(const std::string& path);
 
 // root, and the caller's effective uid.
 bool is_trusted_owner(uid_t uid);

@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "core/bounded_file.h"
+#include "core/proc.h"
 
 namespace sealrun::ownedfs {
 namespace {
@@ -20,29 +21,6 @@ namespace {
 constexpr size_t kMaxMountinfoBytes = 16 * kMiB;
 constexpr size_t kMaxProcesses = 65536;
 constexpr size_t kMaxFdsPerProcess = 65536;
-
-// mountinfo escapes space, tab, newline and backslash as \ooo (proc_pid_mountinfo(5)).
-std::string unescape(const std::string& s) {
-  std::string out;
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '\\' && i + 3 < s.size()) {
-      int v = 0;
-      bool octal = true;
-      for (size_t k = 1; k <= 3; ++k) {
-        char c = s[i + k];
-        if (c < '0' || c > '7') octal = false;
-        v = v * 8 + (c - '0');
-      }
-      if (octal) {
-        out += static_cast<char>(v);
-        i += 3;
-        continue;
-      }
-    }
-    out += s[i];
-  }
-  return out;
-}
 
 bool on_device(const std::string& path, dev_t device) {
   struct stat st {};
@@ -91,14 +69,14 @@ Result<std::optional<MountEntry>> mount_at(const std::string& proc_dir,
     }
     MountEntry e;
     if (!(f >> e.fstype >> e.source)) continue;
-    if (unescape(point) != mount_point) continue;
+    if (unescape_mountinfo(point) != mount_point) continue;
     unsigned maj = 0, min = 0;
     auto colon = majmin.find(':');
     if (colon == std::string::npos) continue;
     std::from_chars(majmin.data(), majmin.data() + colon, maj);
     std::from_chars(majmin.data() + colon + 1, majmin.data() + majmin.size(), min);
     e.device = makedev(maj, min);
-    e.source = unescape(e.source);
+    e.source = unescape_mountinfo(e.source);
     found = e;  // later lines are mounted on top of earlier ones
   }
   return found;

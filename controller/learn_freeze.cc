@@ -1,0 +1,144 @@
+// freeze_learned(): see learn_freeze.h.
+#include "controller/learn_freeze.h"
+
+#include <fmt/format.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "admission/document.h"
+#include "controller/host_config.h"
+#include "controller/run_pipeline.h"
+#include "controller/run_plan.h"
+#include "core/atomic_write.h"
+#include "core/syscall.h"
+#include "core/temp_dir.h"
+#include "fingerprint/sha256.h"
+#include "learn/access_recorder.h"
+#include "learn/closure.h"
+#include "learn/closure_pins.h"
+
+namespace sealrun::cli {
+
+namespace {
+
+// The end of the learning job's stderr, for the message of a failed learning run.
+std::string stderr_tail(const run::RunOutcome& o) {
+  for (const auto& c : o.receipt.commands) {
+    if (c.label != "job" || c.stderr_record.tail.empty()) continue;
+    std::string tail = c.stderr_record.tail;
+    if (tail.size() > 2000) tail = "..." + tail.substr(tail.size() - 2000);
+    while (!tail.empty() && tail.back() == '\n') tail.pop_back();
+    return "; its stderr ended with:\n" + tail;
+  }
+  return "";
+}
+
+}  // namespace
+
+std::vector<std::string> learning_host_trees() {
+  std::vector<std::string> trees;
+  for (const char* path :
+       {"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc"}) {
+    struct stat st {};
+    if (::lstat(path, &st) == 0 && S_ISDIR(st.st_mode)) trees.emplace_back(path);
+  }
+  return trees;
+}
+
+Result<LearnedAdmission> freeze_learned(const admission::FreezeRequest& request,
+                                        const LearnOptions& options) {
+  if (request.argv.empty())
+    return Error::make(
+        "--learn: give the command to learn after --, e.g. admit freeze --out A.json --source . "
+        "--toolchain DIR --learn -- make");
+  if (request.out.empty()) return Error::make("--out: a path for the admission is required");
+  if (::geteuid() != 0)
+    return Error::make(
+        "--learn records the job's file accesses with fanotify, which needs root; run it as "
+        "root (the job itself still runs as the unprivileged job user)");
+  struct stat st {};
+  if (!request.force && ::lstat(request.out.c_str(), &st) == 0)
+    return Error::make(fmt::format("{}: exists; pass --force to replace it", request.out));
+
+  int64_t started = monotonic_ms();
+  auto tmp = SEALRUN_TRY_CTX(ScopedTempDir::create("sealrun-learn"), "the learning run's state");
+  admission::FreezeRequest base_request = request;
+  base_request.out = tmp.path() + "/base-admission.json";
+  base_request.force = true;
+  auto base = SEALRUN_TRY(admission::freeze_admission(base_request));
+  const admission::AdmissionDocument& doc = base.document;
+  if (doc.image)
+    return Error::make(
+        "--learn with an image: the job of an image admission sees the image's file system, "
+        "not the host's, so there is no host closure to learn; leave out --image (or --learn)");
+
+  const std::vector<std::string> roots = learning_host_trees();
+  // The job's own mounts are pinned (source, toolchain) or thrown away (out, scratch, tmp).
+  const std::vector<std::string> excluded = {doc.mounts.source,
+                                             doc.mounts.output,
+                                             doc.mounts.scratch,
+                                             doc.mounts.tmp,
+                                             doc.toolchain.mount_path,
+                                             "/proc",
+                                             "/dev"};
+  // Room for the directories besides the files; build_closure() applies max_files itself.
+  auto recorder = SEALRUN_TRY(learn::AccessRecorder::create(options.max_files * 2 + 1024));
+
+  run::RunRequest req;
+  req.admission_path = base.path;
+  req.sha256 = base.sha256;
+  req.id = run::generated_run_id("learn");
+  req.mechanism = MechanismKind::kBwrap;
+  req.state_dir = tmp.path() + "/state";
+  req.live_output_fd = options.live_output_fd;
+  learn::ObservedAccess seen;
+  req.learning = run::LearningRun{
+      roots, [&](pid_t pid) { return recorder->watch_sandbox(pid, roots, excluded); },
+      [&] { seen = recorder->finish(); }};
+  run::RunOutcome o = run::run_pipeline(req, run::default_pipeline_deps(mechanism_context()));
+  if (!seen.incomplete && seen.events == 0) seen = recorder->finish();  // the job never ran
+  if (o.exit_code != 0 || o.receipt.state != "built")
+    return Error::make(fmt::format(
+        "the command failed while learning (exit {}: {}); no admission was written{}", o.exit_code,
+        o.receipt.reason.empty() ? o.message : o.receipt.reason, stderr_tail(o)));
+  if (recorder->marked().empty())
+    return Error::make("the learning run ended without its file accesses being recorded");
+  if (seen.incomplete)
+    return Error::make("learning could not record every host file the command opened: " +
+                       *seen.incomplete + "; no admission was written");
+  LearnedAdmission out;
+  out.learn_ms = monotonic_ms() - started;
+
+  started = monotonic_ms();
+  learn::ClosureLimits limits;
+  limits.max_files = options.max_files;
+  auto closure = SEALRUN_TRY_CTX(learn::build_closure(seen, roots, limits), "the learned closure");
+  auto pinned = SEALRUN_TRY(learn::pin_closure(closure, options.max_bytes, options.hash_progress));
+  std::string bytes = SEALRUN_TRY(
+      learn::learned_admission_bytes(admission::canonical_admission_bytes(doc), pinned));
+  if (bytes.size() > admission::kMaxAdmissionBytes)
+    return Error::make(fmt::format(
+        "the learned admission would be {} bytes ({} host files), over the admission limit of "
+        "{} bytes; learn a narrower command, or pin a large tree with --toolchain instead",
+        bytes.size(), pinned.files.size(), admission::kMaxAdmissionBytes));
+  // Re-read as freeze does: what is written must parse, and write back to the same bytes (a
+  // closure path the view refuses, e.g. one under /proc or over a mount, fails here, not at run).
+  auto reread = admission::parse_admission_bytes(bytes);
+  if (!reread)
+    return std::move(reread).error().context("the learned admission does not parse; nothing was "
+                                             "written");
+  if (admission::canonical_admission_bytes(*reread) != bytes)
+    return Error::make("the learned admission does not read back to the same bytes; nothing was "
+                       "written");
+  SEALRUN_TRY_CTX(write_file_atomic(request.out, bytes, 0644), "write " + request.out);
+  out.hash_ms = monotonic_ms() - started;
+  out.path = request.out;
+  out.sha256 = sha256_hex(bytes);
+  out.files = pinned.files.size();
+  out.links = pinned.links.size();
+  out.dirs = pinned.dirs.size();
+  out.bytes = pinned.bytes;
+  return out;
+}
+
+}  // namespace sealrun::cli
