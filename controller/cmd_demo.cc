@@ -1,14 +1,15 @@
 // `sealrun demo [--out DIR]`: the embedded default. Freezes an admission for the bundled example
-// (examples/hello, built with this host's C compiler), runs it contained through the same pipeline
-// as `sealrun run`, and summarises the receipt. Exit 0 when the receipt says `built`.
+// (examples/hello, built with this host's C compiler; the closure it reads learned once:
+// demo_admission.h), runs it contained through the same pipeline as `sealrun run`, and summarises
+// the receipt. Exit 0 when the receipt says `built`.
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <unistd.h>
 
 #include <filesystem>
 
-#include "admission/freeze.h"
 #include "controller/commands.h"
+#include "controller/demo_admission.h"
 #include "controller/exit_codes.h"
 #include "controller/output.h"
 #include "controller/receipt_review.h"
@@ -71,43 +72,35 @@ void register_demo(CLI::App& app, int* exit_code) {
     fs::create_directories(*out, ec);
     if (ec) return fail(fmt::format("cannot create {}: {}", *out, ec.message()), kExitFailure);
     std::string out_dir = fs::absolute(*out).lexically_normal().string();
-    // The job sees only what is pinned (docs/view.md): the host's /usr is the toolchain (the
-    // compiler, assembler, linker, headers, libraries and the shell), and the merged-/usr links
-    // (/bin, /lib64, ...) follow it. Verified through the state directory's digest cache, so
-    // after the first hash a run re-checks it by a stat walk.
-    const std::string toolchain = "/usr";
     std::string state_dir = out_dir + "/state";
     fs::create_directories(state_dir, ec);
     if (!ec) fs::permissions(state_dir, fs::perms::owner_all, ec);
     if (ec) return fail(fmt::format("cannot create {}: {}", state_dir, ec.message()), kExitFailure);
 
-    admission::FreezeRequest freeze;
-    freeze.out = out_dir + "/admission.json";
-    freeze.force = true;  // the demo's own file, rewritten each time
-    freeze.source = source;
-    freeze.toolchain = toolchain;
-    freeze.state_dir = state_dir;
-    if (auto bwrap = find_program("bwrap"); bwrap) freeze.host_tools.push_back(*bwrap);
-    // /usr/bin/cc is a link through /etc/alternatives, which is not in the view: name gcc.
-    freeze.env = {"PATH=/usr/bin:/bin", "CC=gcc"};
-    freeze.sets = {"limits.wall_clock_s=300", "limits.outer_s=600",
-                   "limits.census_interval_ms=1000"};
-    freeze.argv = {"/bin/sh", "build.sh"};
-    say(fmt::format("1/3 freeze: pinning {} and the toolchain {} (the job sees nothing else)\n",
-                    source, toolchain));
-    auto frozen = admission::freeze_admission(freeze);
-    if (!frozen) return fail("freeze: " + frozen.error().message(), kExitFailure);
-    say(fmt::format("    admission {} sha256 {}\n", frozen->path, frozen->sha256));
+    auto admitted = demo_admission(source, out_dir, state_dir, /*relearn=*/false, say);
+    if (!admitted) return fail(admitted.error().message(), kExitFailure);
+    say(fmt::format("    admission {} sha256 {}\n", admitted->path, admitted->sha256));
 
     run::RunRequest req;
-    req.admission_path = frozen->path;
-    req.sha256 = frozen->sha256;
+    req.admission_path = admitted->path;
+    req.sha256 = admitted->sha256;
     req.id = fmt::format("demo-{}-{}", utc_timestamp_now(), ::getpid());
     for (char& c : req.id)
       if (c == ':') c = '-';
     req.state_dir = state_dir;
     say(fmt::format("2/3 run {} contained (state in {})\n", req.id, req.state_dir));
     run::RunOutcome o = run::run_pipeline(req, run::default_pipeline_deps(mechanism_context()));
+    if (o.exit_code == kExitAdmissionRefused && admitted->reused) {
+      // The host changed since the closure was learned (a compiler upgrade, an edited example):
+      // the refusal is kept with its receipt, and the demo learns the closure again once.
+      say(fmt::format("    the learned admission no longer verifies ({}): learning it again\n",
+                      o.receipt.reason));
+      admitted = demo_admission(source, out_dir, state_dir, /*relearn=*/true, say);
+      if (!admitted) return fail(admitted.error().message(), kExitFailure);
+      req.admission_path = admitted->path;
+      req.sha256 = admitted->sha256;
+      o = run::run_pipeline(req, run::default_pipeline_deps(mechanism_context()));
+    }
     if (!o.message.empty()) print_error("demo", o.message);
     say("3/3 receipt\n");
     // Summarise the receipt as written, which is what an auditor will read; only when it could
@@ -116,8 +109,9 @@ void register_demo(CLI::App& app, int* exit_code) {
                                           : read_bounded_file(AT_FDCWD, o.receipt_path, kMiB);
     std::string bytes = written ? *written : receipt::render_receipt(o.receipt, kMiB);
     if (*json) {
-      print_json({{"admission", frozen->path},
-                            {"sha256", frozen->sha256},
+      print_json({{"admission", admitted->path},
+                            {"sha256", admitted->sha256},
+                            {"learned", admitted->learned},
                             {"id", req.id},
                             {"state", o.receipt.state},
                             {"exit", o.receipt.exit},

@@ -79,6 +79,8 @@ Result<std::string> learned_admission_bytes(std::string_view base, const PinnedC
   if (!doc.is_object()) return Error::make("the admission to add the closure to is not an object");
   json fields = closure_fields(pinned);  // a named value: items() of a temporary would dangle
   for (auto& [key, value] : fields.items()) {
+    // Like the admission's own writer, an empty list is left out (so the bytes read back alike).
+    if (value.empty()) continue;
     if (doc.contains(key))
       return Error::make(fmt::format("the admission already has {}; learning writes it", key));
     doc[key] = value;

@@ -71,7 +71,9 @@ TEST(BwrapStartGate, AFailingHookMeansTheCommandNeverRuns) {
   // Gone, or a zombie waiting for its reaper: either way nothing of it runs.
   std::ifstream stat("/proc/" + std::to_string(seen) + "/stat");
   std::string pid, comm, state;
-  if (stat >> pid >> comm >> state) EXPECT_EQ(state, "Z") << "the sandbox outlived the refusal";
+  if (stat >> pid >> comm >> state) {
+    EXPECT_EQ(state, "Z") << "the sandbox outlived the refusal";
+  }
 }
 
 }  // namespace

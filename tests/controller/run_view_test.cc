@@ -163,10 +163,13 @@ TEST_F(ViewTest, AnImageIsTheRootOfABwrapJobToo) {
   EXPECT_EQ(before.st_ino, after.st_ino);
   EXPECT_EQ(before.st_mtim.tv_nsec, after.st_mtim.tv_nsec);
   // Nothing half-unpacked is left in the controllers' temporaries.
-  if (fs::exists(state_ + "/tmp"))
-    for (const auto& e : fs::directory_iterator(state_ + "/tmp"))
-      for (const auto& f : fs::directory_iterator(e.path()))
+  if (fs::exists(state_ + "/tmp")) {
+    for (const auto& e : fs::directory_iterator(state_ + "/tmp")) {
+      for (const auto& f : fs::directory_iterator(e.path())) {
         EXPECT_EQ(f.path().filename().string().rfind("image-", 0), std::string::npos) << f.path();
+      }
+    }
+  }
 }
 
 TEST_F(ViewTest, AFileChangedInAPinnedTreeRefusesTheRunNamingIt) {

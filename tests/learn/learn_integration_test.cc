@@ -107,7 +107,9 @@ void expect_chain_pinned(const std::string& path, const std::map<std::string, st
     std::string target = fs::read_symlink(next).string();
     auto it = links.find(next.string());
     EXPECT_NE(it, links.end()) << "link " << next << " (on the way to " << path << ") not recorded";
-    if (it != links.end()) EXPECT_EQ(it->second, target) << next;
+    if (it != links.end()) {
+      EXPECT_EQ(it->second, target) << next;
+    }
     std::deque<std::string> more;
     for (const auto& p : fs::path(target)) more.push_back(p.string());
     todo.insert(todo.begin(), more.begin(), more.end());

@@ -177,13 +177,13 @@ TEST(BwrapArgvTest, TheStartGateIsBwrapsBlockFd) {
   g.spec.argv = {"/bin/true"};
   BwrapFds fds;
   fds.block = 9;
-  auto argv = build_bwrap_argv("/usr/bin/bwrap", g, HostRootLayout{}, fds);
+  auto argv = build_bwrap_argv("/usr/bin/bwrap", g, fds);
   auto it = std::find(argv.begin(), argv.end(), "--block-fd");
   ASSERT_NE(it, argv.end());
   EXPECT_EQ(*(it + 1), "9");
   EXPECT_LT(it - argv.begin(), std::find(argv.begin(), argv.end(), "--") - argv.begin());
   fds.block = -1;
-  argv = build_bwrap_argv("/usr/bin/bwrap", g, HostRootLayout{}, fds);
+  argv = build_bwrap_argv("/usr/bin/bwrap", g, fds);
   EXPECT_EQ(std::find(argv.begin(), argv.end(), "--block-fd"), argv.end());
 }
 

@@ -111,7 +111,7 @@ Workspace::Workspace(Identity who) : who_(std::move(who)) {
   fs::copy_file("/bin/busybox", dir_ / "bb/busybox");
   for (const char* applet : {"sh", "cat", "echo", "head", "dd", "sleep", "true", "grep", "touch",
                              "ls", "mkdir", "env", "id", "yes", "seq", "awk", "sed", "wc", "tr"})
-    fs::create_symlink("busybox", dir_ / "bb" / applet);
+    fs::create_symlink("busybox", dir_ / (std::string("bb/") + applet));
   for (const auto& e : fs::recursive_directory_iterator(dir_.path()))
     EXPECT_EQ(::lchown(e.path().c_str(), who_.uid, who_.gid), 0) << e.path();
   EXPECT_EQ(::chown(dir_.str().c_str(), who_.uid, who_.gid), 0);
