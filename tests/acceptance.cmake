@@ -57,3 +57,5 @@ sealrun_acceptance(34 enospc_at_the_owned_limit run_owned_space_test
 sealrun_acceptance(32 census_cannot_measure run_integration_test "CensusFailureTest.*")
 sealrun_acceptance(36 forged_receipt_fails_with_the_key run_signing_test
   "SignedRunTest.ARunSignsItsReceiptAndAForgeryFailsWithTheKey:SignedRunTest.AnotherKeyOrAnEditedEnvelopeFails")
+sealrun_acceptance(35 pinned_tree_swapped_and_host_outside_the_view run_view_test
+  "ViewTest.AFileChangedInAPinnedTreeRefusesTheRunNamingIt:Mechanisms/ViewBothMechanisms.AHostFileOutsideThePinnedViewIsNotVisible/*")

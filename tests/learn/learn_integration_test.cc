@@ -15,6 +15,7 @@
 
 #include "core/process.h"
 #include "fingerprint/file_hash.h"
+#include "fingerprint/sha256.h"
 #include "tests/controller/run_test_support.h"
 
 namespace sealrun::testing {
@@ -281,6 +282,54 @@ TEST_F(LearnTest, TheLearningRunHasNoNetworkAndWritesNothingOnTheHost) {
       "contained.json");
   EXPECT_EQ(c.status.code, 0) << c.err;
   EXPECT_FALSE(fs::exists("/etc/sealrun-learn-probe"));
+}
+
+}  // namespace
+}  // namespace sealrun::testing
+
+namespace sealrun::testing {
+namespace {
+
+// A learned admission is run like any other: the job sees the closure and nothing else of the
+// host, builds, and a second run from the same admission gives the same outputs.
+TEST_F(LearnCBuildTest, ALearnedAdmissionBuildsTwiceWithTheSameOutputs) {
+  auto c = learn(kBuild, "run.json");
+  ASSERT_EQ(c.status.code, 0) << c.err;
+  Frozen a{dir_ / "run.json", json::parse(c.out).at("sha256")};
+  auto first = run(a, "l1");
+  ASSERT_EQ(first.status.code, 0) << first.err;
+  auto second = run(a, "l2");
+  ASSERT_EQ(second.status.code, 0) << second.err;
+  json r1 = receipt("l1"), r2 = receipt("l2");
+  EXPECT_EQ(r1["state"], "built");
+  EXPECT_EQ(r1["outputs"], r2["outputs"]);
+  ASSERT_FALSE(r1["outputs"].empty());
+  size_t closure = 0;
+  for (const json& v : r1["view"]) {
+    if (v["kind"] == "closure") ++closure;
+    EXPECT_NE(v["job_path"], "/usr") << "the host's /usr is not in a learned view whole";
+  }
+  EXPECT_EQ(closure, read_json(dir_ / "run.json").at("host_files").size());
+}
+
+// A closure that misses a file the build needs (cc1 taken out of host_files): the job fails,
+// visibly, instead of finding the file on the host.
+TEST_F(LearnCBuildTest, AClosureThatMissesAFileFailsTheJobVisibly) {
+  auto c = learn(kBuild, "full.json");
+  ASSERT_EQ(c.status.code, 0) << c.err;
+  json doc = read_json(dir_ / "full.json");
+  std::string cc1 = fs::canonical(host_says({"/usr/bin/gcc", "-print-prog-name=cc1"})).string();
+  json kept = json::array();
+  for (const json& f : doc.at("host_files"))
+    if (f.at("path") != cc1) kept.push_back(f);
+  ASSERT_EQ(kept.size() + 1, doc.at("host_files").size()) << cc1 << " was not learned";
+  doc["host_files"] = kept;
+  std::string bytes = doc.dump(2) + "\n";
+  write_text(dir_ / "missing.json", bytes);
+  auto r = run({dir_ / "missing.json", sha256_hex(bytes)}, "miss");
+  EXPECT_EQ(r.status.code, 5) << r.out << r.err;
+  EXPECT_EQ(receipt("miss")["state"], "failed");
+  EXPECT_NE(r.err.find("cc1"), std::string::npos) << "gcc names what it could not run:\n" << r.err;
 }
 
 }  // namespace
