@@ -229,6 +229,19 @@ void check_host_files(const std::vector<HostFilePin>& files, Checks* checks) {
                CheckStatus::kFail});
 }
 
+// The progress hook for one tree, bound to its label (empty when nobody listens).
+std::function<void(const HashProgress&)> progress_for(const VerifyOptions& options,
+                                                      const std::string& label) {
+  if (!options.tree_progress) return {};
+  return [hook = options.tree_progress, label](const HashProgress& p) { hook(label, p); };
+}
+
+TreeOptions tree_progress_options(const VerifyOptions& options, const std::string& host_path) {
+  TreeOptions t;
+  t.on_progress = progress_for(options, "tree " + host_path);
+  return t;
+}
+
 }  // namespace
 
 std::vector<PinCheck> verify_pins(const AdmissionDocument& doc, const VerifyOptions& options) {
@@ -240,6 +253,7 @@ std::vector<PinCheck> verify_pins(const AdmissionDocument& doc, const VerifyOpti
   } else {
     TreeOptions tree_options;
     tree_options.progress = options.toolchain_progress;
+    tree_options.on_progress = progress_for(options, "toolchain");
     auto summary =
         options.digest_cache_state_dir.empty()
             ? tree_digest(doc.toolchain.root, tree_options)
@@ -263,12 +277,10 @@ std::vector<PinCheck> verify_pins(const AdmissionDocument& doc, const VerifyOpti
         cache_recording(options.digest_cache_state_dir, tree.host_path, tree.tree_sha256);
     auto summary = options.digest_cache_state_dir.empty()
                        ? tree_digest(tree.host_path)
-                       : tree_digest_reporting({tree.host_path,
-                                                options.digest_cache_state_dir,
-                                                tree.tree_sha256,
-                                                options.rehash,
-                                                {}},
-                                               options.on_pin_cache);
+                       : tree_digest_reporting(
+                             {tree.host_path, options.digest_cache_state_dir, tree.tree_sha256,
+                              options.rehash, tree_progress_options(options, tree.host_path)},
+                             options.on_pin_cache);
     PinCheck c{target, tree.tree_sha256, {}, CheckStatus::kFail};
     if (!summary.ok()) {
       c.observed = "error: " + summary.error().message();

@@ -40,6 +40,10 @@ struct VerifyOptions {
   std::optional<time_t> now;
   // Called while the toolchain tree is hashed (bytes done, bytes in all).
   std::function<void(uint64_t, uint64_t)> toolchain_progress;
+  // Called while each pinned tree is verified or hashed, with its label ("toolchain", "tree
+  // /usr") and the full picture (files and bytes found and done, by stat or hashed); for a
+  // terminal progress line per tree.
+  std::function<void(const std::string& label, const HashProgress&)> tree_progress;
   // Git and bundle sources are verified on an export of the admitted commit. When this is set, the
   // export is made here (it must not exist yet) and kept, so a run uses exactly the bytes that were
   // verified; otherwise it goes to a temporary directory that is removed afterwards. A tree source

@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include <cctype>
+#include <memory>
 
 #include "controller/exit_codes.h"
 #include "controller/receipt_admission.h"
@@ -35,7 +36,8 @@ std::string refusal_reason(const admission::AdmissionReport& report) {
 }  // namespace
 
 StageStatus stage_check_request(RunContext& run) {
-  if (auto st = validate_run_id(run.req.id); !st) return stage_fail(kExitUsage, st.error().message());
+  if (auto st = validate_run_id(run.req.id); !st)
+    return stage_fail(kExitUsage, st.error().message());
   std::string sha = run.req.sha256;
   for (char& c : sha) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   if (!is_sha256_hex(sha))
@@ -97,8 +99,21 @@ StageStatus stage_verify_pins(RunContext& run) {
   }
   options.digest_cache_state_dir = run.layout.state_dir;
   options.rehash = run.req.rehash;
-  TerminalProgress toolchain_progress("toolchain");  // quiet unless stderr is a terminal
-  options.toolchain_progress = toolchain_progress.on_bytes();
+  // One line per pinned tree while it is verified (quiet unless stderr is a terminal): files and
+  // bytes, by stat or hashed, rate and ETA; a tree's line is erased when the next one starts.
+  std::unique_ptr<TerminalProgress> line;
+  std::string line_label;
+  std::function<void(const HashProgress&)> line_hook;
+  if (TerminalProgress::stderr_is_a_terminal())
+    options.tree_progress = [&](const std::string& label, const HashProgress& p) {
+      if (label != line_label) {
+        line.reset();
+        line = std::make_unique<TerminalProgress>(label);
+        line_label = label;
+        line_hook = line->on_progress();
+      }
+      line_hook(p);
+    };
   options.on_pin_cache = [&run](const PinCacheRecord& r) {
     run.receipt.pin_cache.push_back(pin_cache_to_json(r));
   };
