@@ -97,6 +97,7 @@ Result<std::vector<MechanismKind>> mechanism_candidates(bool has_image, Mechanis
   std::stable_sort(eligible.begin(), eligible.end(),
                    [](const auto* a, const auto* b) { return a->strength > b->strength; });
   std::vector<MechanismKind> out;
+  out.reserve(eligible.size());
   for (const auto* e : eligible) out.push_back(e->kind);
   return out;
 }

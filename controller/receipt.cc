@@ -315,8 +315,8 @@ class Renderer {
 
 // The bytes of `doc`: indented for people when that fits `max_bytes`, else compact (the digest
 // covers the canonical compact form either way, so both spellings verify alike).
-std::string finish(json doc, std::vector<std::string> truncated, size_t max_bytes) {
-  doc[field::kTruncated] = std::move(truncated);
+std::string finish(json doc, const std::vector<std::string>& truncated, size_t max_bytes) {
+  doc[field::kTruncated] = truncated;
   doc[field::kDigest] = {{"algorithm", "sha256"}, {"value", sha256_hex(digest_payload(doc))}};
   std::string pretty = doc.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
   if (pretty.size() <= max_bytes) return pretty;

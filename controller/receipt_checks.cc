@@ -76,6 +76,7 @@ std::string shown(const std::string& name) {
 
 std::vector<Check> from_findings(const std::vector<VerifyFinding>& findings) {
   std::vector<Check> out;
+  out.reserve(findings.size());
   for (const auto& f : findings)
     out.push_back({f.check, f.pass ? Verdict::kPass : Verdict::kFail, f.detail});
   return out;

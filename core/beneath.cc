@@ -160,8 +160,10 @@ Status remove_tree_beneath(int dirfd, const std::string& rel, int max_depth) {
   if (::fstatat(parent->get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0)
     return errno == ENOENT ? ok_status() : Status(Error::from_errno("lstat " + rel));
   if (!S_ISDIR(st.st_mode)) return remove_beneath(dirfd, rel);
-  int fd = retry_eintr([&] {
-    return ::openat(parent->get(), name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  // An init-capture, not a capture of the structured binding (which clang refuses before C++20's
+  // resolution, P1091, is implemented).
+  int fd = retry_eintr([&, leaf = name.c_str()] {
+    return ::openat(parent->get(), leaf, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   });
   if (fd < 0) return Error::from_errno("open " + rel);
   UniqueFd dir(fd);

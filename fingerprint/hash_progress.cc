@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <iterator>
 
 namespace sealrun {
@@ -14,7 +15,7 @@ namespace {
 constexpr int64_t kRateWindowMs = 3000;
 
 std::string eta_text(double seconds) {
-  const auto s = static_cast<uint64_t>(seconds + 0.5);
+  const auto s = static_cast<uint64_t>(std::llround(std::max(seconds, 0.0)));
   if (s < 60) return fmt::format("{} s", s);
   if (s < 3600) return fmt::format("{} min {:02} s", s / 60, s % 60);
   return fmt::format("{} h {:02} min", s / 3600, s % 3600 / 60);
