@@ -54,7 +54,7 @@ void register_demo(CLI::App& app, int* exit_code) {
   cmd->add_option("--example", *example, "the example tree (default: the bundled examples/hello)");
   auto json = std::make_shared<bool>(false);
   cmd->add_flag("--json", *json,
-                "print one JSON document {admission, sha256, id, state, exit, reason, "
+                "print one JSON document {admission, sha256, learned, id, state, exit, reason, "
                 "receipt_path} instead of the steps and the summary");
   cmd->callback([=] {
     // The steps are for a person; --json keeps stdout one document.
