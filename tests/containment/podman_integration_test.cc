@@ -536,11 +536,16 @@ TEST_F(PodmanIntegration, ControllerDeathEndsTheContainer) {
   ASSERT_TRUE(cid.ok());
   ASSERT_EQ(cid->size(), 64u) << "the forked controller did not start the job";
   EXPECT_TRUE(WIFSIGNALED(status));
+  // The container lives as long as its conmon (which waits for the container's init). Only conmon
+  // counts: podman's own `container cleanup <id>` exit command names the id too, and it may start
+  // after conmon is gone; it is cleanup, not the container.
   auto container_alive = [&] {
     for (const auto& e : fs::directory_iterator("/proc")) {
       std::ifstream f(e.path() / "cmdline");
       std::string cmd((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-      if (cmd.find(*cid) != std::string::npos) return true;  // conmon names the container
+      std::string argv0 = cmd.substr(0, cmd.find('\0'));
+      bool conmon = fs::path(argv0).filename() == "conmon";
+      if (conmon && cmd.find(*cid) != std::string::npos) return true;
     }
     return false;
   };
