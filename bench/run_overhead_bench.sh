@@ -1,7 +1,7 @@
 #!/bin/sh
 # The cost of `sealrun run` over a bare rootless bwrap (issue 17, part 1): `sealrun run` of
-# /bin/true with a tiny source and toolchain, against `bwrap --unshare-all ... /bin/true` run as the
-# job user, in turn (A B A B ...), so that drift on a busy machine hits both alike; one untimed
+# `true` with a tiny source and toolchain (a static busybox), against
+# `bwrap --unshare-all ... /bin/true` run as the job user, in turn (A B A B ...), so that drift on a busy machine hits both alike; one untimed
 # warm-up pair. Prints each pair (ms) and the medians of A, B and A - B. Run as root (like the
 # controller), from the top of a build: SEALRUN=build/sealrun bench/run_overhead_bench.sh [PAIRS]
 set -eu
@@ -15,9 +15,10 @@ trap 'rm -rf "$W"' EXIT
 chmod 0711 "$W"
 mkdir "$W/src" "$W/toolchain"
 echo input >"$W/src/input.txt"
-echo tool >"$W/toolchain/tool.txt"
+# The job sees only what is pinned (no host /usr): its `true` is a static busybox in the toolchain.
+cp "$(command -v busybox)" "$W/toolchain/busybox"
 "$SEALRUN" admit freeze --out "$W/admission.json" --source "$W/src" --toolchain "$W/toolchain" \
-  --toolchain-mount /opt/toolchain --env PATH=/usr/bin:/bin -- /bin/true >"$W/frozen"
+  --toolchain-mount /opt/toolchain --env PATH=/opt/toolchain -- /opt/toolchain/busybox true >"$W/frozen"
 SHA=$(head -c 64 "$W/frozen")
 
 sealrun_true() {
