@@ -332,5 +332,57 @@ TEST_F(LearnCBuildTest, AClosureThatMissesAFileFailsTheJobVisibly) {
   EXPECT_NE(r.err.find("cc1"), std::string::npos) << "gcc names what it could not run:\n" << r.err;
 }
 
+
+// The zlib-sized case (issue 16): zlib 1.2.13's own `configure` and `make`, learned once, then run
+// twice from the learned admission with nothing of the host but the closure: both runs are built
+// and give the same library and test program, and the closure has the tools configure used.
+class LearnZlibTest : public LearnTest {
+ public:
+  void SetUp() override {
+    LearnTest::SetUp();
+    if (IsSkipped()) return;
+    for (const char* tool : {"/usr/bin/gcc", "/usr/bin/make"})
+      if (::access(tool, X_OK) != 0) GTEST_SKIP() << tool << " is not installed";
+    std::string fixtures = std::string(SEALRUN_BINARY_DIR) + "/fixtures";
+    SpawnOptions o;
+    o.argv = {"/bin/bash", std::string(SEALRUN_SOURCE_DIR) + "/tests/fixtures/zlib_source.sh",
+              fixtures};
+    auto fetched = run_capture(o, 300000);
+    ASSERT_TRUE(fetched.ok() && fetched->status.success())
+        << "zlib_source.sh failed: " << (fetched.ok() ? fetched->err : fetched.error().message());
+    fs::copy(fixtures + "/zlib-src", src_, fs::copy_options::recursive);
+  }
+  // Out of the read-only /src: a copy in /scratch is configured and built there.
+  static constexpr const char* kConfigureMake =
+      "cp -R /src /scratch/z && cd /scratch/z && ./configure --static && "
+      "make -j2 libz.a example && ./example && cp libz.a example /out/";
+};
+
+TEST_F(LearnZlibTest, ALearnedConfigureAndMakeBuildsTwiceWithTheSameOutputs) {
+  auto c = learn(kConfigureMake, "zlib.json", {"--set", "limits.wall_clock_s=600"});
+  ASSERT_EQ(c.status.code, 0) << c.err;
+  json doc = read_json(dir_ / "zlib.json");
+  auto files = files_of(doc);
+  auto links = links_of(doc);
+  for (const char* tool : {"/usr/bin/make", "/usr/bin/ar", "/usr/bin/gcc", "/usr/bin/sed"})
+    expect_chain_pinned(tool, links, files);
+  expect_nothing_of_the_job_itself(doc, dir_.str());
+
+  Frozen a{dir_ / "zlib.json", json::parse(c.out).at("sha256")};
+  auto first = run(a, "z1");
+  ASSERT_EQ(first.status.code, 0) << first.err;
+  auto second = run(a, "z2");
+  ASSERT_EQ(second.status.code, 0) << second.err;
+  json r1 = receipt("z1"), r2 = receipt("z2");
+  EXPECT_EQ(r1["state"], "built");
+  EXPECT_EQ(r2["state"], "built");
+  std::set<std::string> names;
+  for (const json& o : r1["outputs"]) names.insert(o["path"]);
+  EXPECT_EQ(names, (std::set<std::string>{"example", "libz.a"}));
+  EXPECT_EQ(r1["outputs"], r2["outputs"]) << "two runs of one learned admission differ";
+  for (const json& v : r1["view"])
+    EXPECT_NE(v["job_path"], "/usr") << "the host's /usr is not in a learned view whole";
+}
+
 }  // namespace
 }  // namespace sealrun::testing
