@@ -32,6 +32,7 @@
 
 #include "containment/bwrap_argv.h"
 #include "containment/mount_stage.h"
+#include "containment/resgroup/group_spawn.h"
 #include "containment/resgroup/resource_group.h"
 #include "containment/seccomp_policy.h"
 #include "core/process_ref.h"
@@ -186,28 +187,12 @@ Result<Launched> launch(const std::string& bwrap_path, const std::optional<JobUs
   so.new_session = true;
   so.die_with_parent = true;
   if (spec.umask) so.umask = static_cast<mode_t>(*spec.umask);  // bwrap and the job inherit it
-  if (group != nullptr) {
-    so.join_cgroup_fds = group->join_fds();
-    so.hold_until_release = true;
-  }
+  if (group != nullptr) resgroup::hold_for_group(so, *group);
 
   Launched l;
   l.bwrap = SEALRUN_TRY(spawn(so));
-  if (group != nullptr) {
-    // cgroupfs back ends: the child joins the group itself before exec (join_cgroup_fds; a join
-    // that fails fails the spawn), so it is released first and adopt() only confirms. Adopting
-    // before that raced the child's own join and moved it through cgroup.procs, whose write waits
-    // for an RCU grace period (5-16 ms per run here). systemd (no join descriptors) places the
-    // held process in its scope before it may exec.
-    const bool joins_itself = !so.join_cgroup_fds.empty();
-    if (joins_itself) SEALRUN_TRY(l.bwrap.release());
-    Status adopted = group->adopt(l.bwrap.pid());
-    if (!adopted) {
-      l.bwrap.kill_and_reap();
-      return std::move(adopted).error().context("place bwrap in the resource group");
-    }
-    if (!joins_itself) SEALRUN_TRY(l.bwrap.release());
-  }
+  if (group != nullptr)
+    SEALRUN_TRY_CTX(resgroup::release_into_group(l.bwrap, *group), "start bwrap");
   status.write_end.reset();
   stage.mount_ns.reset();  // bwrap holds the namespace now
   mount_fds.clear();

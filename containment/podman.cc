@@ -23,6 +23,7 @@
 #include "containment/podman_probe.h"
 #include "containment/podman_runner.h"
 #include "containment/podman_storage.h"
+#include "containment/resgroup/group_spawn.h"
 #include "containment/resgroup/resource_group.h"
 #include "core/bounded_file.h"
 #include "core/proc.h"
@@ -261,18 +262,12 @@ class PodmanMechanism final : public Mechanism {
     o.stdin_fd = io.stdin_fd;
     o.stdout_fd = io.stdout_fd;
     o.stderr_fd = io.stderr_fd;
-    if (group != nullptr) {
-      o.join_cgroup_fds = group->join_fds();
-      o.hold_until_release = true;
-    }
+    if (group != nullptr) resgroup::hold_for_group(o, *group);
     podman::Watchdog watchdog =
         SEALRUN_TRY(podman::start_watchdog(user, layout, facts_, spec.run_id));
     Child child = SEALRUN_TRY_CTX(spawn_process(o), "start podman run");
-    if (group != nullptr) {
-      Status adopted = group->adopt(child.pid());
-      if (!adopted) return std::move(adopted).error().context("place podman in the resource group");
-      SEALRUN_TRY_CTX(child.release(), "start podman run");
-    }
+    if (group != nullptr)
+      SEALRUN_TRY_CTX(resgroup::release_into_group(child, *group), "start podman run");
     return std::unique_ptr<ContainedJob>(std::make_unique<PodmanJob>(
         user, layout, facts_, spec.run_id, std::move(child), std::move(watchdog),
         spec.wall_clock_ms, spec.stop_grace_ms, options_.command_timeout_ms, std::move(actions),
