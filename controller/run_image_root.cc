@@ -7,45 +7,112 @@
 
 #include "containment/image_root.h"
 #include "containment/view_plan.h"
+#include "core/bounded_file.h"
+#include "fingerprint/cached_tree.h"
 #include "fingerprint/image_unpack.h"
+#include "fingerprint/tree.h"
 
 namespace sealrun::run {
 
-Result<std::string> image_rootfs(const StateDir& state, const std::string& temp_dir,
-                                 const admission::ImagePin& image) {
-  std::string hex = image.image_id.substr(7);  // "sha256:<hex>", checked by the parser
-  std::string final_rel = "images/" + hex;
-  std::string rootfs = state.path() + "/" + final_rel + "/rootfs";
-  // Named by the image id, which is the digest of the config that lists the diff ids: an
-  // existing directory there was unpacked from exactly these layers (and is root's, 0700 above).
-  if (state.exists(final_rel + "/rootfs")) return rootfs;
+namespace {
+
+std::string hex_of(const admission::ImagePin& image) {
+  return image.image_id.substr(7);  // "sha256:<hex>", checked by the parser
+}
+
+// Unpacks the image into STATE/images/<hex>/rootfs (absent before) and records, beside it, the
+// semantic tree digest of what was unpacked (rootfs.tree), taken before the rename into place.
+Status unpack_into_state(const StateDir& state, const std::string& temp_dir,
+                         const admission::ImagePin& image) {
+  std::string hex = hex_of(image);
   SEALRUN_TRY(state.ensure_subdir("images", 0700));
   std::string work = temp_dir + "/image-" + hex;
   SEALRUN_TRY(state.make_dir(work, 0755));
   SEALRUN_TRY(state.make_dir(work + "/rootfs", 0755));
   SEALRUN_TRY(state.make_dir(work + "/scratch", 0700));
-  auto unpacked = unpack_image(image.archive, image.image_id, image.diff_ids, work + "/rootfs",
-                               work + "/scratch");
+  auto layers = unpack_image(image.archive, image.image_id, image.diff_ids, work + "/rootfs",
+                             work + "/scratch");
+  Status unpacked = layers ? state.remove_tree(work + "/scratch") : Status(std::move(layers).error());
+  if (unpacked) {
+    auto digest = tree_digest(work + "/rootfs");
+    unpacked = digest ? state.write_atomic(work + "/rootfs.tree", digest->sha256 + "\n", 0600)
+                      : Status(std::move(digest).error());
+  }
   if (!unpacked) {
     (void)state.remove_tree(work);
     return std::move(unpacked).error().context("unpack image " + image.image_id);
   }
-  SEALRUN_TRY(state.remove_tree(work + "/scratch"));
-  std::string final_path = state.path() + "/" + final_rel;
+  std::string final_path = state.path() + "/images/" + hex;
   if (::rename(work.c_str(), final_path.c_str()) != 0) {
     int err = errno;
     (void)state.remove_tree(work);
-    // Another run unpacked the same image first: theirs is as good as ours.
-    if ((err == EEXIST || err == ENOTEMPTY) && state.exists(final_rel + "/rootfs")) return rootfs;
+    // Another run unpacked the same image first: theirs is as good as ours (and is verified).
+    if ((err == EEXIST || err == ENOTEMPTY) && state.exists("images/" + hex + "/rootfs"))
+      return ok_status();
     return Error::with_errno(err, "rename " + work + " to " + final_path);
   }
+  return ok_status();
+}
+
+// The digest recorded when the rootfs was unpacked, or "" when there is none that reads as one.
+std::string recorded_digest(const StateDir& state, const std::string& hex) {
+  auto text = read_bounded_file(state.fd(), "images/" + hex + "/rootfs.tree", 128);
+  if (!text || text->size() != 65 || text->back() != '\n') return {};
+  return text->substr(0, 64);
+}
+
+}  // namespace
+
+Result<std::string> image_rootfs(const StateDir& state, const std::string& temp_dir,
+                                 const admission::ImagePin& image, const RootfsCheck& check) {
+  std::string hex = hex_of(image);
+  std::string rel = "images/" + hex;
+  std::string rootfs = state.path() + "/" + rel + "/rootfs";
+  std::string recorded = state.exists(rel + "/rootfs") ? recorded_digest(state, hex) : "";
+  if (!recorded.empty()) {
+    // Named by the image id (the digest of the config that lists the diff ids), so it was
+    // unpacked from exactly these layers; that it still holds what was unpacked is proven here,
+    // through the digest cache (a stat walk when nothing changed), before every use.
+    auto now = tree_digest_reporting({rootfs, state.path(), recorded, check.rehash, {}},
+                                     check.pin_cache);
+    std::string observed = now ? now->sha256 : now.error().message();
+    bool same = now && now->sha256 == recorded;
+    check.verified(recorded, observed, same);
+    if (same) return rootfs;
+  }
+  // Absent, from before the digest was recorded, or changed since: unpacked (again) from the
+  // pinned archive, whose layers are verified against their diff ids on the way.
+  if (state.exists(rel)) SEALRUN_TRY_CTX(state.remove_tree(rel), "remove the changed " + rel);
+  SEALRUN_TRY(unpack_into_state(state, temp_dir, image));
+  recorded = recorded_digest(state, hex);
+  if (recorded.empty()) return Error::make("no tree digest recorded for " + rel + "/rootfs");
+  check.unpacked(recorded);
   return rootfs;
 }
 
 Status add_image_root(RunContext& run) {
   const auto& doc = run.doc();
   if (!doc.image || !run.grant || run.grant->mechanism != "bwrap") return ok_status();
-  std::string rootfs = SEALRUN_TRY(image_rootfs(*run.state, run.temp_dir, *doc.image));
+  std::string target = "image root (STATE/images/" + hex_of(*doc.image).substr(0, 12) + ")";
+  RootfsCheck check;
+  check.rehash = run.req.rehash;
+  check.pin_cache = [&run](const PinCacheRecord& r) {
+    run.receipt.pin_cache.push_back(pin_cache_to_json(r));
+  };
+  // A changed cache is not the run's failure (it is replaced from the pinned archive before the
+  // job sees it), so it is a warning, and the verification listed is the fresh unpacking's.
+  check.verified = [&](const std::string& expected, const std::string& observed, bool same) {
+    if (same)
+      run.receipt.verifications.push_back({target, expected, observed, true});
+    else
+      run.warn(fmt::format("the {} no longer has the digest it was unpacked with ({}, not {}): "
+                           "unpacked again from the pinned archive",
+                           target, observed, expected));
+  };
+  check.unpacked = [&](const std::string& digest) {
+    run.receipt.verifications.push_back({target + ", unpacked now", digest, digest, true});
+  };
+  std::string rootfs = SEALRUN_TRY(image_rootfs(*run.state, run.temp_dir, *doc.image, check));
   ContainmentSpec& spec = run.grant->spec;
   std::vector<std::string> others = {"/proc", "/dev", "/tmp"};
   for (const auto& m : spec.mounts) others.push_back(m.target);

@@ -3,18 +3,34 @@
 // STATE/images/<image id hex>/rootfs, which later runs share. The unpacking happens in this
 // controller's temporaries (STATE/tmp/<pid>.<start>/image-<hex>), which `sealrun sweep` removes
 // when the controller died, and is renamed into place whole, so a rootfs under images/ is always
-// complete. Its entries then become the job's root entries (view kind `image`).
+// complete, with the semantic tree digest of what was unpacked beside it (rootfs.tree). Before
+// each use the rootfs is verified against that digest through the digest cache (a stat walk when
+// nothing changed); one that changed is removed and unpacked again from the pinned archive. Its
+// entries then become the job's root entries (view kind `image`).
 #pragma once
 
+#include <functional>
 #include <string>
 
 #include "controller/run_context.h"
+#include "fingerprint/cached_tree.h"
 
 namespace sealrun::run {
 
-// STATE/images/<hex>/rootfs for the admitted image, unpacking it first when absent.
+// How image_rootfs() reports its proof: the cache's use, the verification of a rootfs found in
+// place (recorded digest, observed digest or error, equal), and a fresh unpacking's digest.
+struct RootfsCheck {
+  bool rehash = false;  // --rehash: the digest cache is not read
+  std::function<void(const PinCacheRecord&)> pin_cache = [](const PinCacheRecord&) {};
+  std::function<void(const std::string&, const std::string&, bool)> verified =
+      [](const std::string&, const std::string&, bool) {};
+  std::function<void(const std::string&)> unpacked = [](const std::string&) {};
+};
+
+// STATE/images/<hex>/rootfs for the admitted image, verified against the digest recorded when it
+// was unpacked; unpacked (again) when absent, unrecorded or changed.
 Result<std::string> image_rootfs(const StateDir& state, const std::string& temp_dir,
-                                 const admission::ImagePin& image);
+                                 const admission::ImagePin& image, const RootfsCheck& check);
 
 // For a bwrap grant of an admission with an image: the rootfs's entries added to the grant's
 // spec (mounts first, so every other entry binds on top) and its links to the view.
