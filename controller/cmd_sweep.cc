@@ -1,7 +1,9 @@
-// `sealrun sweep [--state-dir DIR] [--json]`: finds what killed controllers left — grant records,
-// resource groups, job processes, what each mechanism left (through its own sweep), verified
-// source exports, the temporaries of dead controllers and what mechanisms kept there (a probe's
-// storage and pause process), stray short links — and removes it, reporting each action. A state
+// `sealrun sweep [--state-dir DIR] [--json] [--images]`: finds what killed controllers left — grant
+// records, resource groups, job processes, what each mechanism left (through its own sweep),
+// verified source exports, the temporaries of dead controllers and what mechanisms kept there (a
+// probe's storage and pause process), stray short links — and removes it, reporting each action.
+// With
+// --images it also removes the unpacked image roots no run holds (image_sweep.h). A state
 // directory anyone but root (or the caller) could write is refused (exit 2): sweep would act on
 // records such a user could forge.
 // A record whose controller is still alive (same pid and starttime) is never touched. A record that
@@ -13,13 +15,14 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
-#include "containment/ownedfs/ownedfs.h"
 #include "containment/grant_journal.h"
+#include "containment/ownedfs/ownedfs.h"
 #include "containment/resgroup/cgroupfs_sweep.h"
 #include "containment/sweep_run.h"
 #include "controller/commands.h"
 #include "controller/exit_codes.h"
 #include "controller/host_config.h"
+#include "controller/image_sweep.h"
 #include "controller/output.h"
 #include "controller/run_dirs.h"
 
@@ -30,6 +33,7 @@ struct SweepOptions {
   std::string state_dir = "./sealrun-state";
   bool json = false;
   int64_t grace_ms = 1000;
+  bool images = false;
 };
 
 SweepStep sweep_owned_root(const GrantRecord& r, const run::StateDir& state) {
@@ -61,21 +65,23 @@ void sweep_records(const run::StateDir& state, const SweepOptions& opt,
   }
   for (const auto& e : *entries) {
     if (!e.readable) {
-      report.push_back({"", {"record " + e.file, e.problem + "; kept for a person to inspect", true}});
+      report.push_back(
+          {"", {"record " + e.file, e.problem + "; kept for a person to inspect", true}});
       continue;
     }
     const GrantRecord& r = e.record;
     if (controller_alive(r)) {
       report.push_back(
           {r.id,
-           {"run " + r.id,
-            fmt::format("controller pid {} is alive: not touched", r.controller_pid), false}});
+           {"run " + r.id, fmt::format("controller pid {} is alive: not touched", r.controller_pid),
+            false}});
       continue;
     }
     std::vector<SweepStep> steps = sweep_recorded_run(r, opt.grace_ms, context);
     // Its processes are stopped: the owned file system is no longer held, and the owned root is
     // a plain directory again once it is gone.
-    for (auto& s : ownedfs::sweep_owned_fs_of_run(state.path(), r.id)) steps.push_back(std::move(s));
+    for (auto& s : ownedfs::sweep_owned_fs_of_run(state.path(), r.id))
+      steps.push_back(std::move(s));
     steps.push_back(sweep_owned_root(r, state));
     bool left = false;
     for (const auto& s : steps) left |= s.left;
@@ -114,10 +120,11 @@ void remove_dead_temporaries(const run::StateDir* state, const std::vector<Stray
   for (const StrayDir& d : dead) {
     Status st = left ? Status(Error::make("something of a mechanism in it is left (see above)"))
                      : run::remove_temp_dir(*state, d.path);
-    report.push_back({"",
-                      {"temporaries " + d.path,
-                       st ? "removed (their controller is gone)" : "not removed: " + st.error().message(),
-                       !st.ok()}});
+    report.push_back(
+        {"",
+         {"temporaries " + d.path,
+          st ? "removed (their controller is gone)" : "not removed: " + st.error().message(),
+          !st.ok()}});
   }
 }
 
@@ -149,6 +156,8 @@ int run_sweep(const SweepOptions& opt) {
   // Owned file systems no grant record names (their run's record was lost).
   if (state)
     for (auto& s : ownedfs::sweep_owned_fs(opt.state_dir)) report.push_back({"", std::move(s)});
+  if (state && opt.images)
+    for (auto& s : run::sweep_images(*state)) report.push_back({"", std::move(s)});
 
   int left = 0;
   for (const auto& [id, s] : report) left += s.left ? 1 : 0;
@@ -183,6 +192,9 @@ void register_sweep(CLI::App& app, int* exit_code) {
   cmd->add_option("--state-dir", opt->state_dir, "state directory holding grants/")
       ->capture_default_str();
   cmd->add_flag("--json", opt->json, "print the actions as one JSON document");
+  cmd->add_flag("--images", opt->images,
+                "also remove the unpacked image roots (STATE/images/) no run is using; a later "
+                "bwrap run unpacks its image again");
   cmd->add_option("--grace-ms", opt->grace_ms, "TERM-to-KILL grace per group, in milliseconds")
       ->capture_default_str()
       ->check(CLI::Range(int64_t{0}, int64_t{60000}));

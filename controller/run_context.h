@@ -25,6 +25,7 @@
 #include "controller/state_dir.h"
 #include "controller/stop_switch.h"
 #include "core/job_user.h"
+#include "core/unique_fd.h"
 
 namespace sealrun::run {
 
@@ -112,6 +113,7 @@ struct RunContext {
   // What the mechanisms are made with: the deps' context, with this run's temporaries.
   MechanismContext mechanism_context;
   std::string export_dir;  // a git or bundle source's verified export (outside the owned root)
+  UniqueFd image_lock;     // STATE/images/<hex> held shared while the job may see it (bwrap)
   bool owned_claimed = false;
   std::optional<ownedfs::OwnedFs> owned_fs;  // mounted over the owned root (run_owned_space.h)
   RunJournal journal;

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 #include <stdio.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 
 #include "containment/image_root.h"
@@ -32,7 +33,8 @@ Status unpack_into_state(const StateDir& state, const std::string& temp_dir,
   SEALRUN_TRY(state.make_dir(work + "/scratch", 0700));
   auto layers = unpack_image(image.archive, image.image_id, image.diff_ids, work + "/rootfs",
                              work + "/scratch");
-  Status unpacked = layers ? state.remove_tree(work + "/scratch") : Status(std::move(layers).error());
+  Status unpacked =
+      layers ? state.remove_tree(work + "/scratch") : Status(std::move(layers).error());
   if (unpacked) {
     auto digest = tree_digest(work + "/rootfs");
     unpacked = digest ? state.write_atomic(work + "/rootfs.tree", digest->sha256 + "\n", 0600)
@@ -63,31 +65,53 @@ std::string recorded_digest(const StateDir& state, const std::string& hex) {
 
 }  // namespace
 
-Result<std::string> image_rootfs(const StateDir& state, const std::string& temp_dir,
-                                 const admission::ImagePin& image, const RootfsCheck& check) {
+Result<UniqueFd> lock_image_dir(const StateDir& state, const std::string& hex, bool exclusive) {
+  std::string rel = "images/" + hex;
+  auto fd = SEALRUN_TRY(state.open(rel, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (::flock(fd.get(), (exclusive ? LOCK_EX : LOCK_SH) | LOCK_NB) != 0) {
+    if (errno == EWOULDBLOCK)
+      return Error::make(fmt::format("{} is in use by another run{}", rel,
+                                     exclusive ? "" : " that is replacing it"));
+    return Error::with_errno(errno, "lock " + rel);
+  }
+  return fd;
+}
+
+Result<ImageRoot> image_rootfs(const StateDir& state, const std::string& temp_dir,
+                               const admission::ImagePin& image, const RootfsCheck& check) {
   std::string hex = hex_of(image);
   std::string rel = "images/" + hex;
-  std::string rootfs = state.path() + "/" + rel + "/rootfs";
-  std::string recorded = state.exists(rel + "/rootfs") ? recorded_digest(state, hex) : "";
-  if (!recorded.empty()) {
-    // Named by the image id (the digest of the config that lists the diff ids), so it was
-    // unpacked from exactly these layers; that it still holds what was unpacked is proven here,
-    // through the digest cache (a stat walk when nothing changed), before every use.
-    auto now = tree_digest_reporting({rootfs, state.path(), recorded, check.rehash, {}},
-                                     check.pin_cache);
-    std::string observed = now ? now->sha256 : now.error().message();
-    bool same = now && now->sha256 == recorded;
-    check.verified(recorded, observed, same);
-    if (same) return rootfs;
+  ImageRoot root{state.path() + "/" + rel + "/rootfs", {}};
+  if (state.exists(rel + "/rootfs")) {
+    // Held shared for the whole run: another run may use it too, but neither replaces it nor
+    // `sweep --images` removes it while the job can see it.
+    root.lock = SEALRUN_TRY(lock_image_dir(state, hex, false));
+    std::string recorded = recorded_digest(state, hex);
+    if (!recorded.empty()) {
+      // Named by the image id (the digest of the config that lists the diff ids), so it was
+      // unpacked from exactly these layers; that it still holds what was unpacked is proven
+      // here, through the digest cache (a stat walk when nothing changed), before every use.
+      auto now = tree_digest_reporting({root.rootfs, state.path(), recorded, check.rehash, {}},
+                                       check.pin_cache);
+      std::string observed = now ? now->sha256 : now.error().message();
+      bool same = now && now->sha256 == recorded;
+      check.verified(recorded, observed, same);
+      if (same) return root;
+    }
+    // From before the digest was recorded, or changed since: replaced, only when no other run
+    // uses it (upgrading our shared lock).
+    if (::flock(root.lock.get(), LOCK_EX | LOCK_NB) != 0)
+      return Error::with_errno(errno, rel + " must be unpacked again but is in use by another run");
+    SEALRUN_TRY_CTX(state.remove_tree(rel), "remove the changed " + rel);
+    root.lock.reset();
   }
-  // Absent, from before the digest was recorded, or changed since: unpacked (again) from the
-  // pinned archive, whose layers are verified against their diff ids on the way.
-  if (state.exists(rel)) SEALRUN_TRY_CTX(state.remove_tree(rel), "remove the changed " + rel);
+  // Unpacked from the pinned archive, whose layers are verified against their diff ids on the way.
   SEALRUN_TRY(unpack_into_state(state, temp_dir, image));
-  recorded = recorded_digest(state, hex);
+  root.lock = SEALRUN_TRY(lock_image_dir(state, hex, false));
+  std::string recorded = recorded_digest(state, hex);
   if (recorded.empty()) return Error::make("no tree digest recorded for " + rel + "/rootfs");
   check.unpacked(recorded);
-  return rootfs;
+  return root;
 }
 
 Status add_image_root(RunContext& run) {
@@ -105,14 +129,17 @@ Status add_image_root(RunContext& run) {
     if (same)
       run.receipt.verifications.push_back({target, expected, observed, true});
     else
-      run.warn(fmt::format("the {} no longer has the digest it was unpacked with ({}, not {}): "
-                           "unpacked again from the pinned archive",
-                           target, observed, expected));
+      run.warn(
+          fmt::format("the {} no longer has the digest it was unpacked with ({}, not {}): "
+                      "unpacked again from the pinned archive",
+                      target, observed, expected));
   };
   check.unpacked = [&](const std::string& digest) {
     run.receipt.verifications.push_back({target + ", unpacked now", digest, digest, true});
   };
-  std::string rootfs = SEALRUN_TRY(image_rootfs(*run.state, run.temp_dir, *doc.image, check));
+  ImageRoot root = SEALRUN_TRY(image_rootfs(*run.state, run.temp_dir, *doc.image, check));
+  const std::string& rootfs = root.rootfs;
+  run.image_lock = std::move(root.lock);  // released when the run ends
   ContainmentSpec& spec = run.grant->spec;
   std::vector<std::string> others = {"/proc", "/dev", "/tmp"};
   for (const auto& m : spec.mounts) others.push_back(m.target);

@@ -27,10 +27,20 @@ struct RootfsCheck {
   std::function<void(const std::string&)> unpacked = [](const std::string&) {};
 };
 
+struct ImageRoot {
+  std::string rootfs;  // STATE/images/<hex>/rootfs
+  UniqueFd lock;       // images/<hex>, flock'ed shared: hold it while a job may see the rootfs
+};
+
 // STATE/images/<hex>/rootfs for the admitted image, verified against the digest recorded when it
-// was unpacked; unpacked (again) when absent, unrecorded or changed.
-Result<std::string> image_rootfs(const StateDir& state, const std::string& temp_dir,
-                                 const admission::ImagePin& image, const RootfsCheck& check);
+// was unpacked; unpacked (again) when absent, unrecorded or changed (refused when it must be
+// replaced while another run holds it).
+Result<ImageRoot> image_rootfs(const StateDir& state, const std::string& temp_dir,
+                               const admission::ImagePin& image, const RootfsCheck& check);
+
+// images/<hex> opened and flock'ed (shared or exclusive), without waiting: an error names the
+// directory when another holder has it.
+Result<UniqueFd> lock_image_dir(const StateDir& state, const std::string& hex, bool exclusive);
 
 // For a bwrap grant of an admission with an image: the rootfs's entries added to the grant's
 // spec (mounts first, so every other entry binds on top) and its links to the view.

@@ -1,13 +1,19 @@
 // The unpacked image root under bwrap is proven before every use (docs/view.md): the digest of
 // what was unpacked is recorded beside it, the next run verifies the rootfs against it through the
 // digest cache (a stat walk), and a rootfs changed since — or one without a recorded digest — is
-// replaced from the pinned archive before the job sees it. Real binary, real bwrap.
+// replaced from the pinned archive before the job sees it — unless another run holds it (then the
+// run is refused). `sweep --images` removes only roots no run holds. Real binary, real bwrap.
 #include <gtest/gtest.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 
+#include "core/syscall.h"
+#include "core/process.h"
 #include "tests/controller/run_test_support.h"
 
 namespace sealrun::testing {
@@ -22,15 +28,29 @@ class ImageCacheTest : public RunTest {
     RunTest::SetUp();
     auto built = busybox_fixture_dir();
     ASSERT_TRUE(built.ok()) << built.error().message();
-    std::vector<std::string> args = freeze_args("image.json");
-    args.insert(args.end(), {"--image", *built + "/busybox.oci.tar", "--", "/bin/sh", "-c",
-                             "cat /etc/passwd > /out/passwd.txt"});
-    auto c = sealrun(args);
-    ASSERT_EQ(c.status.code, 0) << c.err;
-    frozen_ = {dir_ / "image.json", c.out.substr(0, 64)};
-    std::string image_id = read_text(*built + "/busybox.image-id");
+    fixture_ = *built;
+    frozen_ = freeze_image("cat /etc/passwd > /out/passwd.txt", "image.json");
+    std::string image_id = read_text(fixture_ + "/busybox.image-id");
     while (!image_id.empty() && image_id.back() == '\n') image_id.pop_back();
     images_ = state_ + "/images/" + image_id.substr(7);
+  }
+
+  Frozen freeze_image(const std::string& script, const std::string& name) {
+    std::vector<std::string> args = freeze_args(name);
+    args.insert(args.end(),
+                {"--image", fixture_ + "/busybox.oci.tar", "--", "/bin/sh", "-c", script});
+    auto c = sealrun(args);
+    EXPECT_EQ(c.status.code, 0) << c.err;
+    return {dir_ / name, c.out.substr(0, 64)};
+  }
+
+  // `sweep --images --json`: the outcome of the step for this image's directory.
+  std::string sweep_images_outcome() {
+    auto c = sealrun({"sweep", "--images", "--json", "--state-dir", state_});
+    json doc = json::parse(c.out);
+    for (const json& a : doc["actions"])
+      if (a["what"] == "images/" + fs::path(images_).filename().string()) return a["outcome"];
+    return "(not listed) " + c.out;
   }
 
   json bwrap_run(const std::string& id) {
@@ -49,6 +69,7 @@ class ImageCacheTest : public RunTest {
     return json();
   }
 
+  std::string fixture_;
   Frozen frozen_;
   std::string images_;
 };
@@ -107,6 +128,54 @@ TEST_F(ImageCacheTest, ARootWithoutARecordedDigestIsUnpackedAgain) {
   ASSERT_FALSE(v.is_null());
   EXPECT_NE(v["target"].get<std::string>().find("unpacked now"), std::string::npos) << v;
   EXPECT_TRUE(fs::exists(images_ + "/rootfs.tree"));
+}
+
+// A changed root that another run holds (here: this test, with the same shared flock a run takes)
+// is not replaced under it: the run is refused before anything runs, naming the directory.
+TEST_F(ImageCacheTest, AChangedRootInUseIsNotReplacedAndTheRunIsRefused) {
+  bwrap_run("h1");
+  int held = ::open(images_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  ASSERT_GE(held, 0);
+  ASSERT_EQ(::flock(held, LOCK_SH), 0);
+  {
+    std::ofstream passwd(images_ + "/rootfs/etc/passwd", std::ios::app);
+    passwd << "intruder:x:0:0::/:/bin/sh\n";
+  }
+  auto r = run(frozen_, "h2", {"--mechanism", "bwrap"});
+  EXPECT_EQ(r.status.code, 4) << r.out << r.err;
+  EXPECT_NE(r.err.find("in use by another run"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(state_ + "/results/h2/out/passwd.txt"));
+  ::close(held);
+}
+
+// A run holds its image root while the job may see it: `sweep --images` keeps it then, and
+// removes it once no run uses it; the next run unpacks it again.
+TEST_F(ImageCacheTest, SweepImagesKeepsARootInUseAndRemovesAnUnusedOne) {
+  Frozen waiting = freeze_image(": > /out/started; exec sleep 60", "waiting.json");
+  SpawnOptions o = sealrun_options({"run", waiting.path, "--sha256", waiting.sha256, "--id",
+                                    "holder", "--state-dir", state_, "--mechanism", "bwrap"});
+  o.stdout_fd = o.stderr_fd = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
+  auto controller = spawn(o);
+  ::close(o.stdout_fd);
+  ASSERT_TRUE(controller.ok()) << controller.error().message();
+  auto started = [&] { return fs::exists(state_ + "/results/holder/out/started"); };
+  int64_t deadline = monotonic_ms() + 60000;
+  while (!started() && monotonic_ms() < deadline) ::usleep(50 * 1000);
+  ASSERT_TRUE(started()) << "the job did not start";
+  std::string kept = sweep_images_outcome();
+  EXPECT_EQ(kept.rfind("kept: ", 0), 0u) << kept;
+  EXPECT_TRUE(fs::exists(images_ + "/rootfs/bin/busybox"));
+
+  ASSERT_EQ(::kill(controller->pid(), SIGTERM), 0);
+  ASSERT_TRUE(controller->wait().ok());
+  std::string removed = sweep_images_outcome();
+  EXPECT_EQ(removed.rfind("removed", 0), 0u) << removed;
+  EXPECT_FALSE(fs::exists(images_));
+
+  json r = bwrap_run("after");
+  json v = image_check(r);
+  ASSERT_FALSE(v.is_null());
+  EXPECT_NE(v["target"].get<std::string>().find("unpacked now"), std::string::npos) << v;
 }
 
 }  // namespace
