@@ -49,7 +49,7 @@ else
   "$gen" "$tree" "$scale" "$shape"
   echo "$shape $scale" >"$work/shape"
 fi
-bytes=$(find "$tree" -type f -printf '%s\n' | awk '{s+=$1} END {print s}')
+bytes=$(find "$tree" -type f -printf '%s\n' | awk '{s+=$1} END {printf "%.0f\n", s}')  # %.0f: no 4.29e+09
 files=$(find "$tree" -type f | wc -l)
 if [[ $cold == 1 ]]; then
   echo "== $files files, $bytes bytes; the page cache is dropped before every run"

@@ -3,7 +3,7 @@
 
 #include <fmt/format.h>
 
-#include <cstring>
+#include <algorithm>
 
 #include "core/hex.h"
 #include "fingerprint/digest_cache.h"
@@ -26,9 +26,9 @@ bool storable(const TreeEntry& e, const std::vector<FsIdentity>& filesystems) {
 DigestCacheContent cache_of(const std::string& root, const DigestedTree& walked) {
   DigestCacheContent out;
   out.root = root;
-  auto digest = from_hex(walked.summary.sha256);
-  if (digest && digest->size() == out.tree_sha256.size())
-    std::memcpy(out.tree_sha256.data(), digest->data(), digest->size());
+  const std::string digest = from_hex(walked.summary.sha256).value_or(std::string());
+  if (digest.size() == out.tree_sha256.size())
+    std::copy(digest.begin(), digest.end(), out.tree_sha256.begin());
   out.filesystems = walked.tree.filesystems;
   out.entries.reserve(walked.tree.entries);
   auto add = [&](const TreeEntry* e) {

@@ -238,8 +238,10 @@ class Walker {
       {
         std::lock_guard lock(mu_);
         --busy_;
-        if (!read.ok() && !error_) error_ = std::move(read).error();
-        if (!read.ok()) failed_.store(true, std::memory_order_relaxed);
+        if (!read.ok()) {
+          failed_.store(true, std::memory_order_relaxed);
+          if (!error_) error_ = std::move(read).error();
+        }
         last = busy_ == 0 && pending_.empty();
       }
       if (last || failed()) idle_.notify_all();
@@ -379,7 +381,7 @@ class Walker {
           unchanged_.fetch_add(1, std::memory_order_relaxed);
       } else {
         e.kind = EntryKind::kDirectory;
-        if (!self) self = own ? std::make_shared<UniqueFd>(std::move(own)) : root_share();
+        if (!self) self = share_dir(own);
         DirNode& child = nodes_[index]->emplace_back();
         node.subdirs.emplace_back(&e, &child);
         found.push_back(DirTask{self, name, &e, &child, st, fs, cached});
@@ -422,8 +424,10 @@ class Walker {
     pool_.submit(HashPool::Job{&e, size, st.st_dev, st.st_ino});
   }
 
-  // The root's descriptor belongs to the caller: children share a duplicate.
-  std::shared_ptr<UniqueFd> root_share() {
+  // The descriptor a directory's subdirectory tasks share: its own (taken from `own`), or for the
+  // root, whose descriptor belongs to the caller, a duplicate.
+  std::shared_ptr<UniqueFd> share_dir(UniqueFd& own) {
+    if (own) return std::make_shared<UniqueFd>(std::move(own));
     return std::make_shared<UniqueFd>(::fcntl(root_fd_, F_DUPFD_CLOEXEC, 0));
   }
 
