@@ -12,7 +12,6 @@
 
 #include <array>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <limits>
 #include <memory>
@@ -24,6 +23,7 @@
 #include "core/result.h"
 #include "fingerprint/file_stamp.h"
 #include "fingerprint/path_arena.h"
+#include "fingerprint/stable_arena.h"
 #include "fingerprint/tree.h"
 
 namespace sealrun {
@@ -52,9 +52,9 @@ struct TreeEntry {
 };
 
 struct WalkedTree {
-  // Deques (one per walking thread), so that entries never move while hashing threads fill
-  // them in and the walk appends more.
-  std::vector<std::unique_ptr<std::deque<TreeEntry>>> arenas;
+  // One per walking thread; entries never move while hashing threads fill them in and the walk
+  // appends more.
+  std::vector<std::unique_ptr<StableArena<TreeEntry>>> arenas;
   std::vector<std::unique_ptr<PathArena>> paths;  // one per walking thread
   // Every entry in the inventory's order: "." first, then by raw path bytes.
   std::vector<const TreeEntry*> order;
