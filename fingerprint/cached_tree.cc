@@ -1,9 +1,13 @@
 // Tree digests through the digest cache: see cached_tree.h.
 #include "fingerprint/cached_tree.h"
 
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/stat.h>
 
 #include <algorithm>
+#include <optional>
+#include <thread>
 
 #include "core/hex.h"
 #include "fingerprint/digest_cache.h"
@@ -57,6 +61,44 @@ DigestCacheContent cache_of(const std::string& root, const DigestedTree& walked)
   return out;
 }
 
+// Whether a cache file for `root` is there at all (a hint: load_digest_cache decides the rest).
+bool digest_cache_present(const std::string& state_dir, const std::string& root) {
+  struct stat st {};
+  return ::fstatat(AT_FDCWD, digest_cache_path(state_dir, root).c_str(), &st,
+                   AT_SYMLINK_NOFOLLOW) == 0;
+}
+
+// load_digest_cache() on a thread of its own (or on the caller's: `threaded` false, or no thread
+// to be had). A cache of /usr takes ~50 ms to read, check and index: serial time before the walk
+// could begin, now spent while it stats the tree. Always joined before it is destroyed.
+class CacheLoader {
+ public:
+  CacheLoader(std::string state_dir, std::string root, bool threaded)
+      : state_dir_(std::move(state_dir)), root_(std::move(root)) {
+    if (threaded) {
+      try {
+        thread_ = std::thread([this] { cache_ = load_digest_cache(state_dir_, root_); });
+        return;
+      } catch (...) {  // no thread: load here
+      }
+    }
+    cache_ = load_digest_cache(state_dir_, root_);
+  }
+  CacheLoader(const CacheLoader&) = delete;
+  CacheLoader& operator=(const CacheLoader&) = delete;
+  ~CacheLoader() { wait(); }
+  LoadedDigestCache& wait() {
+    if (thread_.joinable()) thread_.join();
+    return cache_;
+  }
+
+ private:
+  const std::string state_dir_;
+  const std::string root_;
+  LoadedDigestCache cache_;
+  std::thread thread_;  // last: started once the members it uses exist
+};
+
 }  // namespace
 
 std::string_view pin_cache_status_name(PinCacheStatus status) {
@@ -95,13 +137,31 @@ Result<CachedTreeResult> tree_digest_cached(const CachedTreeRequest& request) {
   PinCacheRecord& record = out.pin_cache;
   record.root = request.root;
 
-  LoadedDigestCache cache;
-  if (request.rehash || request.state_dir.empty()) {
+  const bool bypass = request.rehash || request.state_dir.empty();
+  // A cache file that is there is loaded while the walk stats the tree (the walk compares the two
+  // afterwards); a missing one is found missing at once, and the walk hashes as it goes.
+  const bool present = !bypass && digest_cache_present(request.state_dir, request.root);
+  std::optional<CacheLoader> loader;
+  if (!bypass) loader.emplace(request.state_dir, request.root, present);
+  AwaitDigestCache await;
+  if (present) {
+    await = [&loader]() -> const DigestCacheContent* {
+      LoadedDigestCache& c = loader->wait();
+      return c.state == LoadedDigestCache::State::kLoaded ? &c.content : nullptr;
+    };
+  }
+  LoadedDigestCache none;
+  LoadedDigestCache& cache = loader && !present ? loader->wait() : none;
+  const bool use_cache = cache.state == LoadedDigestCache::State::kLoaded;
+  auto walked = SEALRUN_TRY(tree_digest_keeping_walk(
+      request.root, request.tree, use_cache ? &cache.content : nullptr, await));
+  LoadedDigestCache& loaded = loader ? loader->wait() : none;
+
+  if (bypass) {
     record.status = PinCacheStatus::kBypassed;
     if (request.state_dir.empty()) record.reason = "no state directory: the cache is not used";
   } else {
-    cache = load_digest_cache(request.state_dir, request.root);
-    switch (cache.state) {
+    switch (loaded.state) {
       case LoadedDigestCache::State::kLoaded:
         record.status = PinCacheStatus::kHit;  // until a file has to be re-hashed
         break;
@@ -115,19 +175,16 @@ Result<CachedTreeResult> tree_digest_cached(const CachedTreeRequest& request) {
         record.status = PinCacheStatus::kIgnored;
         break;
     }
-    record.reason = cache.reason;
+    record.reason = loaded.reason;
   }
-
-  const bool use_cache = cache.state == LoadedDigestCache::State::kLoaded;
-  auto walked = SEALRUN_TRY(
-      tree_digest_keeping_walk(request.root, request.tree, use_cache ? &cache.content : nullptr));
+  const bool used_cache = loaded.state == LoadedDigestCache::State::kLoaded;
 
   record.entries = walked.summary.entries;
   record.files = walked.tree.files;
   record.checked_by_stat = walked.tree.files_from_cache;
   record.rehashed = walked.tree.files - walked.tree.files_from_cache;
   record.digest_from_cache = walked.tree.unchanged;
-  if (use_cache && record.rehashed > 0) record.status = PinCacheStatus::kPartial;
+  if (used_cache && record.rehashed > 0) record.status = PinCacheStatus::kPartial;
 
   if (request.expected_sha256 && walked.summary.sha256 != *request.expected_sha256 &&
       record.checked_by_stat > 0) {
@@ -145,8 +202,8 @@ Result<CachedTreeResult> tree_digest_cached(const CachedTreeRequest& request) {
   out.summary = walked.summary;
 
   if (request.state_dir.empty()) return out;
-  if (!cache.directory_trusted) return out;  // nothing is written into an untrusted directory
-  if (use_cache && walked.tree.unchanged) return out;  // the cache says exactly this already
+  if (!loaded.directory_trusted) return out;  // nothing is written into an untrusted directory
+  if (used_cache && walked.tree.unchanged) return out;  // the cache says exactly this already
   Status stored = store_digest_cache(request.state_dir, cache_of(request.root, walked));
   record.stored = stored.ok();
   if (!stored.ok()) {

@@ -63,12 +63,18 @@ inline bool stamp_is_settled(const FileStamp& s) {
 
 // Whether `cached` (a settled stamp taken on `cached_fs`) still describes the file whose lstat is
 // `now` on `now_fs`: same file system, inode, size, mtime and ctime to the nanosecond.
+// The same for an lstat kept as a stamp (its hashed_at_ns plays no part).
+inline bool stamp_still_holds(const FileStamp& cached, const FsIdentity& cached_fs,
+                              const FileStamp& now, const FsIdentity& now_fs) {
+  return cached_fs == now_fs && ctime_is_trustworthy(now_fs.type) && stamp_is_settled(cached) &&
+         cached.ino == now.ino && cached.size == now.size && cached.mtime_ns == now.mtime_ns &&
+         cached.ctime_ns == now.ctime_ns;
+}
 inline bool stamp_still_holds(const FileStamp& cached, const FsIdentity& cached_fs,
                               const struct stat& now, const FsIdentity& now_fs) {
-  return cached_fs == now_fs && ctime_is_trustworthy(now_fs.type) && stamp_is_settled(cached) &&
-         cached.ino == static_cast<uint64_t>(now.st_ino) &&
-         cached.size == static_cast<uint64_t>(now.st_size) &&
-         cached.mtime_ns == timespec_ns(now.st_mtim) && cached.ctime_ns == timespec_ns(now.st_ctim);
+  const FileStamp seen{static_cast<uint64_t>(now.st_ino), static_cast<uint64_t>(now.st_size),
+                       timespec_ns(now.st_mtim), timespec_ns(now.st_ctim), 0};
+  return stamp_still_holds(cached, cached_fs, seen, now_fs);
 }
 
 }  // namespace sealrun

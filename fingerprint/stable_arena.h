@@ -23,6 +23,14 @@ class StableArena {
     return blocks_.back()[used_++];
   }
   size_t size() const { return size_; }
+  // Calls f(element) for each element, in the order they were added.
+  template <typename F>
+  void for_each(F&& f) {
+    for (size_t b = 0; b < blocks_.size(); ++b) {
+      const size_t n = b + 1 == blocks_.size() ? used_ : kBlock;
+      for (size_t i = 0; i < n; ++i) f(blocks_[b][i]);
+    }
+  }
   T& front() { return blocks_.front()[0]; }
 
  private:

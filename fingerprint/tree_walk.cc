@@ -121,12 +121,13 @@ class Walker {
  public:
   Walker(int root_fd, const std::string& root_display, const TreeOptions& options,
          const std::optional<WalkExclusion>& exclude, const DigestCacheContent* cache,
-         unsigned threads)
+         const AwaitDigestCache& await_cache, unsigned threads)
       : root_fd_(root_fd),
         root_display_(root_display),
         options_(options),
         exclude_(exclude),
         cache_(cache),
+        await_cache_(await_cache),
         walkers_(std::max(1u, threads)),
         pool_(root_fd, root_display_, threads, options.stamp_clock) {
     for (unsigned i = 0; i < walkers_; ++i) {
@@ -165,6 +166,29 @@ class Walker {
   TreeEntry& root_entry() { return tree_.arenas[0]->front(); }
   bool failed() const { return failed_.load(std::memory_order_relaxed); }
 
+  // Counts of one directory's files verified through the cache, added to the walk's shared
+  // counters when the directory is done: one atomic addition per counter and directory instead of
+  // five per file, which both walking threads contended for. (A file to be hashed is counted at
+  // once, before the pool can count it done, so that done never passes found.)
+  struct Tally {
+    explicit Tally(Walker& w) : walker(w) {}
+    Tally(const Tally&) = delete;
+    Tally& operator=(const Tally&) = delete;
+    ~Tally() {
+      if (files != 0) {
+        walker.files_.fetch_add(files, std::memory_order_relaxed);
+        walker.bytes_.fetch_add(bytes, std::memory_order_relaxed);
+        walker.files_from_cache_.fetch_add(files, std::memory_order_relaxed);
+        walker.bytes_from_cache_.fetch_add(bytes, std::memory_order_relaxed);
+      }
+      if (unchanged != 0) walker.unchanged_.fetch_add(unchanged, std::memory_order_relaxed);
+    }
+    Walker& walker;
+    uint64_t files = 0;  // from the cache
+    uint64_t bytes = 0;  // of those files
+    uint64_t unchanged = 0;
+  };
+
   Status walk() {
     const int64_t opened_at = stamp_now();
     auto root_st = SEALRUN_TRY(fstat_fd(root_fd_, root_display_));
@@ -186,9 +210,73 @@ class Walker {
     for (unsigned i = 1; i < walkers_; ++i) helpers.emplace_back([this, i] { work(i); });
     work(0);
     for (auto& t : helpers) t.join();
-    std::lock_guard lock(mu_);
-    if (error_) return *error_;
+    {
+      std::lock_guard lock(mu_);
+      if (error_) return *error_;
+    }
+    if (await_cache_) compare_with_cache(await_cache_());
     return ok_status();
+  }
+
+  // The deferred half of a walk whose cache was loading meanwhile (await_cache_): what read_dir
+  // and add_file do with a cache at hand, done now for every entry, the arenas shared out over the
+  // walking threads. Each entry's stamp is the lstat (or the directory's fstat) of the walk.
+  void compare_with_cache(const DigestCacheContent* cache) {
+    cache_ = cache;
+    std::vector<std::thread> helpers;
+    for (unsigned i = 1; i < walkers_; ++i)
+      helpers.emplace_back([this, i] { compare_arenas(i); });
+    compare_arenas(0);
+    for (auto& t : helpers) t.join();
+  }
+  void compare_arenas(unsigned first) {
+    const std::vector<FsIdentity> filesystems = fs_copy_;  // complete: the walk is over
+    Tally tally(*this);
+    constexpr size_t kBatch = 16;  // lookups whose cache misses overlap (as in read_dir)
+    TreeEntry* batch[kBatch];
+    size_t hashes[kBatch];
+    size_t n = 0;
+    auto flush = [&] {
+      for (size_t i = 0; i < n; ++i) {
+        TreeEntry& e = *batch[i];
+        const CachedEntry* c = cache_ ? cache_->find_hashed(e.path, hashes[i]) : nullptr;
+        compare_entry(e, c, filesystems[e.fs], tally);
+      }
+      n = 0;
+    };
+    for (size_t a = first; a < tree_.arenas.size(); a += walkers_) {
+      tree_.arenas[a]->for_each([&](TreeEntry& e) {
+        if (e.fs == TreeEntry::kNoFs) return;  // on a file system the walk did not enter: hashed
+        hashes[n] = cache_ ? DigestCacheContent::hash_of(e.path) : 0;
+        if (cache_) cache_->prefetch_slot(hashes[n]);
+        batch[n++] = &e;
+        if (n == kBatch) flush();
+      });
+    }
+    flush();
+  }
+  void compare_entry(TreeEntry& e, const CachedEntry* c, const FsIdentity& fs, Tally& tally) {
+    switch (e.kind) {
+      case EntryKind::kDirectory:
+        if (record_matches(c, e, fs) && c->stamp.ino == e.stamp.ino) ++tally.unchanged;
+        return;
+      case EntryKind::kSymlink:
+        if (record_matches(c, e, fs) &&
+            stamp_still_holds(c->stamp, cache_->filesystems[c->fs], e.stamp, fs))
+          ++tally.unchanged;
+        return;
+      case EntryKind::kFile:
+        if (c != nullptr && c->kind == EntryKind::kFile &&
+            stamp_still_holds(c->stamp, cache_->filesystems[c->fs], e.stamp, fs)) {
+          take_from_cache(e, *c, fs, tally);
+          return;
+        }
+        files_.fetch_add(1, std::memory_order_relaxed);
+        bytes_.fetch_add(e.bytes, std::memory_order_relaxed);
+        pool_.submit(HashPool::Job{&e, e.bytes, static_cast<dev_t>(fs.dev),
+                                   static_cast<ino_t>(e.stamp.ino)});
+        return;
+    }
   }
 
   static void set_metadata(TreeEntry& e, const struct stat& st) {
@@ -403,29 +491,6 @@ class Walker {
     return ok_status();
   }
 
-  // Counts of one directory's files verified through the cache, added to the walk's shared
-  // counters when the directory is done: one atomic addition per counter and directory instead of
-  // five per file, which both walking threads contended for. (A file to be hashed is counted at
-  // once, before the pool can count it done, so that done never passes found.)
-  struct Tally {
-    explicit Tally(Walker& w) : walker(w) {}
-    Tally(const Tally&) = delete;
-    Tally& operator=(const Tally&) = delete;
-    ~Tally() {
-      if (files != 0) {
-        walker.files_.fetch_add(files, std::memory_order_relaxed);
-        walker.bytes_.fetch_add(bytes, std::memory_order_relaxed);
-        walker.files_from_cache_.fetch_add(files, std::memory_order_relaxed);
-        walker.bytes_from_cache_.fetch_add(bytes, std::memory_order_relaxed);
-      }
-      if (unchanged != 0) walker.unchanged_.fetch_add(unchanged, std::memory_order_relaxed);
-    }
-    Walker& walker;
-    uint64_t files = 0;  // from the cache
-    uint64_t bytes = 0;  // of those files
-    uint64_t unchanged = 0;
-  };
-
   void add_file(TreeEntry& e, const struct stat& st, uint32_t dir_fs, const FsIdentity& fs_id,
                 const CachedEntry* cached, Tally& tally) {
     e.kind = EntryKind::kFile;
@@ -433,21 +498,32 @@ class Walker {
     // walk never identified: it is hashed, and not cached.
     if (fs_id.dev == static_cast<uint64_t>(st.st_dev)) e.fs = dir_fs;
     const auto size = static_cast<uint64_t>(st.st_size);
+    if (await_cache_ && e.fs != TreeEntry::kNoFs) {
+      // The cache is still loading: keep what the lstat said; compare_with_cache() decides.
+      set_metadata(e, st);
+      e.bytes = size;
+      e.stamp = stamp_of(st, 0);
+      return;
+    }
     if (cached != nullptr && cached->kind == EntryKind::kFile && e.fs != TreeEntry::kNoFs &&
         stamp_still_holds(cached->stamp, cache_->filesystems[cached->fs], st, fs_id)) {
       set_metadata(e, st);
       e.bytes = size;
-      e.sha256 = cached->sha256;
-      e.stamp = cached->stamp;
-      e.from_cache = true;
-      ++tally.files;
-      tally.bytes += size;
-      if (record_matches(cached, e, fs_id)) ++tally.unchanged;
+      take_from_cache(e, *cached, fs_id, tally);
       return;
     }
     files_.fetch_add(1, std::memory_order_relaxed);
     bytes_.fetch_add(size, std::memory_order_relaxed);
     pool_.submit(HashPool::Job{&e, size, st.st_dev, st.st_ino});
+  }
+  // A file whose stamp holds (its metadata and size set from its lstat): its digest is the cache's.
+  void take_from_cache(TreeEntry& e, const CachedEntry& c, const FsIdentity& fs, Tally& tally) {
+    e.sha256 = c.sha256;
+    e.stamp = c.stamp;
+    e.from_cache = true;
+    ++tally.files;
+    tally.bytes += e.bytes;
+    if (record_matches(&c, e, fs)) ++tally.unchanged;
   }
 
   // The descriptor a directory's subdirectory tasks share: its own (taken from `own`), or for the
@@ -461,7 +537,8 @@ class Walker {
   const std::string root_display_;
   const TreeOptions& options_;
   const std::optional<WalkExclusion>& exclude_;
-  const DigestCacheContent* cache_;
+  const DigestCacheContent* cache_;  // set by compare_with_cache() when loaded meanwhile
+  const AwaitDigestCache& await_cache_;
   const unsigned walkers_;
   WalkedTree tree_;
   DirNode root_node_;
@@ -501,9 +578,10 @@ std::string tree_entry_display(const std::string& root_display, std::string_view
 Result<WalkedTree> walk_and_hash(int root_fd, const std::string& root_display,
                                  const TreeOptions& options,
                                  const std::optional<WalkExclusion>& exclude,
-                                 const DigestCacheContent* cache) {
+                                 const DigestCacheContent* cache,
+                                 const AwaitDigestCache& await_cache) {
   unsigned threads = options.threads == 0 ? default_hash_threads() : options.threads;
-  Walker walker(root_fd, root_display, options, exclude, cache, threads);
+  Walker walker(root_fd, root_display, options, exclude, cache, await_cache, threads);
   return walker.run();
 }
 

@@ -80,14 +80,22 @@ struct WalkExclusion {
   std::string what;  // names it in the error ("the output file /x/inv.jsonl")
 };
 
+// A digest cache still being loaded (on another thread): called once the walk has read every
+// directory, it waits for the load and returns the cache, or null when there is none to use.
+using AwaitDigestCache = std::function<const DigestCacheContent*()>;
+
 // Walks the tree under `root_fd` (an O_DIRECTORY descriptor; `root_display` names it in errors)
 // and hashes every regular file on `options.threads` threads (1: on the calling thread), except
 // those whose stamp in `cache` (may be null; read from every walking thread at once) still
 // holds. An entry whose inode is `exclude` is an error: the inventory must not describe itself.
+// With `await_cache` set instead of `cache`, the walk does not wait for the cache: it stats the
+// whole tree while the cache loads, then compares every entry with it (on as many threads), and
+// only then hands the files it does not vouch for to the hashing threads.
 Result<WalkedTree> walk_and_hash(int root_fd, const std::string& root_display,
                                  const TreeOptions& options,
                                  const std::optional<WalkExclusion>& exclude,
-                                 const DigestCacheContent* cache = nullptr);
+                                 const DigestCacheContent* cache = nullptr,
+                                 const AwaitDigestCache& await_cache = {});
 
 // An inventory's digest with the walk it came from, for the digest cache.
 struct DigestedTree {
@@ -97,7 +105,8 @@ struct DigestedTree {
 // tree_digest() (tree.h) that keeps the walk and consults `cache` (may be null). When the walk
 // finds the tree unchanged, the digest is the cache's and no inventory is formed.
 Result<DigestedTree> tree_digest_keeping_walk(const std::string& root, const TreeOptions& options,
-                                              const DigestCacheContent* cache);
+                                              const DigestCacheContent* cache,
+                                              const AwaitDigestCache& await_cache = {});
 
 // Threads to use when TreeOptions::threads is 0: the CPUs this process may run on.
 unsigned default_hash_threads();
