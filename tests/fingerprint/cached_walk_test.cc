@@ -1,0 +1,150 @@
+// The walk through a digest cache that loads while the tree is being stat'ed (the cache is
+// compared with the walked entries afterwards, tree_walk.h): the digest is the full hash's whatever
+// the number of walking threads (and so whatever order entries are met in), with the cache
+// vouching for every file or for all but a changed one; a directory swapped for a symlink is
+// recorded as a symlink, never followed; a FIFO is an error naming it; a directory that vanishes
+// while the walk is under way is an error naming it, with the cache present or not.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <string>
+
+#include "fingerprint/cached_tree.h"
+#include "fingerprint/digest_cache.h"
+#include "tests/support/temp_dir.h"
+
+namespace sealrun {
+namespace {
+
+using testing::TempDir;
+using testing::write_text;
+
+constexpr int64_t kSecond = 1'000'000'000;
+
+// 12 directories of 25 files each (two of them nested), so that two or more walking threads
+// meet the entries in an order that differs from run to run.
+std::string wide_tree(const TempDir& dir) {
+  const std::string t = dir / "t";
+  EXPECT_EQ(::mkdir(t.c_str(), 0755), 0);
+  for (int d = 0; d < 12; ++d) {
+    std::string sub = t + "/d" + std::to_string(d);
+    if (d >= 10) sub = t + "/d0/n" + std::to_string(d);
+    EXPECT_EQ(::mkdir(sub.c_str(), 0755), 0) << sub;
+    for (int f = 0; f < 25; ++f)
+      write_text(sub + "/f" + std::to_string(f), std::string(100 + d * 25 + f, 'a' + f % 26));
+    EXPECT_EQ(::symlink("f0", (sub + "/link").c_str()), 0);
+  }
+  return t;
+}
+
+CachedTreeRequest request_for(const std::string& root, const std::string& state,
+                              unsigned threads) {
+  CachedTreeRequest r;
+  r.root = root;
+  r.state_dir = state;
+  r.tree.threads = threads;
+  r.tree.stamp_clock = [] { return coarse_realtime_ns() + 2 * kSecond; };  // settled at once
+  return r;
+}
+
+std::string full_digest(const std::string& root) {
+  auto s = tree_digest(root);
+  EXPECT_TRUE(s.ok()) << s.error().message();
+  return s.ok() ? s->sha256 : "";
+}
+
+struct CachedWalk : ::testing::Test {
+  void SetUp() override {
+    root = wide_tree(dir);
+    state = dir / "state";
+    ASSERT_EQ(::mkdir(state.c_str(), 0700), 0);
+    auto first = tree_digest_cached(request_for(root, state, 1));
+    ASSERT_TRUE(first.ok()) << first.error().message();
+    ASSERT_TRUE(first->pin_cache.stored);
+    digest = first->summary.sha256;
+  }
+  TempDir dir;
+  std::string root, state, digest;
+};
+
+TEST_F(CachedWalk, SameDigestWhateverTheThreadCount) {
+  ASSERT_EQ(digest, full_digest(root));
+  for (unsigned threads : {1u, 2u, 3u, 8u}) {
+    auto again = tree_digest_cached(request_for(root, state, threads));
+    ASSERT_TRUE(again.ok()) << again.error().message();
+    EXPECT_EQ(again->summary.sha256, digest) << threads << " threads";
+    EXPECT_EQ(again->pin_cache.status, PinCacheStatus::kHit) << threads;
+    EXPECT_EQ(again->pin_cache.checked_by_stat, 300u) << threads;
+    EXPECT_TRUE(again->pin_cache.digest_from_cache) << threads;
+  }
+  // One file changed: that one is hashed, the rest vouched for, and the digest is the full one.
+  write_text(root + "/d3/f7", "changed, and of another size");
+  auto changed = tree_digest_cached(request_for(root, state, 2));
+  ASSERT_TRUE(changed.ok()) << changed.error().message();
+  EXPECT_EQ(changed->summary.sha256, full_digest(root));
+  EXPECT_NE(changed->summary.sha256, digest);
+  EXPECT_EQ(changed->pin_cache.status, PinCacheStatus::kPartial);
+  EXPECT_EQ(changed->pin_cache.rehashed, 1u);
+  EXPECT_EQ(changed->pin_cache.checked_by_stat, 299u);
+  EXPECT_FALSE(changed->pin_cache.digest_from_cache);
+  EXPECT_TRUE(changed->pin_cache.stored);
+  // The cache now describes the changed tree, whichever order it is walked in.
+  for (unsigned threads : {1u, 8u}) {
+    auto again = tree_digest_cached(request_for(root, state, threads));
+    ASSERT_TRUE(again.ok()) << again.error().message();
+    EXPECT_EQ(again->summary.sha256, changed->summary.sha256) << threads;
+    EXPECT_TRUE(again->pin_cache.digest_from_cache) << threads;
+  }
+}
+
+TEST_F(CachedWalk, DirectorySwappedForASymlinkIsRecordedNotFollowed) {
+  // The same names and bytes elsewhere, so that following the symlink would give the old digest.
+  std::filesystem::rename(root + "/d5", dir / "d5-moved");
+  ASSERT_EQ(::symlink((dir / "d5-moved").c_str(), (root + "/d5").c_str()), 0);
+  auto swapped = tree_digest_cached(request_for(root, state, 2));
+  ASSERT_TRUE(swapped.ok()) << swapped.error().message();
+  EXPECT_NE(swapped->summary.sha256, digest);
+  EXPECT_EQ(swapped->summary.sha256, full_digest(root));
+  EXPECT_EQ(swapped->summary.entries, 1u + 12 + 12 * 26 - 26);  // d5 is a symlink: its 26 are gone
+}
+
+TEST_F(CachedWalk, AFifoIsAnErrorNamingIt) {
+  ASSERT_EQ(::mkfifo((root + "/d2/pipe").c_str(), 0644), 0);
+  auto r = tree_digest_cached(request_for(root, state, 2));
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message().find(root + "/d2/pipe is a FIFO"), std::string::npos)
+      << r.error().message();
+}
+
+// The stamp clock is read once before the root and once before each directory is opened (with one
+// walking thread, one directory at a time): on the third reading, the first subdirectory is about
+// to be opened, and every top-level subdirectory is removed under the walk's feet.
+void vanishing_mid_walk(const std::string& root, const std::string& state) {
+  auto request = request_for(root, state, 1);
+  auto calls = std::make_shared<std::atomic<int>>(0);
+  request.tree.stamp_clock = [calls, root] {
+    if (++*calls == 3)
+      for (int d = 0; d < 10; ++d) std::filesystem::remove_all(root + "/d" + std::to_string(d));
+    return coarse_realtime_ns() + 2 * kSecond;
+  };
+  auto r = tree_digest_cached(request);
+  ASSERT_FALSE(r.ok()) << "a walk that lost directories must not give a digest";
+  EXPECT_NE(r.error().message().find("open directory " + root + "/d"), std::string::npos)
+      << r.error().message();
+  EXPECT_NE(r.error().message().find("did the tree change?"), std::string::npos);
+}
+
+TEST_F(CachedWalk, DirectoryVanishingMidWalkIsAnErrorNamingItWithTheCache) {
+  ASSERT_TRUE(std::filesystem::exists(digest_cache_path(state, root)));
+  vanishing_mid_walk(root, state);
+}
+
+TEST_F(CachedWalk, DirectoryVanishingMidWalkIsAnErrorNamingItWithoutACache) {
+  vanishing_mid_walk(root, "");  // no state directory: no cache, files hashed as found
+}
+
+}  // namespace
+}  // namespace sealrun
