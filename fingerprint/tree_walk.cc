@@ -49,6 +49,8 @@ const char* special_kind(mode_t mode) {
 struct NameList {
   std::vector<char> bytes;
   std::vector<uint32_t> starts;
+  std::vector<uint64_t> inodes;  // d_ino
+  std::vector<uint8_t> types;    // d_type (DT_UNKNOWN where the file system does not say)
   const char* at(size_t i) const { return bytes.data() + starts[i]; }
 };
 
@@ -56,6 +58,8 @@ Status list_names(int dirfd, bool rewind, const std::string& display, std::vecto
                   NameList& out) {
   out.bytes.clear();
   out.starts.clear();
+  out.inodes.clear();
+  out.types.clear();
   // The root's descriptor belongs to the caller, who may have read it: from the start. (A
   // directory the walk opened itself is at its start already.)
   if (rewind && ::lseek(dirfd, 0, SEEK_SET) != 0)
@@ -74,6 +78,8 @@ Status list_names(int dirfd, bool rewind, const std::string& display, std::vecto
       const std::string_view name(de->d_name);
       if (name == "." || name == "..") continue;
       out.starts.push_back(static_cast<uint32_t>(out.bytes.size()));
+      out.inodes.push_back(de->d_ino);
+      out.types.push_back(de->d_type);
       out.bytes.insert(out.bytes.end(), name.begin(), name.end());
       out.bytes.push_back('\0');
     }
@@ -112,9 +118,13 @@ struct DirTask {
   std::string name;                  // in the parent
   TreeEntry* entry;                  // its record, completed when it is opened
   DirNode* node;                     // where its children go
-  struct stat seen {};               // the parent's lstat of it
+  // The parent's lstat of it, or (seen_in_listing) only its dev from the parent and d_ino: a
+  // directory the listing named as one is not stat'ed by its parent, since its own open and
+  // fstat follow; see read_dir for the identity check either way.
+  struct stat seen {};
   uint32_t parent_fs = 0;
   const CachedEntry* cached = nullptr;  // what the digest cache says of it
+  bool seen_in_listing = false;
 };
 
 class Walker {
@@ -399,8 +409,16 @@ class Walker {
       own.reset(opened_fd);
       fd = own.get();
       auto opened = SEALRUN_TRY(fstat_fd(fd, here));
-      if (opened.st_dev != task.seen.st_dev || opened.st_ino != task.seen.st_ino)
-        return Error::make(fmt::format("directory {} was replaced during the walk", here));
+      if (opened.st_dev != task.seen.st_dev || opened.st_ino != task.seen.st_ino) {
+        // Known by its listing only: d_ino names the directory a mount point covers, not the
+        // mounted root that lstat and the open both see. So it counts as replaced only if the
+        // name's lstat now does not give what was opened, or not a directory.
+        struct stat now {};
+        if (!task.seen_in_listing ||
+            ::fstatat(task.parent->get(), task.name.c_str(), &now, AT_SYMLINK_NOFOLLOW) != 0 ||
+            !S_ISDIR(now.st_mode) || now.st_dev != opened.st_dev || now.st_ino != opened.st_ino)
+          return Error::make(fmt::format("directory {} was replaced during the walk", here));
+      }
       set_metadata(*task.entry, opened);
       if (static_cast<uint64_t>(opened.st_dev) != fs_at(fs).dev)
         fs = SEALRUN_TRY(filesystem_of(fd, opened, here));
@@ -441,6 +459,22 @@ class Walker {
       if (index == 0) report_progress(false);
       struct stat st {};
       const std::string_view child_rel = scratch.rels[i];
+      if (names.types[i] == DT_DIR) {
+        // A directory: its own open (O_NOFOLLOW|O_DIRECTORY) and fstat give its record and check
+        // its identity against d_ino, so the lstat here would only repeat them (one system call
+        // in seven on /usr).
+        TreeEntry& e = arena.emplace_back();
+        e.path = child_rel;
+        e.kind = EntryKind::kDirectory;
+        node.records.push_back(&e);
+        if (!self) self = share_dir(own);
+        DirNode& child = nodes_[index]->emplace_back();
+        node.subdirs.emplace_back(&e, &child);
+        st.st_dev = static_cast<dev_t>(fs_id.dev);
+        st.st_ino = static_cast<ino_t>(names.inodes[i]);
+        found.push_back(DirTask{self, name, &e, &child, st, fs, scratch.cached[i], true});
+        continue;
+      }
       if (::fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0)
         return Error::from_errno(
             fmt::format("stat {} (did the tree change during the walk?)", display(child_rel)));

@@ -3,8 +3,10 @@
 // the number of walking threads (and so whatever order entries are met in), with the cache
 // vouching for every file or for all but a changed one; a directory swapped for a symlink is
 // recorded as a symlink, never followed; a FIFO is an error naming it; a directory that vanishes
-// while the walk is under way is an error naming it, with the cache present or not.
+// while the walk is under way is an error naming it, with the cache present or not; a mount point
+// inside the tree (whose d_ino is the covered directory's, not the mounted root's) is walked.
 #include <gtest/gtest.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -144,6 +146,27 @@ TEST_F(CachedWalk, DirectoryVanishingMidWalkIsAnErrorNamingItWithTheCache) {
 
 TEST_F(CachedWalk, DirectoryVanishingMidWalkIsAnErrorNamingItWithoutACache) {
   vanishing_mid_walk(root, "");  // no state directory: no cache, files hashed as found
+}
+
+// A directory the listing names is not stat'ed by its parent; its identity is checked against
+// d_ino, which for a mount point is the covered directory's. The walk must still enter it (the
+// lstat then confirms what was opened) and record the mounted root's mode.
+TEST_F(CachedWalk, AMountPointInsideTheTreeIsWalked) {
+  const std::string mnt = root + "/d4";
+  ASSERT_EQ(::mount("tmpfs", mnt.c_str(), "tmpfs", 0, "size=1m,mode=0711"), 0) << mnt;
+  struct Unmount {
+    std::string at;
+    ~Unmount() { ::umount2(at.c_str(), MNT_DETACH); }
+  } unmount{mnt};
+  write_text(mnt + "/on-tmpfs", "x");
+  const std::string full = full_digest(root);
+  EXPECT_NE(full, digest);
+  for (unsigned threads : {1u, 2u}) {
+    auto r = tree_digest_cached(request_for(root, state, threads));
+    ASSERT_TRUE(r.ok()) << r.error().message();
+    EXPECT_EQ(r->summary.sha256, full) << threads;
+    EXPECT_EQ(r->summary.entries, 1u + 12 + 12 * 26 - 26 + 1) << threads;  // d4 holds one file
+  }
 }
 
 }  // namespace
