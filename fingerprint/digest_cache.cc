@@ -3,7 +3,6 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -86,38 +85,25 @@ constexpr size_t kParallelCheckBytes = 1u << 20;
 // Decodes everything between the magic and the integrity digest (decode_digest_cache checks both).
 Result<DigestCacheContent> decode_checked_body(std::string_view body);
 
-// The cache file's bytes, read with the size fstat gave (one buffer, no regrowing), in memory
-// the kernel may back with huge pages: for /usr's 18 MB, faulting in 4 KiB pages one by one cost
-// as much as the decoding.
+// The cache file's bytes, read with the size fstat gave into one buffer, neither zeroed first nor
+// regrown on the way (read_up_to's doubling copied /usr's 18 MB about twice over).
 class FileBytes {
  public:
-  FileBytes() = default;
-  FileBytes(const FileBytes&) = delete;
-  FileBytes& operator=(const FileBytes&) = delete;
-  ~FileBytes() {
-    if (data_ != MAP_FAILED) ::munmap(data_, capacity_);
-  }
   Status read(int fd, size_t size, const std::string& what) {
-    capacity_ = std::max<size_t>(size + 1, 1);  // one byte more: a file that grew is seen
-    data_ = ::mmap(nullptr, capacity_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (data_ == MAP_FAILED) return Error::from_errno(fmt::format("read {}", what));
-    (void)::madvise(data_, capacity_, MADV_HUGEPAGE);  // a hint: refused is fine
-    char* out = static_cast<char*>(data_);
-    while (size_ < capacity_) {
-      const ssize_t n = retry_eintr([&] { return ::read(fd, out + size_, capacity_ - size_); });
+    const size_t capacity = size + 1;  // one byte more: a file that grew is seen
+    data_.reset(new char[capacity]);
+    while (size_ < capacity) {
+      const ssize_t n = retry_eintr([&] { return ::read(fd, data_.get() + size_, capacity - size_); });
       if (n < 0) return Error::from_errno(fmt::format("read {}", what));
       if (n == 0) break;
       size_ += static_cast<size_t>(n);
     }
     return ok_status();
   }
-  std::string_view view() const {
-    return data_ == MAP_FAILED ? std::string_view() : std::string_view(static_cast<char*>(data_), size_);
-  }
+  std::string_view view() const { return std::string_view(data_.get(), size_); }
 
  private:
-  void* data_ = MAP_FAILED;
-  size_t capacity_ = 0;
+  std::unique_ptr<char[]> data_;
   size_t size_ = 0;
 };
 
