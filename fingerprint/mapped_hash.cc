@@ -13,6 +13,7 @@
 #include <setjmp.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/uio.h>
 
 #include <algorithm>
 #include <atomic>
@@ -89,6 +90,15 @@ bool hash_guarded(Sha256& sha, const char* data, size_t len) {
   return true;
 }
 
+// Whether the byte at `offset` is in the page cache: a read that must not wait for the disk.
+bool window_cached(int fd, uint64_t offset) {
+  char byte;
+  struct iovec iov {
+    &byte, 1
+  };
+  return ::preadv2(fd, &iov, 1, static_cast<off_t>(offset), RWF_NOWAIT) == 1;
+}
+
 struct Mapping {
   void* addr = MAP_FAILED;
   size_t len = 0;
@@ -113,12 +123,17 @@ Status hash_mapped(int fd, uint64_t size, Sha256& sha, const std::string& displa
   for (uint64_t offset = 0; offset < size; offset += kMapWindowBytes) {
     Mapping window;
     window.len = static_cast<size_t>(std::min<uint64_t>(kMapWindowBytes, size - offset));
-    // No MAP_POPULATE: on a warm cache it measured no faster (each fault maps a batch of cached
-    // pages), and on a cold one faulting lets the kernel's readahead overlap the disk with the
-    // digest instead of reading a whole window before hashing starts.
     window.addr =
         ::mmap(nullptr, window.len, PROT_READ, MAP_SHARED, fd, static_cast<off_t>(offset));
     if (window.addr == MAP_FAILED) return Error::from_errno(fmt::format("map {}", display));
+    // A window already in the page cache is mapped whole at once (one call, not a fault per 16
+    // pages), so that the prefetch ahead of the digest reaches mapped pages: a prefetch of a page
+    // not mapped yet is dropped, and the digest then waited on memory at every 64 KiB. Measured
+    // on 30 files of 20 MiB among 5,970 small ones (bench/README.md): -10% CPU, -14% wall. A
+    // window not in the cache is left to faults, so that the kernel's readahead overlaps the disk
+    // with the digest instead of reading the whole window first. A refusal is only slower.
+    if (window_cached(fd, offset + window.len - 1))
+      (void)::madvise(window.addr, window.len, MADV_POPULATE_READ);
     const char* data = static_cast<const char*>(window.addr);
     size_t done = 0;
     if (hook_pending) {
