@@ -153,8 +153,8 @@ Result<CachedTreeResult> tree_digest_cached(const CachedTreeRequest& request) {
   LoadedDigestCache none;
   LoadedDigestCache& cache = loader && !present ? loader->wait() : none;
   const bool use_cache = cache.state == LoadedDigestCache::State::kLoaded;
-  auto walked = SEALRUN_TRY(tree_digest_keeping_walk(
-      request.root, request.tree, use_cache ? &cache.content : nullptr, await));
+  auto walked = SEALRUN_TRY(tree_digest_keeping_walk(request.root, request.tree,
+                                                     use_cache ? &cache.content : nullptr, await));
   LoadedDigestCache& loaded = loader ? loader->wait() : none;
 
   if (bypass) {
@@ -213,8 +213,8 @@ Result<CachedTreeResult> tree_digest_cached(const CachedTreeRequest& request) {
   return out;
 }
 
-Result<TreeSummary> tree_digest_reporting(const CachedTreeRequest& request,
-                                          const std::function<void(const PinCacheRecord&)>& record) {
+Result<TreeSummary> tree_digest_reporting(
+    const CachedTreeRequest& request, const std::function<void(const PinCacheRecord&)>& record) {
   auto cached = SEALRUN_TRY(tree_digest_cached(request));
   if (record) record(cached.pin_cache);
   return std::move(cached.summary);

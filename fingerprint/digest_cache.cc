@@ -93,7 +93,8 @@ class FileBytes {
     const size_t capacity = size + 1;  // one byte more: a file that grew is seen
     data_.reset(new char[capacity]);
     while (size_ < capacity) {
-      const ssize_t n = retry_eintr([&] { return ::read(fd, data_.get() + size_, capacity - size_); });
+      const ssize_t n =
+          retry_eintr([&] { return ::read(fd, data_.get() + size_, capacity - size_); });
       if (n < 0) return Error::from_errno(fmt::format("read {}", what));
       if (n == 0) break;
       size_ += static_cast<size_t>(n);

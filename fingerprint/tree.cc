@@ -177,9 +177,9 @@ Result<DigestedTree> tree_digest_keeping_walk(const std::string& root, const Tre
                                               const AwaitDigestCache& await_cache) {
   auto root_fd = SEALRUN_TRY_CTX(open_root(root), "fingerprint tree");
   DigestedTree out;
-  out.tree = SEALRUN_TRY_CTX(
-      walk_and_hash(root_fd.get(), root, options, std::nullopt, cache, await_cache),
-      "fingerprint tree");
+  out.tree =
+      SEALRUN_TRY_CTX(walk_and_hash(root_fd.get(), root, options, std::nullopt, cache, await_cache),
+                      "fingerprint tree");
   if (await_cache) cache = await_cache();  // loaded by now: the walk waited for it
   if (out.tree.unchanged) {
     // Every record is the one the cache's digest was taken over, and there is no other: the

@@ -234,8 +234,7 @@ class Walker {
   void compare_with_cache(const DigestCacheContent* cache) {
     cache_ = cache;
     std::vector<std::thread> helpers;
-    for (unsigned i = 1; i < walkers_; ++i)
-      helpers.emplace_back([this, i] { compare_arenas(i); });
+    for (unsigned i = 1; i < walkers_; ++i) helpers.emplace_back([this, i] { compare_arenas(i); });
     compare_arenas(0);
     for (auto& t : helpers) t.join();
   }

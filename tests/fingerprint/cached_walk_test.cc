@@ -42,8 +42,7 @@ std::string wide_tree(const TempDir& dir) {
   return t;
 }
 
-CachedTreeRequest request_for(const std::string& root, const std::string& state,
-                              unsigned threads) {
+CachedTreeRequest request_for(const std::string& root, const std::string& state, unsigned threads) {
   CachedTreeRequest r;
   r.root = root;
   r.state_dir = state;
