@@ -103,6 +103,13 @@ Result<std::string> read_link_at(int dirfd, const char* name, const struct stat&
   }
 }
 
+// File systems whose getdents64 d_ino is the st_ino of the entry (mount points aside), so that a
+// directory found by its listing need not be lstat'ed by its parent: ext2/3/4, xfs, tmpfs. Not
+// overlayfs (d_ino of a merged directory may be a lower layer's) or btrfs (a subvolume's entry).
+bool d_ino_is_st_ino(uint64_t fs_type) {
+  return fs_type == 0xEF53 || fs_type == 0x58465342 || fs_type == 0x01021994;
+}
+
 // What a walking thread reuses from one directory to the next.
 struct Scratch {
   std::vector<char> buffer;  // getdents64's
@@ -120,7 +127,7 @@ struct DirTask {
   DirNode* node;                     // where its children go
   // The parent's lstat of it, or (seen_in_listing) only its dev from the parent and d_ino: a
   // directory the listing named as one is not stat'ed by its parent, since its own open and
-  // fstat follow; see read_dir for the identity check either way.
+  // fstat follow; see mount_point_seen_in_listing() for where the two may differ.
   struct stat seen {};
   uint32_t parent_fs = 0;
   const CachedEntry* cached = nullptr;  // what the digest cache says of it
@@ -408,16 +415,9 @@ class Walker {
       own.reset(opened_fd);
       fd = own.get();
       auto opened = SEALRUN_TRY(fstat_fd(fd, here));
-      if (opened.st_dev != task.seen.st_dev || opened.st_ino != task.seen.st_ino) {
-        // Known by its listing only: d_ino names the directory a mount point covers, not the
-        // mounted root that lstat and the open both see. So it counts as replaced only if the
-        // name's lstat now does not give what was opened, or not a directory.
-        struct stat now {};
-        if (!task.seen_in_listing ||
-            ::fstatat(task.parent->get(), task.name.c_str(), &now, AT_SYMLINK_NOFOLLOW) != 0 ||
-            !S_ISDIR(now.st_mode) || now.st_dev != opened.st_dev || now.st_ino != opened.st_ino)
-          return Error::make(fmt::format("directory {} was replaced during the walk", here));
-      }
+      if ((opened.st_dev != task.seen.st_dev || opened.st_ino != task.seen.st_ino) &&
+          !mount_point_seen_in_listing(task, fd, opened))
+        return Error::make(fmt::format("directory {} was replaced during the walk", here));
       set_metadata(*task.entry, opened);
       if (static_cast<uint64_t>(opened.st_dev) != fs_at(fs).dev)
         fs = SEALRUN_TRY(filesystem_of(fd, opened, here));
@@ -458,7 +458,7 @@ class Walker {
       if (index == 0) report_progress(false);
       struct stat st {};
       const std::string_view child_rel = scratch.rels[i];
-      if (names.types[i] == DT_DIR) {
+      if (names.types[i] == DT_DIR && d_ino_is_st_ino(fs_id.type)) {
         // A directory: its own open (O_NOFOLLOW|O_DIRECTORY) and fstat give its record and check
         // its identity against d_ino, so the lstat here would only repeat them (one system call
         // in seven on /usr).
@@ -557,6 +557,20 @@ class Walker {
     ++tally.files;
     tally.bytes += e.bytes;
     if (record_matches(&c, e, fs)) ++tally.unchanged;
+  }
+
+  // A directory known by its listing only (d_ino) may still be what its parent listed when its
+  // identity differs: at a mount point d_ino is the covered directory's, not that of the mounted
+  // root that the open and lstat see. Anything else that differs was replaced.
+  static bool mount_point_seen_in_listing(const DirTask& task, int fd, const struct stat& opened) {
+    struct statx root {};
+    struct stat now {};
+    return task.seen_in_listing &&
+           ::statx(fd, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW, 0, &root) == 0 &&
+           (root.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) != 0 &&
+           (root.stx_attributes & STATX_ATTR_MOUNT_ROOT) != 0 &&
+           ::fstatat(task.parent->get(), task.name.c_str(), &now, AT_SYMLINK_NOFOLLOW) == 0 &&
+           S_ISDIR(now.st_mode) && now.st_dev == opened.st_dev && now.st_ino == opened.st_ino;
   }
 
   // The descriptor a directory's subdirectory tasks share: its own (taken from `own`), or for the

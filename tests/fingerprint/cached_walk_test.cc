@@ -3,7 +3,8 @@
 // the number of walking threads (and so whatever order entries are met in), with the cache
 // vouching for every file or for all but a changed one; a directory swapped for a symlink is
 // recorded as a symlink, never followed; a FIFO is an error naming it; a directory that vanishes
-// while the walk is under way is an error naming it, with the cache present or not; a mount point
+// while the walk is under way is an error naming it, with the cache present or not, and so is one
+// replaced by another directory under the same name; a mount point
 // inside the tree (whose d_ino is the covered directory's, not the mounted root's) is walked.
 #include <gtest/gtest.h>
 #include <sys/mount.h>
@@ -136,6 +137,29 @@ void vanishing_mid_walk(const std::string& root, const std::string& state) {
   EXPECT_NE(r.error().message().find("open directory " + root + "/d"), std::string::npos)
       << r.error().message();
   EXPECT_NE(r.error().message().find("did the tree change?"), std::string::npos);
+}
+
+// The same moment, but every top-level subdirectory is renamed away and a new, empty one made
+// under its name: what the walk opens is not what the listing named, and that is an error, not a
+// silent detour into the new directory (its d_ino, or its parent's lstat, was the old one's).
+TEST_F(CachedWalk, DirectoryReplacedMidWalkIsAnError) {
+  auto request = request_for(root, state, 1);
+  auto calls = std::make_shared<std::atomic<int>>(0);
+  const std::string away = dir / "away";
+  ASSERT_EQ(::mkdir(away.c_str(), 0755), 0);
+  request.tree.stamp_clock = [calls, root = root, away] {
+    if (++*calls == 3)
+      for (int d = 0; d < 10; ++d) {
+        const std::string name = "/d" + std::to_string(d);
+        std::filesystem::rename(root + name, away + name);
+        std::filesystem::create_directory(root + name);
+      }
+    return coarse_realtime_ns() + 2 * kSecond;
+  };
+  auto r = tree_digest_cached(request);
+  ASSERT_FALSE(r.ok()) << "a walk that met a replaced directory must not give a digest";
+  EXPECT_NE(r.error().message().find("was replaced during the walk"), std::string::npos)
+      << r.error().message();
 }
 
 TEST_F(CachedWalk, DirectoryVanishingMidWalkIsAnErrorNamingItWithTheCache) {
