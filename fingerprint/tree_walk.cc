@@ -1,8 +1,10 @@
 // The directory walk of semantic-tree-v1: see tree_walk.h. Every step is relative to an open
-// directory descriptor: fstatat(AT_SYMLINK_NOFOLLOW) to decide what a name is, openat with
-// O_NOFOLLOW (plus O_DIRECTORY for directories) to enter or read it, and an inode check that what
-// was opened is what was looked at. A symlink swapped in for a directory mid-walk is therefore
-// never followed, and a directory that is replaced is an error rather than a silent detour.
+// directory descriptor: fstatat(AT_SYMLINK_NOFOLLOW) to decide what a name is (or, for a
+// directory on a file system whose listing is exact, its d_type and d_ino: dir_listing.h), openat
+// with O_NOFOLLOW (plus O_DIRECTORY for directories) to enter or read it, and an inode check that
+// what was opened is what was looked at. A symlink swapped in for a directory mid-walk is
+// therefore never followed, and a directory that is replaced is an error rather than a silent
+// detour.
 //
 // Several threads walk at once, each taking the most recently found directory still to be read
 // (depth first, which keeps few directories waiting). A directory waiting to be read holds no
@@ -29,86 +31,12 @@
 
 #include "core/syscall.h"
 #include "fingerprint/digest_cache.h"
+#include "fingerprint/dir_listing.h"
 #include "fingerprint/tree_hash_pool.h"
 #include "fingerprint/tree_order.h"
 
 namespace sealrun {
 namespace {
-
-const char* special_kind(mode_t mode) {
-  if (S_ISFIFO(mode)) return "FIFO";
-  if (S_ISSOCK(mode)) return "socket";
-  if (S_ISCHR(mode)) return "character device";
-  if (S_ISBLK(mode)) return "block device";
-  return "file of unknown type";
-}
-
-// The names in one directory, read with getdents64(2) into a buffer the walking thread reuses,
-// so that reading a directory costs no descriptor and no allocation of its own. Each name is
-// NUL-terminated in `bytes` (for fstatat) and found by its offset.
-struct NameList {
-  std::vector<char> bytes;
-  std::vector<uint32_t> starts;
-  std::vector<uint64_t> inodes;  // d_ino
-  std::vector<uint8_t> types;    // d_type (DT_UNKNOWN where the file system does not say)
-  const char* at(size_t i) const { return bytes.data() + starts[i]; }
-};
-
-Status list_names(int dirfd, bool rewind, const std::string& display, std::vector<char>& buffer,
-                  NameList& out) {
-  out.bytes.clear();
-  out.starts.clear();
-  out.inodes.clear();
-  out.types.clear();
-  // The root's descriptor belongs to the caller, who may have read it: from the start. (A
-  // directory the walk opened itself is at its start already.)
-  if (rewind && ::lseek(dirfd, 0, SEEK_SET) != 0)
-    return Error::from_errno(fmt::format("read directory {}", display));
-  if (buffer.empty()) buffer.resize(64 * 1024);
-  for (;;) {
-    const long n = ::syscall(SYS_getdents64, dirfd, buffer.data(), buffer.size());
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return Error::from_errno(fmt::format("read directory {}", display));
-    }
-    if (n == 0) return ok_status();
-    for (long pos = 0; pos < n;) {
-      const auto* de = reinterpret_cast<const struct dirent64*>(buffer.data() + pos);
-      pos += de->d_reclen;
-      const std::string_view name(de->d_name);
-      if (name == "." || name == "..") continue;
-      out.starts.push_back(static_cast<uint32_t>(out.bytes.size()));
-      out.inodes.push_back(de->d_ino);
-      out.types.push_back(de->d_type);
-      out.bytes.insert(out.bytes.end(), name.begin(), name.end());
-      out.bytes.push_back('\0');
-    }
-  }
-}
-
-Result<std::string> read_link_at(int dirfd, const char* name, const struct stat& st,
-                                 const std::string& display) {
-  // st_size is the target's length for ordinary filesystems, 0 for some (procfs): start there and
-  // grow until the result is not truncated.
-  size_t size = std::max<size_t>(static_cast<size_t>(st.st_size) + 1, 256);
-  for (;;) {
-    std::string buf(size, '\0');
-    ssize_t n = ::readlinkat(dirfd, name, buf.data(), buf.size());
-    if (n < 0) return Error::from_errno(fmt::format("readlink {}", display));
-    if (static_cast<size_t>(n) < buf.size()) {
-      buf.resize(static_cast<size_t>(n));
-      return buf;
-    }
-    size *= 2;
-  }
-}
-
-// File systems whose getdents64 d_ino is the st_ino of the entry (mount points aside), so that a
-// directory found by its listing need not be lstat'ed by its parent: ext2/3/4, xfs, tmpfs. Not
-// overlayfs (d_ino of a merged directory may be a lower layer's) or btrfs (a subvolume's entry).
-bool d_ino_is_st_ino(uint64_t fs_type) {
-  return fs_type == 0xEF53 || fs_type == 0x58465342 || fs_type == 0x01021994;
-}
 
 // What a walking thread reuses from one directory to the next.
 struct Scratch {
