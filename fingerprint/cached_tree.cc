@@ -150,12 +150,13 @@ Result<CachedTreeResult> tree_digest_cached(const CachedTreeRequest& request) {
       return c.state == LoadedDigestCache::State::kLoaded ? &c.content : nullptr;
     };
   }
+  // Without a file there, the load is over already: the walk is given its (empty) result.
   LoadedDigestCache none;
-  LoadedDigestCache& cache = loader && !present ? loader->wait() : none;
-  const bool use_cache = cache.state == LoadedDigestCache::State::kLoaded;
-  auto walked = SEALRUN_TRY(tree_digest_keeping_walk(request.root, request.tree,
-                                                     use_cache ? &cache.content : nullptr, await));
-  LoadedDigestCache& loaded = loader ? loader->wait() : none;
+  const LoadedDigestCache& before = loader && !present ? loader->wait() : none;
+  const DigestCacheContent* given =
+      before.state == LoadedDigestCache::State::kLoaded ? &before.content : nullptr;
+  auto walked = SEALRUN_TRY(tree_digest_keeping_walk(request.root, request.tree, given, await));
+  const LoadedDigestCache& loaded = loader ? loader->wait() : none;
 
   if (bypass) {
     record.status = PinCacheStatus::kBypassed;
