@@ -2,9 +2,11 @@
 #include "tests/controller/run_test_support.h"
 
 #include <dirent.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <ctime>
 #include <filesystem>
 
 #include "tests/support/temp_dir.h"
@@ -102,9 +104,26 @@ nlohmann::json RunTest::receipt(const std::string& id) {
   return doc;
 }
 
+namespace {
+
+// A fixture made just now (here or by a parallel test): lets the second it was made in pass, so
+// that the digest cache (which re-hashes a file changed within the second it was hashed in)
+// treats it like any older tree, and tests that count cache hits see them from the first pin on.
+// The rename into place is the last change (it sets the directory's ctime).
+void wait_past_the_second_made(const std::string& dir) {
+  struct stat st {};
+  if (::lstat(dir.c_str(), &st) != 0) return;
+  while (::time(nullptr) <= st.st_ctim.tv_sec) ::usleep(50 * 1000);
+}
+
+}  // namespace
+
 Result<std::string> busybox_bin_dir() {
   std::string dir = std::string(SEALRUN_BINARY_DIR) + "/fixtures/busybox-bin";
-  if (fs::exists(dir + "/busybox")) return dir;
+  if (fs::exists(dir + "/busybox")) {
+    wait_past_the_second_made(dir);
+    return dir;
+  }
   // Made beside and renamed into place, so parallel tests never see half a directory.
   std::string tmp = dir + ".tmp." + std::to_string(::getpid());
   std::error_code ec;
@@ -129,6 +148,7 @@ Result<std::string> busybox_bin_dir() {
   }
   if (::rename(tmp.c_str(), dir.c_str()) != 0) fs::remove_all(tmp, ec);  // another test won
   if (!fs::exists(dir + "/busybox")) return Error::make("could not make " + dir);
+  wait_past_the_second_made(dir);
   return dir;
 }
 
