@@ -158,26 +158,25 @@ std::vector<std::string> busybox_tree_args() {
   return {"--tree", (dir.ok() ? *dir : std::string("/nonexistent")) + "=/bin"};
 }
 
-std::vector<std::string> python_tree_args() {
+Result<std::string> fixture_made_by(const std::string& script) {
   std::string fixtures = std::string(SEALRUN_BINARY_DIR) + "/fixtures";
   SpawnOptions o;
-  o.argv = {"/bin/bash", std::string(SEALRUN_SOURCE_DIR) + "/tests/fixtures/python_usr.sh",
-            fixtures};
-  auto built = run_capture(o, 300000);
-  EXPECT_TRUE(built.ok() && built->status.success())
-      << "python_usr.sh failed: " << (built.ok() ? built->err : built.error().message());
-  return {"--tree", fixtures + "/python-usr=/usr"};
+  o.argv = {"/bin/bash", std::string(SEALRUN_SOURCE_DIR) + "/tests/fixtures/" + script, fixtures};
+  auto built = SEALRUN_TRY(run_capture(o, 300000));
+  if (!built.status.success()) return Error::make(script + " failed: " + built.err);
+  return fixtures;
+}
+
+std::vector<std::string> python_tree_args() {
+  auto fixtures = fixture_made_by("python_usr.sh");
+  EXPECT_TRUE(fixtures.ok()) << fixtures.error().message();
+  return {"--tree", (fixtures.ok() ? *fixtures : std::string("/nonexistent")) + "/python-usr=/usr"};
 }
 
 Result<std::string> busybox_fixture_dir() {
   std::string fixtures = std::string(SEALRUN_BINARY_DIR) + "/fixtures";
   if (fs::exists(fixtures + "/busybox.oci.tar")) return fixtures;
-  SpawnOptions o;
-  o.argv = {"/bin/bash", std::string(SEALRUN_SOURCE_DIR) + "/tests/fixtures/busybox_image.sh",
-            fixtures};
-  auto built = SEALRUN_TRY(run_capture(o, 300000));
-  if (!built.status.success()) return Error::make("busybox_image.sh failed: " + built.err);
-  return fixtures;
+  return fixture_made_by("busybox_image.sh");
 }
 
 bool no_process_with(const std::string& marker) {

@@ -58,6 +58,10 @@ Result<std::string> busybox_bin_dir();
 // "--tree", "<busybox_bin_dir()>=/bin": the shell every test job gets (fails the test if absent).
 std::vector<std::string> busybox_tree_args();
 
+// Runs tests/fixtures/SCRIPT with build/fixtures as its output directory (each script makes its
+// fixture there idempotently): that directory, or why the script failed.
+Result<std::string> fixture_made_by(const std::string& script);
+
 // build/fixtures/python-usr (tests/fixtures/python_usr.sh): a /usr holding only python3 and what
 // it loads. "--tree", "<it>=/usr": for the tests whose job runs /usr/bin/python3.
 std::vector<std::string> python_tree_args();

@@ -54,6 +54,17 @@ class LearnTest : public RunTest {
     return sealrun(args, std::nullopt, 300000);
   }
 
+  // Runs the admission `learned` wrote to `name` twice (ids ID-1 and ID-2): both receipts.
+  std::pair<json, json> run_twice(const Captured& learned, const std::string& name,
+                                  const std::string& id) {
+    Frozen a{dir_ / name, json::parse(learned.out).at("sha256")};
+    for (const char* n : {"-1", "-2"}) {
+      auto r = run(a, id + n);
+      EXPECT_EQ(r.status.code, 0) << r.out << r.err;
+    }
+    return {receipt(id + "-1"), receipt(id + "-2")};
+  }
+
   static json read_json(const std::string& path) {
     std::ifstream in(path);
     return json::parse(in);
@@ -295,12 +306,7 @@ namespace {
 TEST_F(LearnCBuildTest, ALearnedAdmissionBuildsTwiceWithTheSameOutputs) {
   auto c = learn(kBuild, "run.json");
   ASSERT_EQ(c.status.code, 0) << c.err;
-  Frozen a{dir_ / "run.json", json::parse(c.out).at("sha256")};
-  auto first = run(a, "l1");
-  ASSERT_EQ(first.status.code, 0) << first.err;
-  auto second = run(a, "l2");
-  ASSERT_EQ(second.status.code, 0) << second.err;
-  json r1 = receipt("l1"), r2 = receipt("l2");
+  auto [r1, r2] = run_twice(c, "run.json", "l");
   EXPECT_EQ(r1["state"], "built");
   EXPECT_EQ(r1["outputs"], r2["outputs"]);
   ASSERT_FALSE(r1["outputs"].empty());
@@ -332,7 +338,6 @@ TEST_F(LearnCBuildTest, AClosureThatMissesAFileFailsTheJobVisibly) {
   EXPECT_NE(r.err.find("cc1"), std::string::npos) << "gcc names what it could not run:\n" << r.err;
 }
 
-
 // The zlib-sized case (issue 16): zlib 1.2.13's own `configure` and `make`, learned once, then run
 // twice from the learned admission with nothing of the host but the closure: both runs are built
 // and give the same library and test program, and the closure has the tools configure used.
@@ -343,14 +348,9 @@ class LearnZlibTest : public LearnTest {
     if (IsSkipped()) return;
     for (const char* tool : {"/usr/bin/gcc", "/usr/bin/make"})
       if (::access(tool, X_OK) != 0) GTEST_SKIP() << tool << " is not installed";
-    std::string fixtures = std::string(SEALRUN_BINARY_DIR) + "/fixtures";
-    SpawnOptions o;
-    o.argv = {"/bin/bash", std::string(SEALRUN_SOURCE_DIR) + "/tests/fixtures/zlib_source.sh",
-              fixtures};
-    auto fetched = run_capture(o, 300000);
-    ASSERT_TRUE(fetched.ok() && fetched->status.success())
-        << "zlib_source.sh failed: " << (fetched.ok() ? fetched->err : fetched.error().message());
-    fs::copy(fixtures + "/zlib-src", src_, fs::copy_options::recursive);
+    auto fixtures = fixture_made_by("zlib_source.sh");
+    ASSERT_TRUE(fixtures.ok()) << fixtures.error().message();
+    fs::copy(*fixtures + "/zlib-src", src_, fs::copy_options::recursive);
   }
   // Out of the read-only /src: a copy in /scratch is configured and built there.
   static constexpr const char* kConfigureMake =
@@ -368,12 +368,7 @@ TEST_F(LearnZlibTest, ALearnedConfigureAndMakeBuildsTwiceWithTheSameOutputs) {
     expect_chain_pinned(tool, links, files);
   expect_nothing_of_the_job_itself(doc, dir_.str());
 
-  Frozen a{dir_ / "zlib.json", json::parse(c.out).at("sha256")};
-  auto first = run(a, "z1");
-  ASSERT_EQ(first.status.code, 0) << first.err;
-  auto second = run(a, "z2");
-  ASSERT_EQ(second.status.code, 0) << second.err;
-  json r1 = receipt("z1"), r2 = receipt("z2");
+  auto [r1, r2] = run_twice(c, "zlib.json", "z");
   EXPECT_EQ(r1["state"], "built");
   EXPECT_EQ(r2["state"], "built");
   std::set<std::string> names;
