@@ -126,12 +126,19 @@ int main(int argc, char** argv) {
     remote::add_runner_options(&app, o.args);
     // Hidden: the sealrun executable each action runs as `sealrun run` (given by `sealrun
     // runner`; run alone, the helper has no sealrun of its own to name).
-    app.add_option("--sealrun", o.config.sealrun, "")->group("")->required();
+    o.config.sealrun.clear();  // not /proc/self/exe: that is this helper, which has no `run`
+    app.add_option("--sealrun", o.config.sealrun, "")->group("");
     try {
       app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
       int rc = app.exit(e);
       return rc == 0 ? kExitOk : kExitUsage;
+    }
+    if (o.config.sealrun.empty()) {
+      cli::print_error("runner",
+                       "--sealrun PATH is missing: start the runner as `sealrun runner ...`, "
+                       "which names itself as the sealrun each action runs");
+      return kExitUsage;
     }
     return cli::serve(o);
   } catch (const std::exception& e) {

@@ -10,9 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <chrono>
 #include <filesystem>
-#include <thread>
 
 #include "core/process.h"
 #include "tests/support/temp_dir.h"
@@ -104,15 +102,17 @@ TEST(RunnerExec, TheServingProcessIsTheHelperUnderTheSamePid) {
   ASSERT_GE(log, 0);
   SpawnOptions options;
   options.argv = {kBuild + "/sealrun", "runner",      "--listen",      "unix:" + socket,
-                  "--build-dir",       dir / "build", "--toolchain",   dir / "toolchain",
+                  "--build-dir",       dir / "build", "--toolchain",   dir / "toolchain=/opt/tc",
                   "--state-dir",       dir / "state", "--concurrency", "1"};
   options.stderr_fd = log;
   auto child = spawn(options);
   ::close(log);
   ASSERT_TRUE(child.ok()) << child.error().message();
   struct stat st {};
-  for (int i = 0; i < 600 && ::stat(socket.c_str(), &st) != 0; ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  for (int i = 0; i < 600 && ::stat(socket.c_str(), &st) != 0; ++i) {
+    auto ended = child->wait_for(100);  // a runner that could not start ends the wait at once
+    ASSERT_TRUE(ended.ok() && !ended->has_value()) << testing::read_text(dir / "runner.log");
+  }
   ASSERT_EQ(::stat(socket.c_str(), &st), 0) << testing::read_text(dir / "runner.log");
   EXPECT_EQ(fs::read_symlink("/proc/" + std::to_string(child->pid()) + "/exe"),
             fs::canonical(kBuild + "/sealrun-runner"));
