@@ -4,9 +4,13 @@
 # `bwrap --unshare-all ... /bin/true` run as the job user, in turn (A B A B ...), so that drift on a busy machine hits both alike; one untimed
 # warm-up pair. Prints each pair (ms) and the medians of A, B and A - B. Run as root (like the
 # controller), from the top of a build: SEALRUN=build/sealrun bench/run_overhead_bench.sh [PAIRS]
+# With SEALRUN_BASE=/path/to/another/sealrun (e.g. a build of main), each round runs that one
+# too (base, sealrun, bare in turn), so a before/after comparison sees the same drift; its median
+# and its difference to the bare bwrap are printed as well.
 set -eu
 SEALRUN=${SEALRUN:-build/sealrun}
 PAIRS=${1:-15}
+SEALRUN_BASE=${SEALRUN_BASE:-}
 JOB_USER=${SEALRUN_JOB_USER:-sealrun}
 BWRAP=$(command -v bwrap)
 
@@ -21,8 +25,8 @@ cp "$(command -v busybox)" "$W/toolchain/busybox"
   --toolchain-mount /opt/toolchain --env PATH=/opt/toolchain -- /opt/toolchain/busybox true >"$W/frozen"
 SHA=$(head -c 64 "$W/frozen")
 
-sealrun_true() {
-  "$SEALRUN" run "$W/admission.json" --sha256 "$SHA" --id "r$1" --state-dir "$W/state" \
+sealrun_true() {  # sealrun_true ID [SEALRUN]
+  "${2:-$SEALRUN}" run "$W/admission.json" --sha256 "$SHA" --id "r$1" --state-dir "$W/state" \
     --quiet >/dev/null
 }
 bare_true() {
@@ -36,13 +40,19 @@ now_us() { echo $(($(date +%s%N) / 1000)); }
 : >"$W/pairs"
 i=0
 while [ "$i" -le "$PAIRS" ]; do
+  base=
+  if [ -n "$SEALRUN_BASE" ]; then
+    z=$(now_us)
+    sealrun_true "b$i" "$SEALRUN_BASE"
+    base=" $((($(now_us) - z) / 1000))"
+  fi
   a=$(now_us)
   sealrun_true "$i"
   b=$(now_us)
   bare_true
   c=$(now_us)
   if [ "$i" -gt 0 ]; then  # pair 0 is the warm-up
-    echo "$(((b - a) / 1000)) $(((c - b) / 1000))" | tee -a "$W/pairs"
+    echo "$(((b - a) / 1000)) $(((c - b) / 1000))$base" | tee -a "$W/pairs"
   fi
   i=$((i + 1))
 done
@@ -50,3 +60,8 @@ median() { sort -n | awk '{v[NR]=$1} END {print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+
 echo "median sealrun run: $(cut -d' ' -f1 "$W/pairs" | median) ms"
 echo "median bare bwrap:  $(cut -d' ' -f2 "$W/pairs" | median) ms"
 echo "median difference:  $(awk '{print $1 - $2}' "$W/pairs" | median) ms"
+if [ -n "$SEALRUN_BASE" ]; then
+  echo "median base run:    $(cut -d' ' -f3 "$W/pairs" | median) ms"
+  echo "median base - bare: $(awk '{print $3 - $2}' "$W/pairs" | median) ms"
+  echo "median run - base:  $(awk '{print $1 - $3}' "$W/pairs" | median) ms"
+fi

@@ -182,14 +182,14 @@ Result<GrantJournal> GrantJournal::open_in(int state_dirfd, const std::string& s
   return j;
 }
 
-Status GrantJournal::record(const GrantRecord& record) {
+Status GrantJournal::record(const GrantRecord& record, DirSync dir_sync) {
   if (!is_valid_run_id(record.id))
     return Error::make(
         fmt::format("grant journal: run id '{}' is not usable as a record name", record.id));
   auto lock = SEALRUN_TRY_CTX(JournalLock::take(dirfd_.get(), dir_, true), "grant journal");
   // Through the held descriptor of grants/: a path swapped meanwhile cannot redirect it.
   return write_file_atomic_in(dirfd_.get(), record_file(record.id), grant_record_to_json(record),
-                              0600, dir_ + "/" + record_file(record.id))
+                              0600, dir_ + "/" + record_file(record.id), dir_sync)
       .context("grant journal: record " + record.id);
 }
 

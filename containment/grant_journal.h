@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/atomic_write.h"
 #include "core/result.h"
 #include "core/unique_fd.h"
 
@@ -31,7 +32,7 @@ struct GrantRecord {
   // What the mechanism needs to find its leftovers (Mechanism::journal_locators(), e.g. podman's
   // container name and storage root); read back by its sweep_leftovers().
   std::map<std::string, std::string> mechanism_locators;
-  std::string group_backend;     // resgroup::backend_name()
+  std::string group_backend;  // resgroup::backend_name()
   std::vector<std::string> group_locators;
   std::string owned_root;
   std::string created_at;  // RFC 3339 UTC
@@ -65,7 +66,11 @@ class GrantJournal {
   // Whether <state_dir>/grants holds a record for run `id` (without creating anything).
   static bool has_record(const std::string& state_dir, const std::string& id);
   static bool has_record_in(int state_dirfd, const std::string& id);
-  Status record(const GrantRecord& record);  // atomic write + fsync, under the lock
+  // Atomic write + fsync, under the lock. With DirSync::kLater the grants/ directory is not
+  // fsynced: for an update that adds only what a reboot destroys anyway (a resource group, a
+  // pid), so after a power failure the previous complete record, already durable, says all that
+  // is left to sweep (core/atomic_write.h).
+  Status record(const GrantRecord& record, DirSync dir_sync = DirSync::kNow);
   Status forget(const std::string& id);      // removes the record once cleanup is confirmed
   Result<std::vector<JournalEntry>> list();  // every record, corrupt ones reported, not skipped
   const std::string& dir() const { return dir_; }

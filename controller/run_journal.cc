@@ -13,10 +13,10 @@ Status RunJournal::open(const StateDir& state, GrantRecord first) {
   return ok_status();
 }
 
-Status RunJournal::update(const std::function<void(GrantRecord&)>& change) {
+Status RunJournal::update(const std::function<void(GrantRecord&)>& change, DirSync dir_sync) {
   change(record_);
   if (!journal_) return Error::make("grant journal: not open");
-  SEALRUN_TRY(journal_->record(record_));
+  SEALRUN_TRY(journal_->record(record_, dir_sync));
   recorded_ = true;
   return ok_status();
 }

@@ -80,7 +80,12 @@ Result<uint64_t> keep_log_tail(int from_dirfd, const std::string& from, int to_d
 
 Status write_output_list(const StateDir& state, const std::string& results_root,
                          const std::vector<receipt::OutputRecord>& outputs) {
-  return state.write_atomic(results_root + "/outputs.jsonl", receipt::output_list_bytes(outputs))
+  // The receipt, written next into the same directory (results/<id>/receipt.json), fsyncs the
+  // directory and so makes this rename durable too: one directory fsync for both. The list is
+  // named by the receipt; without a receipt it is nothing anybody reads.
+  return state
+      .write_atomic(results_root + "/outputs.jsonl", receipt::output_list_bytes(outputs), 0644,
+                    DirSync::kLater)
       .context("write the output list");
 }
 

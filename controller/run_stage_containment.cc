@@ -126,10 +126,17 @@ StageStatus stage_acquire_grant(RunContext& run) {
   // What the job will see, from the same plan the mechanism's command line is built from.
   run.receipt.view = receipt::view_json(
       plan_view(g.spec, g.mechanism == "podman" ? ViewRoot::kImage : ViewRoot::kEmptyTmpfs));
-  auto recorded = run.journal.update([&](GrantRecord& r) {
-    r.mechanism = g.mechanism;
-    r.mechanism_locators = run.chosen->journal_locators(g.spec);
-  });
+  // Locators name what the mechanism will make that outlives a reboot (podman's storage): the
+  // record of them is durable before they exist. Without any (bwrap: namespaces and mounts, gone
+  // with a reboot), the update only adds the mechanism's name and needs no directory fsync.
+  auto locators = run.chosen->journal_locators(g.spec);
+  DirSync sync = locators.empty() ? DirSync::kLater : DirSync::kNow;
+  auto recorded = run.journal.update(
+      [&](GrantRecord& r) {
+        r.mechanism = g.mechanism;
+        r.mechanism_locators = std::move(locators);
+      },
+      sync);
   if (!recorded)  // what the mechanism makes could not be found by `sweep`: make nothing
     return stage_fail(
         kExitContainmentUnavailable,
@@ -153,11 +160,15 @@ StageStatus stage_create_group(RunContext& run) {
   }
   run.group = std::move(*group);
   // Recorded at once: the group exists from here on, and sweep must be able to find it.
-  // (Should this fail, sweep still finds the group by its name: sweep_stray_groups.)
-  if (auto st = run.journal.update([&](GrantRecord& r) {
-        r.group_backend = std::string(resgroup::backend_name(run.group->backend()));
-        r.group_locators = run.group->locators();
-      });
+  // (Should this fail, sweep still finds the group by its name: sweep_stray_groups.) No directory
+  // fsync: a group (a cgroup, a transient systemd scope) does not outlive a reboot; until then the
+  // renamed record is what every reader (sweep) sees.
+  if (auto st = run.journal.update(
+          [&](GrantRecord& r) {
+            r.group_backend = std::string(resgroup::backend_name(run.group->backend()));
+            r.group_locators = run.group->locators();
+          },
+          DirSync::kLater);
       !st)
     run.warn("grant journal: " + st.error().message());
   receipt::MemoryRecord memory;

@@ -49,8 +49,9 @@ Status StateDir::make_dir(const std::string& p, mode_t mode, bool exist_ok) cons
       .context("state directory " + path_);
 }
 
-Status StateDir::write_atomic(const std::string& p, std::string_view bytes, mode_t mode) const {
-  return write_file_atomic_beneath(fd(), SEALRUN_TRY(below(p)), bytes, mode)
+Status StateDir::write_atomic(const std::string& p, std::string_view bytes, mode_t mode,
+                              DirSync dir_sync) const {
+  return write_file_atomic_beneath(fd(), SEALRUN_TRY(below(p)), bytes, mode, dir_sync)
       .context("state directory " + path_);
 }
 

@@ -10,6 +10,7 @@
 
 #include <string>
 
+#include "core/atomic_write.h"
 #include "core/result.h"
 #include "core/unique_fd.h"
 
@@ -40,7 +41,8 @@ class StateDir {
   // The operations of core/beneath.h on paths below the state directory (absolute or relative).
   Result<UniqueFd> open(const std::string& p, int flags, mode_t mode = 0) const;
   Status make_dir(const std::string& p, mode_t mode, bool exist_ok = false) const;
-  Status write_atomic(const std::string& p, std::string_view bytes, mode_t mode = 0644) const;
+  Status write_atomic(const std::string& p, std::string_view bytes, mode_t mode = 0644,
+                      DirSync dir_sync = DirSync::kNow) const;
   Status remove(const std::string& p, bool directory = false) const;
   Status remove_tree(const std::string& p) const;
   bool exists(const std::string& p) const;  // without following a link

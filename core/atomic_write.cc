@@ -23,7 +23,7 @@ Status write_file_atomic(const std::string& path, std::string_view bytes, mode_t
 }
 
 Status write_file_atomic_in(int dirfd, const std::string& name, std::string_view bytes, mode_t mode,
-                            const std::string& what) {
+                            const std::string& what, DirSync dir_sync) {
   if (name.empty() || name == "." || name == ".." || name.find('/') != std::string::npos)
     return Error::make(fmt::format("{}: not a file name", what));
   std::random_device rd;
@@ -41,7 +41,7 @@ Status write_file_atomic_in(int dirfd, const std::string& name, std::string_view
   if (::close(fd.release()) != 0) return fail(Error::from_errno("close " + tmp));
   if (::renameat(dirfd, tmp.c_str(), dirfd, name.c_str()) != 0)
     return fail(Error::from_errno(fmt::format("rename {} to {}", tmp, name)));
-  if (::fsync(dirfd) != 0)
+  if (dir_sync == DirSync::kNow && ::fsync(dirfd) != 0)
     return Error::from_errno(fmt::format("fsync the directory of {}", what))
         .context(fmt::format("write {} atomically", what));
   return ok_status();

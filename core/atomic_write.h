@@ -13,11 +13,20 @@
 
 namespace sealrun {
 
+// Whether the directory is fsynced after the rename. The file's data is fsynced before the rename
+// either way, so a crash leaves the old complete file or the new complete one, never a torn one.
+//   kNow:   the new name is durable when the call returns.
+//   kLater: the rename becomes durable with the next fsync of the same directory (or the kernel's
+//           own writeback). For a file another write into the same directory fsyncs soon after
+//           (one directory fsync for several renames), or for a new version whose loss in a power
+//           failure costs nothing because the old version still says all that survives a reboot.
+enum class DirSync { kNow, kLater };
+
 // Atomically replaces (or creates) `path` with `bytes`. On any failure the temporary is removed and
 // the previous file, if any, is untouched.
 Status write_file_atomic(const std::string& path, std::string_view bytes, mode_t mode = 0644);
 // The same for the file `name` (no '/') in the directory `dirfd`; `what` names it in errors.
 Status write_file_atomic_in(int dirfd, const std::string& name, std::string_view bytes, mode_t mode,
-                            const std::string& what);
+                            const std::string& what, DirSync dir_sync = DirSync::kNow);
 
 }  // namespace sealrun

@@ -133,11 +133,11 @@ Status make_dir_beneath(int dirfd, const std::string& rel, mode_t mode, bool exi
 }
 
 Status write_file_atomic_beneath(int dirfd, const std::string& rel, std::string_view bytes,
-                                 mode_t mode) {
+                                 mode_t mode, DirSync dir_sync) {
   auto [parent_rel, name] = split_parent(rel);
-  auto parent = SEALRUN_TRY_CTX(open_dir_beneath(dirfd, parent_rel),
-                                fmt::format("write {} atomically", rel));
-  return write_file_atomic_in(parent.get(), name, bytes, mode, rel);
+  auto parent =
+      SEALRUN_TRY_CTX(open_dir_beneath(dirfd, parent_rel), fmt::format("write {} atomically", rel));
+  return write_file_atomic_in(parent.get(), name, bytes, mode, rel, dir_sync);
 }
 
 Status remove_beneath(int dirfd, const std::string& rel, bool directory) {

@@ -13,6 +13,7 @@
 #include <string>
 #include <string_view>
 
+#include "core/atomic_write.h"
 #include "core/result.h"
 #include "core/unique_fd.h"
 
@@ -30,7 +31,7 @@ Status make_dir_beneath(int dirfd, const std::string& rel, mode_t mode, bool exi
 // Atomically replaces or creates `rel` below dirfd (temporary + fsync + rename + fsync of the
 // directory, core/atomic_write.h) with its parent resolved as above.
 Status write_file_atomic_beneath(int dirfd, const std::string& rel, std::string_view bytes,
-                                 mode_t mode = 0644);
+                                 mode_t mode = 0644, DirSync dir_sync = DirSync::kNow);
 // unlinkat of `rel` (a file or a link, or with `directory` an empty directory) below dirfd.
 // Absent is not an error.
 Status remove_beneath(int dirfd, const std::string& rel, bool directory = false);

@@ -1,10 +1,13 @@
 #include "core/atomic_write.h"
 
 #include <gtest/gtest.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <filesystem>
 
+#include "core/unique_fd.h"
 #include "tests/support/temp_dir.h"
 
 namespace sealrun {
@@ -30,6 +33,23 @@ TEST(AtomicWrite, CreatesAndReplaces) {
   ASSERT_EQ(::stat((dir / "r.json").c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 07777, 0644u);
   EXPECT_EQ(entries_in(dir.str()), 1u);  // no temporary left behind
+}
+
+// DirSync::kLater skips only the directory's fsync: the file is replaced as atomically, with its
+// mode, and no temporary is left.
+TEST(AtomicWrite, DirSyncLaterStillReplacesAtomically) {
+  TempDir dir;
+  UniqueFd dirfd(::open(dir.str().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  ASSERT_TRUE(dirfd);
+  ASSERT_TRUE(write_file_atomic_in(dirfd.get(), "r.json", "one", 0600, "r", DirSync::kLater).ok());
+  ASSERT_TRUE(write_file_atomic_in(dirfd.get(), "r.json", "two", 0640, "r", DirSync::kLater).ok());
+  EXPECT_EQ(read_text(dir / "r.json"), "two");
+  struct stat st {};
+  ASSERT_EQ(::stat((dir / "r.json").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0640u);
+  EXPECT_EQ(entries_in(dir.str()), 1u);
+  EXPECT_FALSE(
+      write_file_atomic_in(dirfd.get(), "a/b", "x", 0600, "a/b", DirSync::kLater).ok());
 }
 
 // A write that fails (the disk is full) leaves the previous file: atomic_write_full_disk_test.cc.

@@ -62,7 +62,8 @@ TEST(Deb, DeclaresItsDependenciesAndMetadata) {
   auto contents = shell("dpkg-deb -c " + shell_quote(deb));
   for (const char* want : {"./usr/bin/sealrun", "./usr/share/man/man1/sealrun.1",
                            "./usr/share/bash-completion/completions/sealrun",
-                           "./usr/share/sealrun/examples/hello/build.sh"})
+                           "./usr/share/sealrun/examples/hello/build.sh",
+                           "./usr/libexec/sealrun/sealrun-runner"})
     EXPECT_NE(contents.out.find(want), std::string::npos) << want << "\n" << contents.out;
 }
 
@@ -149,6 +150,13 @@ TEST(Deb, InstallsIntoAFreshDebianRootAndRunsFromUsrBin) {
   EXPECT_EQ(probe.status.code, 0) << probe.out << probe.err;
   EXPECT_NE(probe.out.find("mechanism bwrap"), std::string::npos) << probe.out;
   EXPECT_NE(probe.out.find("resource groups:"), std::string::npos) << probe.out;
+  // `sealrun runner` finds its helper in /usr/libexec/sealrun/, and the helper (gRPC and all)
+  // loads with the declared Depends: its own check of --listen answers (exit 2).
+  auto runner = in_root("chroot " + root +
+                        " /usr/bin/sealrun runner --listen nowhere --build-dir /tmp --toolchain "
+                        "/tmp 2>&1 && echo \"exit 0\" || echo \"exit $?\"");
+  EXPECT_NE(runner.out.find("expected unix:PATH or HOST:PORT"), std::string::npos) << runner.out;
+  EXPECT_NE(runner.out.find("exit 2"), std::string::npos) << runner.out;
   auto man = in_root("test -f " + root + "/usr/share/man/man1/sealrun.1 && test -f " + root +
                      "/usr/share/bash-completion/completions/sealrun");
   EXPECT_EQ(man.status.code, 0);
