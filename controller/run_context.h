@@ -120,6 +120,7 @@ struct RunContext {
   RunJournal journal;
   std::vector<std::unique_ptr<Mechanism>> mechanisms;
   Mechanism* chosen = nullptr;
+  std::vector<resgroup::BackendProbe> group_probes;  // probed once, for the grant and the group
   std::unique_ptr<resgroup::ResourceGroup> group;
   std::unique_ptr<census::CensusThread> census;
   std::unique_ptr<ContainedJob> job;

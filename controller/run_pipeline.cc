@@ -121,8 +121,9 @@ PipelineDeps default_pipeline_deps(const MechanismContext& context) {
     return make_mechanism(kind, c);
   };
   d.probe_groups = [] { return resgroup::probe_backends(); };
-  d.make_group = [](const std::string& id, const resgroup::GroupLimits& limits) {
-    return resgroup::create_group(id, limits);
+  d.make_group = [](const std::string& id, const resgroup::GroupLimits& limits,
+                    const std::vector<resgroup::BackendProbe>& probes) {
+    return resgroup::create_group(id, limits, probes);
   };
   d.probe_owned_fs = [] { return ownedfs::probe_ownedfs(); };
   return d;
@@ -136,9 +137,8 @@ RunOutcome run_pipeline(const RunRequest& request, const PipelineDeps& deps) {
   run.receipt.started = utc_timestamp_now();
   if (auto slurm = slurm_context(environ_map())) run.receipt.slurm = std::move(*slurm);
   const SealrunVersion version = sealrun_version();
-  run.receipt.sealrun_version = {{"version", version.version},
-                                 {"commit", version.commit},
-                                 {"dirty", version.dirty}};
+  run.receipt.sealrun_version = {
+      {"version", version.version}, {"commit", version.commit}, {"dirty", version.dirty}};
   // Before any thread exists: block the stop signals and watch them on a thread of our own. The
   // outer deadline is provisional until the admission's outer_s is known.
   run.watch.emplace(run.stop, run.started_ms + 1800 * 1000);

@@ -64,11 +64,12 @@ struct RunOutcome {
 // What the pipeline makes its effects with. default_pipeline_deps() is the real thing.
 struct PipelineDeps {
   MechanismContext mechanism_context;
-  std::function<std::unique_ptr<Mechanism>(MechanismKind, const MechanismContext&)>
-      make_mechanism;
+  std::function<std::unique_ptr<Mechanism>(MechanismKind, const MechanismContext&)> make_mechanism;
   std::function<std::vector<resgroup::BackendProbe>()> probe_groups;
-  std::function<Result<std::unique_ptr<resgroup::ResourceGroup>>(const std::string& run_id,
-                                                                 const resgroup::GroupLimits&)>
+  // Given what probe_groups() answered for this run's grant (no second probe).
+  std::function<Result<std::unique_ptr<resgroup::ResourceGroup>>(
+      const std::string& run_id, const resgroup::GroupLimits&,
+      const std::vector<resgroup::BackendProbe>& probes)>
       make_group;
   // Whether the owned space can be a file system of its own here; unset: it stays a directory.
   std::function<ownedfs::Availability()> probe_owned_fs;

@@ -83,7 +83,8 @@ StageStatus stage_acquire_grant(RunContext& run) {
     ranked.push_back(run.mechanisms.back().get());
   }
   GroupCapabilities groups;
-  for (const auto& p : run.deps.probe_groups()) {
+  run.group_probes = run.deps.probe_groups();
+  for (const auto& p : run.group_probes) {
     if (!p.available) continue;
     groups.memory = groups.memory || p.memory_max;
     groups.process_count = groups.process_count || p.pids_max;
@@ -149,7 +150,7 @@ StageStatus stage_create_group(RunContext& run) {
   bool memory_required =
       g.required.contains(Dimension::kMemory) || g.required.contains(Dimension::kProcessCount);
   bool enforcing = g.mode == GrantMode::kEnforcing;
-  auto group = run.deps.make_group(run.req.id, group_limits(run.doc().limits));
+  auto group = run.deps.make_group(run.req.id, group_limits(run.doc().limits), run.group_probes);
   if (!group) {
     if (memory_required && enforcing)
       return stage_fail(kExitContainmentUnavailable,

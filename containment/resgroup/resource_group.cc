@@ -100,17 +100,22 @@ Result<std::unique_ptr<ResourceGroup>> create_group(const std::string& run_id,
     return create_with(*preferred, run_id, limits)
         .context(fmt::format("create a {} resource group", backend_name(*preferred)));
   }
+  return create_group(run_id, limits, probe_backends());
+}
+
+Result<std::unique_ptr<ResourceGroup>> create_group(const std::string& run_id,
+                                                    const GroupLimits& limits,
+                                                    const std::vector<BackendProbe>& probes) {
   std::string why;
-  for (Backend b : kStrongestFirst) {
-    BackendProbe p = guarded_probe(b);
+  for (const BackendProbe& p : probes) {
     if (!p.available) {
-      why += fmt::format("{}{}: {}", why.empty() ? "" : "; ", backend_name(b), p.why);
+      why += fmt::format("{}{}: {}", why.empty() ? "" : "; ", backend_name(p.backend), p.why);
       continue;
     }
-    auto g = create_with(b, run_id, limits);
+    auto g = create_with(p.backend, run_id, limits);
     if (g) return g;
     why += fmt::format("{}{}: available but creating the group failed: {}", why.empty() ? "" : "; ",
-                       backend_name(b), g.error().message());
+                       backend_name(p.backend), g.error().message());
   }
   return Error::make("no resource-group back end could create a group: " + why);
 }

@@ -56,9 +56,9 @@ struct MemoryReport {
 };
 
 struct StopReport {
-  bool confirmed = false;           // the group is empty (and removed, if remove() ran)
-  uint64_t processes_signalled = 0; // processes seen in the group when the stop began
-  std::vector<std::string> actions; // "TERM 3 processes", "KILL via freezer", "empty", ...
+  bool confirmed = false;            // the group is empty (and removed, if remove() ran)
+  uint64_t processes_signalled = 0;  // processes seen in the group when the stop began
+  std::vector<std::string> actions;  // "TERM 3 processes", "KILL via freezer", "empty", ...
 };
 
 // What a back end can do on this host, found by trying (used by `sealrun probe` and the grant).
@@ -108,5 +108,10 @@ std::vector<SweepStep> sweep_recorded(const RecordedGroups& groups, int64_t grac
 Result<std::unique_ptr<ResourceGroup>> create_group(const std::string& run_id,
                                                     const GroupLimits& limits,
                                                     std::optional<Backend> preferred = {});
+// The same with the back ends as `probes` (probe_backends(), strongest first) found them a moment
+// ago: a run probes once, for its grant, and creates its group from that answer.
+Result<std::unique_ptr<ResourceGroup>> create_group(const std::string& run_id,
+                                                    const GroupLimits& limits,
+                                                    const std::vector<BackendProbe>& probes);
 
 }  // namespace sealrun::resgroup

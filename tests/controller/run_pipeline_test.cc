@@ -2,6 +2,8 @@
 // tiny source and toolchain: the stages run in CONTRACT.md's order, a failure at every point is
 // followed by the cleanup of what was acquired, the most serious exit code wins, and the reason a
 // person reads is the one the priority rule picks. A run that executed nothing keeps no id.
+#include "controller/run_pipeline.h"
+
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -13,7 +15,6 @@
 #include "admission/freeze.h"
 #include "containment/grant.h"
 #include "controller/exit_codes.h"
-#include "controller/run_pipeline.h"
 #include "tests/support/temp_dir.h"
 
 namespace sealrun::run {
@@ -24,16 +25,16 @@ using testing::write_text;
 
 // What the fakes may be told to do, and the log of what they were asked, in order.
 struct Script {
-  bool grant_memory = true;        // the fake group back end offers memory and pids
-  bool probe_available = true;     // the mechanism's probe
-  bool group_fails = false;        // make_group fails
-  bool max_applied = true;         // read_back shows memory.max as applied
-  bool spawn_fails = false;        // start() fails
-  ExitStatus job_status{0, 0};     // how the job ends
-  bool write_output = true;        // the job leaves out/result.txt
-  uint64_t oom_kills = 0;          // memory_report()'s oom_kill count
-  bool stop_confirmed = true;      // the group's stop
-  bool cleanup_fails = false;      // the mechanism's cleanup
+  bool grant_memory = true;     // the fake group back end offers memory and pids
+  bool probe_available = true;  // the mechanism's probe
+  bool group_fails = false;     // make_group fails
+  bool max_applied = true;      // read_back shows memory.max as applied
+  bool spawn_fails = false;     // start() fails
+  ExitStatus job_status{0, 0};  // how the job ends
+  bool write_output = true;     // the job leaves out/result.txt
+  uint64_t oom_kills = 0;       // memory_report()'s oom_kill count
+  bool stop_confirmed = true;   // the group's stop
+  bool cleanup_fails = false;   // the mechanism's cleanup
   std::vector<std::string> log;
 };
 
@@ -74,8 +75,7 @@ class FakeMechanism : public Mechanism {
     p.available = s_.probe_available;
     if (!p.available) p.unavailable_reason = "fake: not installed";
     for (auto d : DimensionSet::all().list())
-      p.dimensions.push_back(
-          {d, d != Dimension::kMemory && d != Dimension::kProcessCount, "fake"});
+      p.dimensions.push_back({d, d != Dimension::kMemory && d != Dimension::kProcessCount, "fake"});
     probed_ = p;
     return p;
   }
@@ -163,7 +163,8 @@ class Pipeline : public ::testing::Test {
       p.memory_max = p.pids_max = s_.grant_memory;
       return std::vector<resgroup::BackendProbe>{p};
     };
-    deps.make_group = [this](const std::string&, const resgroup::GroupLimits&)
+    deps.make_group = [this](const std::string&, const resgroup::GroupLimits&,
+                             const std::vector<resgroup::BackendProbe>&)
         -> Result<std::unique_ptr<resgroup::ResourceGroup>> {
       s_.log.push_back("group.create");
       if (s_.group_fails) return Error::make("fake: no cgroup for you");
@@ -192,9 +193,9 @@ TEST_F(Pipeline, BuiltRunsEveryStageInOrderAndReleasesEverything) {
   auto o = run("ok");
   EXPECT_EQ(o.exit_code, kExitOk) << o.receipt.reason << o.message;
   EXPECT_EQ(o.receipt.state, "built");
-  EXPECT_EQ(s_.log, (std::vector<std::string>{"probe", "group.create", "group.read_back", "spawn",
-                                              "wait", "group.stop", "group.remove",
-                                              "job.cleanup"}));
+  EXPECT_EQ(s_.log,
+            (std::vector<std::string>{"probe", "group.create", "group.read_back", "spawn", "wait",
+                                      "group.stop", "group.remove", "job.cleanup"}));
   EXPECT_EQ(o.receipt_path, dir_ / "state/results/ok/receipt.json");
   auto r = receipt(o);
   EXPECT_EQ(r["outputs"].size(), 1u);
