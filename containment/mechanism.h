@@ -35,6 +35,7 @@ class ResourceGroup;
 }
 struct Grant;
 struct ContainmentSpec;
+struct ViewEntry;
 
 struct DimensionCheck {
   Dimension dimension;

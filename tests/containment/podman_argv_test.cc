@@ -201,7 +201,7 @@ TEST(PodmanView, OwnEntriesArePinnedAndBoundFromTheSpec) {
 }
 
 TEST(PodmanView, GeneratedFilesAreWrittenAsPinnedOnly) {
-  TempDir dir;
+  sealrun::testing::TempDir dir;
   const std::string root = dir.path().string();
   auto spec = sample_spec();
   spec.owned_root = root;
