@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -50,6 +51,19 @@ bool wait_for_path(const std::string& path, const std::atomic<bool>& done) {
   return fs::exists(path);
 }
 
+// The digest cache records a file only once its last change lies before the second in which it
+// was hashed (git's racy-index rule, file_stamp.h); only then can a refusal name it as changed.
+// Waits (on the clock, at most a second) until the second of `path`'s ctime is over.
+void wait_until_settled(const std::string& path) {
+  struct stat st {};
+  ASSERT_EQ(::lstat(path.c_str(), &st), 0) << path;
+  struct timespec now {};
+  do {
+    ::usleep(10 * 1000);
+    ::clock_gettime(CLOCK_REALTIME_COARSE, &now);
+  } while (now.tv_sec <= st.st_ctim.tv_sec);
+}
+
 std::string failed_checks(const json& receipt) {
   std::string failed;
   for (const json& v : receipt["verifications"])
@@ -65,6 +79,7 @@ TEST_P(ViewRecheck, ATreeFileAndAClosureFileChangedWhileTheJobRunsFailIt) {
   fs::create_directories(tree + "/sub");
   write_text(tree + "/a.txt", "a\n");
   write_text(tree + "/sub/b.txt", "b\n");
+  wait_until_settled(tree + "/sub/b.txt");
   ClosureDir closure(mechanism);
   std::string file = closure.path + "/lib/data.txt";
   write_text(file, "closure bytes\n");
