@@ -57,18 +57,19 @@ Archive oci_archive(const std::vector<std::string>& layers) {
                            .dump();
   std::string config_hex = sha256_hex(config);
   a.image_id = "sha256:" + config_hex;
-  std::string manifest =
-      json{{"schemaVersion", 2},
-           {"mediaType", "application/vnd.oci.image.manifest.v1+json"},
-           {"config", json::parse(descriptor_json("application/vnd.oci.image.config.v1+json",
-                                                  config_hex, config.size()))},
-           {"layers", layer_descs}}
-          .dump();
+  std::string manifest = json{
+      {"schemaVersion", 2},
+      {"mediaType", "application/vnd.oci.image.manifest.v1+json"},
+      {"config", json::parse(descriptor_json("application/vnd.oci.image.config.v1+json", config_hex,
+                                             config.size()))},
+      {"layers",
+       layer_descs}}.dump();
   std::string manifest_hex = sha256_hex(manifest);
   std::string index =
       json{{"schemaVersion", 2},
-           {"manifests", {json::parse(descriptor_json("application/vnd.oci.image.manifest.v1+json",
-                                                      manifest_hex, manifest.size()))}}}
+           {"manifests",
+            {json::parse(descriptor_json("application/vnd.oci.image.manifest.v1+json", manifest_hex,
+                                         manifest.size()))}}}
           .dump();
   blobs.push_back({"oci-layout", R"({"imageLayoutVersion":"1.0.0"})"});
   blobs.push_back({"index.json", index});
@@ -183,8 +184,7 @@ TEST_F(Unpack, AHardLinkToOutsideTheRootIsRefusedNamingIt) {
   // Through a symlink in the root: linkat is resolved beneath the root, never through the link.
   fs::remove_all(rootfs());
   fs::create_directories(rootfs());
-  auto via = unpack(
-      {layer_of({tar_entry("l", outside(), '2'), tar_entry("h", "l/victim", '1')})});
+  auto via = unpack({layer_of({tar_entry("l", outside(), '2'), tar_entry("h", "l/victim", '1')})});
   ASSERT_FALSE(via.ok());
   EXPECT_NE(message(via).find("member h"), std::string::npos) << message(via);
   expect_outside_untouched();
@@ -202,16 +202,16 @@ TEST_F(Unpack, DeviceNodesAndFifosAreLeftOutAndCounted) {
 }
 
 TEST_F(Unpack, AWhiteoutThroughALinkToOutsideRemovesNothingThere) {
-  auto r = unpack({layer_of({tar_entry("l", outside(), '2')}),
-                   layer_of({tar_entry("l/.wh.victim", "")})});
+  auto r = unpack(
+      {layer_of({tar_entry("l", outside(), '2')}), layer_of({tar_entry("l/.wh.victim", "")})});
   ASSERT_FALSE(r.ok()) << "a whiteout below a symlink must be refused";
   EXPECT_NE(message(r).find("whiteout l/.wh.victim"), std::string::npos) << message(r);
   expect_outside_untouched();
 
   fs::remove_all(rootfs());
   fs::create_directories(rootfs());
-  auto opaque = unpack({layer_of({tar_entry("l", outside(), '2')}),
-                        layer_of({tar_entry("l/.wh..wh..opq", "")})});
+  auto opaque = unpack(
+      {layer_of({tar_entry("l", outside(), '2')}), layer_of({tar_entry("l/.wh..wh..opq", "")})});
   // An opaque whiteout of a directory the root does not have (here: a link) empties nothing.
   EXPECT_TRUE(!opaque.ok() || fs::is_symlink(rootfs() + "/l")) << message(opaque);
   expect_outside_untouched();
