@@ -15,8 +15,8 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
-#include "containment/ownedfs/ownedfs.h"
 #include "containment/grant_journal.h"
+#include "containment/ownedfs/ownedfs.h"
 #include "containment/resgroup/cgroupfs_sweep.h"
 #include "containment/sweep_run.h"
 #include "controller/commands.h"
@@ -65,21 +65,23 @@ void sweep_records(const run::StateDir& state, const SweepOptions& opt,
   }
   for (const auto& e : *entries) {
     if (!e.readable) {
-      report.push_back({"", {"record " + e.file, e.problem + "; kept for a person to inspect", true}});
+      report.push_back(
+          {"", {"record " + e.file, e.problem + "; kept for a person to inspect", true}});
       continue;
     }
     const GrantRecord& r = e.record;
     if (controller_alive(r)) {
       report.push_back(
           {r.id,
-           {"run " + r.id,
-            fmt::format("controller pid {} is alive: not touched", r.controller_pid), false}});
+           {"run " + r.id, fmt::format("controller pid {} is alive: not touched", r.controller_pid),
+            false}});
       continue;
     }
     std::vector<SweepStep> steps = sweep_recorded_run(r, opt.grace_ms, context);
     // Its processes are stopped: the owned file system is no longer held, and the owned root is
     // a plain directory again once it is gone.
-    for (auto& s : ownedfs::sweep_owned_fs_of_run(state.path(), r.id)) steps.push_back(std::move(s));
+    for (auto& s : ownedfs::sweep_owned_fs_of_run(state.path(), r.id))
+      steps.push_back(std::move(s));
     steps.push_back(sweep_owned_root(r, state));
     bool left = false;
     for (const auto& s : steps) left |= s.left;
@@ -118,10 +120,11 @@ void remove_dead_temporaries(const run::StateDir* state, const std::vector<Stray
   for (const StrayDir& d : dead) {
     Status st = left ? Status(Error::make("something of a mechanism in it is left (see above)"))
                      : run::remove_temp_dir(*state, d.path);
-    report.push_back({"",
-                      {"temporaries " + d.path,
-                       st ? "removed (their controller is gone)" : "not removed: " + st.error().message(),
-                       !st.ok()}});
+    report.push_back(
+        {"",
+         {"temporaries " + d.path,
+          st ? "removed (their controller is gone)" : "not removed: " + st.error().message(),
+          !st.ok()}});
   }
 }
 
