@@ -15,6 +15,7 @@
 
 #include "admission/verify.h"
 #include "controller/exit_codes.h"
+#include "controller/run_image_root.h"
 #include "controller/output_walk.h"
 #include "controller/run_outputs.h"
 #include "controller/run_progress.h"
@@ -200,6 +201,7 @@ void recheck_view(RunContext& run, const StopCheck& stop) {
   if (!changed.empty())
     run.record_failure(
         {kExitJobFailed, "the pinned view changed on the host during the run" + changed});
+  recheck_image_root(run);  // under bwrap, the unpacked image the job saw
 }
 
 }  // namespace

@@ -131,6 +131,40 @@ TEST_P(ViewRecheck, ATreeFileAndAClosureFileChangedWhileTheJobRunsFailIt) {
   EXPECT_TRUE(toolchain_after) << r["verifications"].dump(1);
 }
 
+// Under bwrap an image's root is the unpacked, content-addressed STATE/images/<hex>/rootfs: changed
+// (by root: it is root's) while the job runs, the run fails naming it, like a pinned tree.
+TEST_F(RunTest, AnImageRootChangedWhileTheJobRunsFailsIt) {
+  Frozen a = freeze_for("podman", "mkfifo /scratch/gate && cat /scratch/gate > /dev/null",
+                        "image-recheck.json");
+  auto image_id = read_text(*busybox_fixture_dir() + "/busybox.image-id");
+  std::string hex = image_id.substr(image_id.find(':') + 1, 64);
+  const std::string id = "image-recheck";
+  std::atomic<bool> done{false};
+  Captured c;
+  std::thread runner([&] {
+    c = run(a, id, {"--mechanism", "bwrap"});
+    done = true;
+  });
+  const std::string gate = state_ + "/owned/" + id + "/scratch/gate";
+  bool waiting = wait_for_path(gate, done);
+  if (waiting) {
+    write_text(state_ + "/images/" + hex + "/rootfs/etc/passwd", "changed on the host\n");
+    int fd = ::open(gate.c_str(), O_WRONLY | O_CLOEXEC);
+    EXPECT_GE(fd, 0) << gate;
+    if (fd >= 0) ::close(fd);
+  }
+  runner.join();
+  ASSERT_TRUE(waiting) << "the job never reached its gate: " << c.out << c.err;
+  EXPECT_EQ(c.status.code, 5) << c.out << c.err;
+  EXPECT_NE(c.err.find("image root (STATE/images/" + hex.substr(0, 12) + ") (after the run)"),
+            std::string::npos)
+      << c.err;
+  std::string failed = failed_checks(receipt(id));
+  EXPECT_NE(failed.find("image root (STATE/images/" + hex.substr(0, 12) + ") (after the run)"),
+            std::string::npos)
+      << failed;
+}
+
 INSTANTIATE_TEST_SUITE_P(Mechanisms, ViewRecheck, ::testing::Values("bwrap", "podman"));
 
 // The real pipeline in process, with the real bwrap mechanism made by a factory that first
