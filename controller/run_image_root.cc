@@ -155,8 +155,7 @@ void recheck_image_root(RunContext& run) {
   const auto& doc = run.doc();
   if (!doc.image || !run.image_lock || !run.state) return;
   const std::string hex = hex_of(*doc.image);
-  const std::string target =
-      "image root (STATE/images/" + hex.substr(0, 12) + ") (after the run)";
+  const std::string target = "image root (STATE/images/" + hex.substr(0, 12) + ") (after the run)";
   const std::string recorded = recorded_digest(*run.state, hex);
   const std::string rootfs = run.state->path() + "/images/" + hex + "/rootfs";
   auto now = tree_digest_reporting(

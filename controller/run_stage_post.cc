@@ -15,8 +15,8 @@
 
 #include "admission/verify.h"
 #include "controller/exit_codes.h"
-#include "controller/run_image_root.h"
 #include "controller/output_walk.h"
+#include "controller/run_image_root.h"
 #include "controller/run_outputs.h"
 #include "controller/run_progress.h"
 #include "controller/run_stages.h"
