@@ -2,6 +2,7 @@
 // observed (or the error that stopped the observation) and the next check runs regardless.
 #include "admission/verify.h"
 
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <stdlib.h>
@@ -202,8 +203,11 @@ void check_image(const ImagePin& image, Checks* checks) {
 }
 
 // One check for the whole closure (a learned closure has hundreds of files: one line each would
-// crowd the receipt), naming each file that differs.
-void check_host_files(const std::vector<HostFilePin>& files, Checks* checks) {
+// crowd the receipt), naming each file that differs. Each file is hashed through the descriptor
+// it was opened by (no link followed), and that file's identity (device, inode) is handed to
+// `on_host_file`: what the view binds must be the very file that was hashed.
+void check_host_files(const std::vector<HostFilePin>& files, const VerifyOptions& options,
+                      Checks* checks) {
   std::string expected = fmt::format("{} file(s) as listed in host_files", files.size());
   if (checks->skipping()) {
     checks->skipped("host_files", expected);
@@ -211,8 +215,19 @@ void check_host_files(const std::vector<HostFilePin>& files, Checks* checks) {
   }
   std::vector<std::string> bad;
   size_t bad_total = 0;
+  FileHasher hasher;
   for (const HostFilePin& f : files) {
-    auto observed = file_sha256(f.path);
+    Result<std::string> observed = Error::make("not read");
+    auto opened = open_regular_at(AT_FDCWD, f.path, f.path);
+    if (opened) {
+      auto digest = hasher.hash_opened(*opened, f.path);
+      observed = digest ? Result<std::string>(digest->sha256)
+                        : Result<std::string>(std::move(digest).error());
+      if (observed.ok() && options.on_host_file)
+        options.on_host_file(f.path, {opened->st.st_dev, opened->st.st_ino});
+    } else {
+      observed = std::move(opened).error();
+    }
     if (observed.ok() && *observed == f.sha256) continue;
     if (++bad_total <= 5)
       bad.push_back(
@@ -236,10 +251,61 @@ std::function<void(const HashProgress&)> progress_for(const VerifyOptions& optio
   return [hook = options.tree_progress, label](const HashProgress& p) { hook(label, p); };
 }
 
-TreeOptions tree_progress_options(const VerifyOptions& options, const std::string& host_path) {
-  TreeOptions t;
-  t.on_progress = progress_for(options, "tree " + host_path);
-  return t;
+// One pinned tree (the toolchain or a --tree): its digest, through the digest cache when there
+// is one, compared with the pin. On a mismatch the cache's record of the tree as pinned (taken
+// before verifying refreshes it) names the entries that changed.
+PinCheck check_tree(const std::string& target, const std::string& root, const std::string& expected,
+                    TreeOptions tree_options, const VerifyOptions& options) {
+  auto recorded = cache_recording(options.digest_cache_state_dir, root, expected);
+  auto summary = options.digest_cache_state_dir.empty()
+                     ? tree_digest(root, tree_options)
+                     : tree_digest_reporting({root, options.digest_cache_state_dir, expected,
+                                              options.rehash, std::move(tree_options)},
+                                             options.on_pin_cache);
+  PinCheck c{target, expected, {}, CheckStatus::kFail};
+  if (!summary.ok()) {
+    c.observed = "error: " + summary.error().message();
+  } else if (summary->sha256 == expected) {
+    c.observed = summary->sha256;
+    c.status = CheckStatus::kPass;
+  } else {
+    std::string what = "no record of its pinned files to name the change";
+    if (recorded) {
+      auto changes = changes_since_record(*recorded, root);
+      what = changes.empty() ? "an entry was added, or a mode or owner changed"
+                             : fmt::format("{}", fmt::join(changes, ", "));
+      // Verifying refreshed the cache with the tree as it is now; put back the record of the
+      // tree as pinned, so that every later refusal can still name what changed.
+      (void)store_digest_cache(options.digest_cache_state_dir, *recorded);
+    }
+    c.observed = fmt::format("{} (changed since frozen: {})", summary->sha256, what);
+  }
+  return c;
+}
+
+// The pins of what the view binds from the host: the toolchain, each --tree, the closure files.
+void check_view_pins(const AdmissionDocument& doc, const VerifyOptions& options, Checks* checks) {
+  if (checks->skipping()) {
+    checks->skipped("toolchain.tree_sha256", doc.toolchain.tree_sha256);
+  } else {
+    TreeOptions tree_options;
+    tree_options.progress = options.toolchain_progress;
+    tree_options.on_progress = progress_for(options, "toolchain");
+    checks->add(check_tree("toolchain.tree_sha256", doc.toolchain.root, doc.toolchain.tree_sha256,
+                           std::move(tree_options), options));
+  }
+  for (const TreePin& tree : doc.trees) {
+    std::string target = "trees:" + tree.host_path;
+    if (checks->skipping()) {
+      checks->skipped(target, tree.tree_sha256);
+      continue;
+    }
+    TreeOptions tree_options;
+    tree_options.on_progress = progress_for(options, "tree " + tree.host_path);
+    checks->add(
+        check_tree(target, tree.host_path, tree.tree_sha256, std::move(tree_options), options));
+  }
+  if (!doc.host_files.empty()) check_host_files(doc.host_files, options, checks);
 }
 
 }  // namespace
@@ -248,60 +314,7 @@ std::vector<PinCheck> verify_pins(const AdmissionDocument& doc, const VerifyOpti
   Checks checks(options.skip_reason);
   check_source(doc.source, options, &checks);
 
-  if (checks.skipping()) {
-    checks.skipped("toolchain.tree_sha256", doc.toolchain.tree_sha256);
-  } else {
-    TreeOptions tree_options;
-    tree_options.progress = options.toolchain_progress;
-    tree_options.on_progress = progress_for(options, "toolchain");
-    auto summary =
-        options.digest_cache_state_dir.empty()
-            ? tree_digest(doc.toolchain.root, tree_options)
-            : tree_digest_reporting({doc.toolchain.root, options.digest_cache_state_dir,
-                                     doc.toolchain.tree_sha256, options.rehash, tree_options},
-                                    options.on_pin_cache);
-    checks.compare("toolchain.tree_sha256", doc.toolchain.tree_sha256,
-                   summary.ok() ? Result<std::string>(summary->sha256)
-                                : Result<std::string>(std::move(summary).error()));
-  }
-
-  for (const TreePin& tree : doc.trees) {
-    std::string target = "trees:" + tree.host_path;
-    if (checks.skipping()) {
-      checks.skipped(target, tree.tree_sha256);
-      continue;
-    }
-    // The cache's record of the tree as pinned, taken before verifying refreshes it: when the
-    // digest differs, it names what changed.
-    auto recorded =
-        cache_recording(options.digest_cache_state_dir, tree.host_path, tree.tree_sha256);
-    auto summary = options.digest_cache_state_dir.empty()
-                       ? tree_digest(tree.host_path)
-                       : tree_digest_reporting(
-                             {tree.host_path, options.digest_cache_state_dir, tree.tree_sha256,
-                              options.rehash, tree_progress_options(options, tree.host_path)},
-                             options.on_pin_cache);
-    PinCheck c{target, tree.tree_sha256, {}, CheckStatus::kFail};
-    if (!summary.ok()) {
-      c.observed = "error: " + summary.error().message();
-    } else if (summary->sha256 == tree.tree_sha256) {
-      c.observed = summary->sha256;
-      c.status = CheckStatus::kPass;
-    } else {
-      std::string what = "no record of its pinned files to name the change";
-      if (recorded) {
-        auto changes = changes_since_record(*recorded, tree.host_path);
-        what = changes.empty() ? "an entry was added, or a mode or owner changed"
-                               : fmt::format("{}", fmt::join(changes, ", "));
-        // Verifying refreshed the cache with the tree as it is now; put back the record of the
-        // tree as pinned, so that every later refusal can still name what changed.
-        (void)store_digest_cache(options.digest_cache_state_dir, *recorded);
-      }
-      c.observed = fmt::format("{} (changed since frozen: {})", summary->sha256, what);
-    }
-    checks.add(std::move(c));
-  }
-  if (!doc.host_files.empty()) check_host_files(doc.host_files, &checks);
+  check_view_pins(doc, options, &checks);
 
   if (doc.image) check_image(*doc.image, &checks);
 
@@ -325,6 +338,12 @@ std::vector<PinCheck> verify_pins(const AdmissionDocument& doc, const VerifyOpti
                   valid ? CheckStatus::kPass : CheckStatus::kFail});
     }
   }
+  return checks.take();
+}
+
+std::vector<PinCheck> verify_view_pins(const AdmissionDocument& doc, const VerifyOptions& options) {
+  Checks checks(options.skip_reason);
+  check_view_pins(doc, options, &checks);
   return checks.take();
 }
 

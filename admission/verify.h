@@ -5,6 +5,8 @@
 // `verifications[]`.
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <ctime>
 #include <functional>
@@ -35,6 +37,13 @@ struct PinCheck {
 };
 nlohmann::json pin_check_to_json(const PinCheck& check);  // {target, expected, observed, result}
 
+// Which file a path named when it was read: what the view must bind.
+struct FileIdentity {
+  dev_t dev = 0;
+  ino_t ino = 0;
+  bool operator==(const FileIdentity&) const = default;
+};
+
 struct VerifyOptions {
   // Current time for the expiry check; nullopt: the real clock.
   std::optional<time_t> now;
@@ -57,10 +66,21 @@ struct VerifyOptions {
   std::string digest_cache_state_dir;
   bool rehash = false;
   std::function<void(const PinCacheRecord&)> on_pin_cache;
+  // Called for each closure file (host_files) whose bytes were hashed, with the identity of the
+  // file that was read: a run binds that very file into the view and checks that it did
+  // (docs/view.md, "Verification").
+  std::function<void(const std::string& path, const FileIdentity& identity)> on_host_file;
 };
 
 // One PinCheck per pin of `doc`, in document order.
 std::vector<PinCheck> verify_pins(const AdmissionDocument& doc, const VerifyOptions& options = {});
+
+// The pins of what the job's view binds from the host, and only those: the toolchain tree, each
+// --tree (a changed one named entry by entry from the digest cache, as verify_pins() does), and
+// the closure files. The same checks and targets as verify_pins() makes of them; a run makes
+// them again after its job (controller/run_stage_post.cc).
+std::vector<PinCheck> verify_view_pins(const AdmissionDocument& doc,
+                                       const VerifyOptions& options = {});
 
 // SHA-256 of manifest_to_jsonl(manifest): what source.manifest_sha256 pins.
 std::string manifest_digest(const Manifest& manifest);

@@ -20,6 +20,10 @@ Result<std::unique_ptr<ContainedJob>> Mechanism::spawn(const Grant& grant,
   return start(grant, group, io);
 }
 
+Result<std::vector<ViewEntry>> Mechanism::own_view_entries(const ContainmentSpec&) {
+  return std::vector<ViewEntry>{};
+}
+
 std::map<std::string, std::string> Mechanism::journal_locators(const ContainmentSpec&) const {
   return {};
 }

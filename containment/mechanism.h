@@ -35,6 +35,7 @@ class ResourceGroup;
 }
 struct Grant;
 struct ContainmentSpec;
+struct ViewEntry;
 
 struct DimensionCheck {
   Dimension dimension;
@@ -135,6 +136,11 @@ class Mechanism {
   // What `sweep` needs to find this run's leftovers if the controller is killed, written to the
   // grant journal before spawn (e.g. podman: the container name and its storage root).
   virtual std::map<std::string, std::string> journal_locators(const ContainmentSpec& spec) const;
+  // What this mechanism itself puts into the job's view besides the planned entries, each with
+  // what pins it (podman: its init binary and the files it would otherwise generate; see
+  // ViewKind). The controller adds them to the grant's spec.files_and_links before it records the
+  // view, and the mechanism's command line binds them from there. Default: nothing.
+  virtual Result<std::vector<ViewEntry>> own_view_entries(const ContainmentSpec& spec);
   // Removes what a killed run of this mechanism left, from its recorded locators, checking each
   // against what this mechanism would itself derive for the run (never trusting a record blindly).
   virtual std::vector<SweepStep> sweep_leftovers(const LeftoverRun& run) = 0;

@@ -23,6 +23,7 @@
 #include "containment/podman_probe.h"
 #include "containment/podman_runner.h"
 #include "containment/podman_storage.h"
+#include "containment/podman_view.h"
 #include "containment/resgroup/group_spawn.h"
 #include "containment/resgroup/resource_group.h"
 #include "core/bounded_file.h"
@@ -190,6 +191,16 @@ class PodmanMechanism final : public Mechanism {
             {"podman_root", podman::storage_layout(spec.owned_root, options_.link_dir).graph_root}};
   }
 
+  Result<std::vector<ViewEntry>> own_view_entries(const ContainmentSpec& spec) override {
+    (void)probe();  // memoized: the facts the grant was made from
+    HostFacts facts;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (outcome_) facts = outcome_->facts;
+    }
+    return podman::own_view_entries(spec, facts);
+  }
+
   std::vector<SweepStep> sweep_leftovers(const LeftoverRun& run) override;
   std::vector<SweepStep> sweep_strays(const std::vector<StrayDir>& dead_dirs) override;
 
@@ -256,6 +267,7 @@ class PodmanMechanism final : public Mechanism {
     actions.push_back(
         fmt::format("loaded {} as {} (matches the admitted id)", spec.image->archive_path, want));
     auto mounts = SEALRUN_TRY(podman::prepare_mounts(spec, layout, user, actions));
+    SEALRUN_TRY(podman::write_generated_files(spec, actions));
     auto argv = SEALRUN_TRY(podman::run_argv(spec, mounts, layout, facts_, want));
 
     SpawnOptions o = podman::as_job_user(user, layout, argv);

@@ -131,7 +131,11 @@ Result<std::vector<std::string>> run_argv(const ContainmentSpec& spec,
        // Default rootless mapping: container root is the unprivileged job user (with no
        // capabilities), other ids are subordinate ids. keep-id would need /etc/passwd edits in a
        // read-only root and buys nothing here.
-       "--workdir", spec.cwd, "--tmpfs", "/tmp:rw,nosuid,nodev,exec,mode=1777"});
+       "--workdir", spec.cwd, "--tmpfs", "/tmp:rw,nosuid,nodev,exec,mode=1777",
+       // No generated /etc/hosts (its name line carries the container's name): the image's own
+       // /etc/hosts, if it has one, is what the job sees. (--network=none already leaves out
+       // /etc/resolv.conf.)
+       "--no-hosts"});
   if (spec.umask) add({"--umask", fmt::format("{:04o}", *spec.umask)});
   if (f.cgroups_v2) add({"--pids-limit", std::to_string(spec.pids_max)});
   if (f.have_init) add({"--init"});
@@ -143,7 +147,13 @@ Result<std::vector<std::string>> run_argv(const ContainmentSpec& spec,
     add({"--mount", opt});
   }
   for (const ViewEntry& e : plan_view(spec, ViewRoot::kImage)) {
-    if (e.kind != ViewKind::kClosure) continue;
+    // The init binary the view pinned (Mechanism::own_view_entries), by the path that was hashed.
+    if (e.kind == ViewKind::kInit) {
+      if (!f.have_init) add({"--init"});
+      add({"--init-path", e.host_path});
+      continue;
+    }
+    if (e.kind != ViewKind::kClosure && e.kind != ViewKind::kGenerated) continue;
     MountSpec file{e.host_path, e.job_path, MountSpec::Access::kReadOnly, e.kind, e.pin};
     std::string opt = SEALRUN_TRY_CTX(mount_option(file), "podman run");
     add({"--mount", opt});
@@ -151,6 +161,16 @@ Result<std::vector<std::string>> run_argv(const ContainmentSpec& spec,
   a.push_back(hex);
   a.insert(a.end(), spec.argv.begin(), spec.argv.end());
   return a;
+}
+
+std::vector<GeneratedFile> generated_files(const ContainmentSpec& spec) {
+  const std::string dir = spec.owned_root + "/view";
+  return {
+      {"/etc/hostname", dir + "/hostname", spec.hostname + "\n"},
+      // Tools look for the file to know they run in a container; podman's names the container,
+      // its id and the image, which would differ from run to run.
+      {"/run/.containerenv", dir + "/containerenv", "engine=\"podman\"\n"},
+  };
 }
 
 std::vector<std::string> load_argv(const StorageLayout& l, const HostFacts& f,

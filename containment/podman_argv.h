@@ -53,6 +53,7 @@ struct HostFacts {
   // catatonit is installed (podman's --init): PID 1 forwards TERM to the job and reaps orphans.
   // Without it the job is PID 1, ignores TERM unless it handles it, and is KILLed after the grace.
   bool have_init = false;
+  std::string init_path;  // where it is (podman 4.3's default init_path), when have_init
 };
 
 // The environment podman itself runs with: cleared, then only these (the job's own environment is
@@ -71,6 +72,17 @@ Result<std::string> image_hex(const std::string& image_id);
 // One bind mount as podman's --mount value. Refuses sources or targets podman's option syntax
 // cannot carry (',' or '=' in --mount, ':' is fine there) rather than mis-parse them.
 Result<std::string> mount_option(const MountSpec& mount);
+
+// A file podman would otherwise generate in the job (/etc/hostname, /run/.containerenv, with the
+// container's id in it), written by sealrun instead from the spec and bound read-only, so its bytes
+// are known and pinned by their SHA-256 (view kind `generated`, docs/view.md). Podman leaves out
+// its own file where a mount is given at the same path.
+struct GeneratedFile {
+  std::string job_path;
+  std::string host_path;  // <owned_root>/view/<name>: root's, not the job user's like podman's
+  std::string bytes;
+};
+std::vector<GeneratedFile> generated_files(const ContainmentSpec& spec);
 
 // `podman run` for the job. `mounts` are the spec's mounts with sources possibly replaced by staged
 // copies (podman_storage.h); the image is named by its verified id, never by a tag.

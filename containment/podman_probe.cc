@@ -31,6 +31,7 @@ Result<HostFacts> basic_host_facts(const PodmanOptions& o) {
   f.runtime_path = SEALRUN_TRY_CTX(find_program("runc"), "podman's OCI runtime");
   // podman 4.3's default init_path (containers.conf); the catatonit package installs it.
   f.have_init = ::access("/usr/libexec/podman/catatonit", X_OK) == 0;
+  if (f.have_init) f.init_path = "/usr/libexec/podman/catatonit";
   return f;
 }
 

@@ -95,6 +95,12 @@ std::string_view view_kind_name(ViewKind kind) {
       return "dev";
     case ViewKind::kLink:
       return "link";
+    case ViewKind::kSys:
+      return "sys";
+    case ViewKind::kGenerated:
+      return "generated";
+    case ViewKind::kInit:
+      return "init";
   }
   return "?";
 }
@@ -179,12 +185,15 @@ Status validate_spec(const ContainmentSpec& spec) {
     if (e.kind == ViewKind::kLink) {
       if (e.link_target.empty() || e.link_target.find('\0') != std::string::npos)
         return Error::make(fmt::format("link {} has an empty or NUL-bearing target", e.job_path));
-    } else if (e.kind == ViewKind::kClosure) {
-      SEALRUN_TRY(check_normalised_path(e.host_path, "closure file"));
-      if (e.writable) return Error::make(fmt::format("closure file {} is writable", e.job_path));
+    } else if (e.kind == ViewKind::kClosure || e.kind == ViewKind::kGenerated ||
+               e.kind == ViewKind::kInit) {
+      SEALRUN_TRY(check_normalised_path(e.host_path, "view file"));
+      if (e.writable) return Error::make(fmt::format("view file {} is writable", e.job_path));
+      if (e.kind != ViewKind::kClosure && e.pin.empty())
+        return Error::make(fmt::format("view file {} has no pin", e.job_path));
     } else {
-      return Error::make(
-          fmt::format("view entry {} is neither a closure file nor a link", e.job_path));
+      return Error::make(fmt::format(
+          "view entry {} is neither a file (closure, generated, init) nor a link", e.job_path));
     }
   }
   if (spec.image) {

@@ -32,6 +32,13 @@ enum class ViewKind {
   kProc,
   kDev,
   kLink,
+  // Podman's own (docs/view.md): the read-only sysfs it mounts (kernel-made, like /proc), files
+  // that would otherwise be podman's generated ones, written by sealrun from the spec and pinned
+  // by their SHA-256 (/etc/hostname, /run/.containerenv), and its --init binary (the host's
+  // catatonit at /run/podman-init, pinned by the SHA-256 it had when the view was planned).
+  kSys,
+  kGenerated,
+  kInit,
 };
 std::string_view view_kind_name(ViewKind kind);
 
@@ -71,7 +78,8 @@ struct ContainmentSpec {
   std::vector<MountSpec> mounts;
   // Single host files bound read-only (kClosure, a learned closure's host_files) and symlinks
   // (kLink: the closure's host_links and a merged-/usr host's compatibility links), each already
-  // verified or derived from what is pinned. Planned into the view after the mounts.
+  // verified or derived from what is pinned, and what a mechanism adds itself
+  // (Mechanism::own_view_entries: kGenerated, kInit). Planned into the view after the mounts.
   std::vector<ViewEntry> files_and_links;
   std::optional<ImageRef> image;
 

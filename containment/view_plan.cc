@@ -33,6 +33,8 @@ std::vector<ViewEntry> plan_view(const ContainmentSpec& spec, ViewRoot root) {
   // namespace), a minimal /dev (null, zero, full, random, urandom, tty), a private empty /tmp.
   view.push_back({"/proc", ViewKind::kProc, {}, {}, false, {}, -1});
   view.push_back({"/dev", ViewKind::kDev, {}, {}, false, {}, -1});
+  // Podman (an image root) also mounts sysfs read-only at /sys; bwrap mounts none.
+  if (root == ViewRoot::kImage) view.push_back({"/sys", ViewKind::kSys, {}, {}, false, {}, -1});
   view.push_back({"/tmp", ViewKind::kTmp, {}, {}, true, {}, -1});
   for (size_t i = 0; i < spec.mounts.size(); ++i) {
     const MountSpec& m = spec.mounts[i];

@@ -144,16 +144,17 @@ void check_digests(const json& doc, Findings& f) {
 }
 
 // CONTRACT.md "The job's view is only what was pinned": every read-only entry of the view names
-// what pins its bytes, except the places the kernel makes (/proc, /dev) and the private /tmp.
+// what pins its bytes, except the places the kernel makes (/proc, /dev, podman's /sys) and the
+// private /tmp.
 void check_view(const json& doc, Findings& f) {
   if (!doc.contains("view") || !doc["view"].is_array() || doc["view"].empty()) {
     f.add("view pinned", true, "no view recorded (no job was started)");
     return;
   }
-  static const std::set<std::string> kKinds = {"source",  "toolchain", "tree",    "image",
-                                               "closure", "out",       "scratch", "tmp",
-                                               "proc",    "dev",       "link"};
-  static const std::set<std::string> kKernelMade = {"proc", "dev", "tmp"};
+  static const std::set<std::string> kKinds = {
+      "source", "toolchain", "tree", "image", "closure", "out",       "scratch",
+      "tmp",    "proc",      "dev",  "link",  "sys",     "generated", "init"};
+  static const std::set<std::string> kKernelMade = {"proc", "dev", "tmp", "sys"};
   std::vector<std::string> bad;
   for (const json& e : doc["view"]) {
     std::string path = e.is_object() ? e.value("job_path", "?") : "?";

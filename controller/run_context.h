@@ -20,6 +20,7 @@
 #include "containment/ownedfs/ownedfs.h"
 #include "containment/resgroup/resource_group.h"
 #include "controller/receipt.h"
+#include "controller/run_closure_bound.h"
 #include "controller/run_pipeline.h"
 #include "controller/run_plan.h"
 #include "controller/state_dir.h"
@@ -105,6 +106,8 @@ struct RunContext {
   std::optional<admission::AuthenticatedAdmission> authenticated;
   std::optional<admission::AdmissionReport> admission_report;
   std::optional<admission::Admitted> admitted;
+  // Each closure file's identity as it was hashed (stage 2): what the view must bind.
+  ClosureIdentities closure_identities;
   std::optional<Grant> grant;
   JobUser job_user;  // who the job runs as (the caller itself when not root)
 

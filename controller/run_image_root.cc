@@ -8,6 +8,7 @@
 
 #include "containment/image_root.h"
 #include "containment/view_plan.h"
+#include "controller/exit_codes.h"
 #include "core/bounded_file.h"
 #include "fingerprint/cached_tree.h"
 #include "fingerprint/image_unpack.h"
@@ -148,6 +149,25 @@ Status add_image_root(RunContext& run) {
   spec.mounts.insert(spec.mounts.begin(), plan.mounts.begin(), plan.mounts.end());
   spec.files_and_links.insert(spec.files_and_links.end(), plan.links.begin(), plan.links.end());
   return ok_status();
+}
+
+void recheck_image_root(RunContext& run) {
+  const auto& doc = run.doc();
+  if (!doc.image || !run.image_lock || !run.state) return;
+  const std::string hex = hex_of(*doc.image);
+  const std::string target = "image root (STATE/images/" + hex.substr(0, 12) + ") (after the run)";
+  const std::string recorded = recorded_digest(*run.state, hex);
+  const std::string rootfs = run.state->path() + "/images/" + hex + "/rootfs";
+  auto now = tree_digest_reporting(
+      {rootfs, run.state->path(), recorded, run.req.rehash, {}},
+      [&run](const PinCacheRecord& r) { run.receipt.pin_cache.push_back(pin_cache_to_json(r)); });
+  std::string observed = now ? now->sha256 : "error: " + now.error().message();
+  bool same = now && !recorded.empty() && now->sha256 == recorded;
+  run.receipt.verifications.push_back({target, recorded, observed, same});
+  if (!same)
+    run.record_failure({kExitJobFailed, fmt::format("the pinned view changed on the host during "
+                                                    "the run; {}: observed {}",
+                                                    target, observed)});
 }
 
 }  // namespace sealrun::run

@@ -46,4 +46,9 @@ Result<UniqueFd> lock_image_dir(const StateDir& state, const std::string& hex, b
 // spec (mounts first, so every other entry binds on top) and its links to the view.
 Status add_image_root(RunContext& run);
 
+// After the job, for a run whose job saw an image root (bwrap): the rootfs still has the digest
+// recorded when it was unpacked, the same check as before the job. Recorded as the verification
+// "image root (...) (after the run)"; a change fails the run (exit 5), naming the image root.
+void recheck_image_root(RunContext& run);
+
 }  // namespace sealrun::run

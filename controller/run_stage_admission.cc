@@ -117,6 +117,9 @@ StageStatus stage_verify_pins(RunContext& run) {
   options.on_pin_cache = [&run](const PinCacheRecord& r) {
     run.receipt.pin_cache.push_back(pin_cache_to_json(r));
   };
+  options.on_host_file = [&run](const std::string& path, const admission::FileIdentity& id) {
+    run.closure_identities[path] = id;
+  };
   size_t already = run.receipt.verifications.size();
   auto outcome = admission::verify_admission(std::move(*run.authenticated),
                                              std::move(*run.admission_report), options);

@@ -124,6 +124,13 @@ StageStatus stage_acquire_grant(RunContext& run) {
   if (auto st = add_image_root(run); !st)
     return stage_fail(kExitContainmentUnavailable,
                       "the image's root file system for bwrap: " + st.error().message());
+  // What the mechanism itself puts into the view (podman: its init binary, the files it would
+  // generate), each pinned, so that the view recorded is all the job sees (docs/view.md).
+  auto own = run.chosen->own_view_entries(run.grant->spec);
+  if (!own)
+    return stage_fail(kExitContainmentUnavailable,
+                      "the mechanism's own part of the view: " + own.error().message());
+  for (ViewEntry& e : *own) run.grant->spec.files_and_links.push_back(std::move(e));
   // What the job will see, from the same plan the mechanism's command line is built from.
   run.receipt.view = receipt::view_json(
       plan_view(g.spec, g.mechanism == "podman" ? ViewRoot::kImage : ViewRoot::kEmptyTmpfs));

@@ -5,6 +5,7 @@
 
 #include "controller/exit_codes.h"
 #include "controller/live_output.h"
+#include "controller/run_closure_bound.h"
 #include "controller/run_outputs.h"
 #include "controller/run_owned_space.h"
 #include "controller/run_stages.h"
@@ -36,6 +37,21 @@ std::unique_ptr<LiveOutput> open_live_output(RunContext& run, int logs_fd) {
       return nullptr;
     }
   return live;
+}
+
+// What runs once bwrap has set up the sandbox, before the command's first instruction: the
+// learning run's hook, and the check that each closure file bound is the one hashed
+// (run_closure_bound.h), whose outcome lands in `bound`. Podman has no such moment.
+std::function<Status(pid_t)> sandbox_ready_hook(RunContext& run, std::optional<Status>& bound) {
+  std::function<Status(pid_t)> learning;
+  if (run.req.learning) learning = run.req.learning->on_sandbox_ready;
+  const bool check = !run.closure_identities.empty() && run.chosen->kind() == MechanismKind::kBwrap;
+  if (!check) return learning;
+  return [&run, &bound, learning](pid_t pid) -> Status {
+    bound = check_closure_bound(pid, run.closure_identities);
+    if (!*bound) return bound->error();
+    return learning ? learning(pid) : ok_status();
+  };
 }
 
 }  // namespace
@@ -76,8 +92,20 @@ StageStatus stage_run_job(RunContext& run) {
   cmd.argv = run.doc().command.argv;
   cmd.started = utc_timestamp_now();
   JobIo io{-1, out->get(), err->get(), {}};
-  if (run.req.learning) io.on_sandbox_ready = run.req.learning->on_sandbox_ready;
+  std::optional<Status> bound;  // the closure as bound, when it was looked at
+  io.on_sandbox_ready = sandbox_ready_hook(run, bound);
   auto job = run.chosen->spawn(*run.grant, run.group.get(), io);
+  if (bound) {
+    const std::string expected =
+        fmt::format("{} file(s), each the file hashed", run.closure_identities.size());
+    run.receipt.verifications.push_back({"host_files (as bound in the job)", expected,
+                                         *bound ? expected : bound->error().message(),
+                                         bound->ok()});
+    if (!*bound)
+      return stage_fail(
+          kExitAdmissionRefused,
+          "admission refused: host_files (as bound in the job): " + bound->error().message());
+  }
   if (!job)
     return stage_fail(kExitContainmentUnavailable,
                       "the contained job could not be started: " + job.error().message());

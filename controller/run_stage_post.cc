@@ -1,6 +1,7 @@
 // Stage 8 of the run (run_stages.h): after the job. Explains how the job ended, then records what
 // it left — the outputs (walked and hashed by output_walk.h, listed in results/<id>/outputs.jsonl),
-// the kept logs — and checks that the toolchain is unchanged.
+// the kept logs — and checks that what the view bound from the host (toolchain, trees, closure
+// files) is unchanged.
 //
 // Everything here faces what a hostile job left behind, so all of it is bounded and
 // interruptible: it runs under the run's outer deadline (limits.outer_s, counted from the run's
@@ -12,15 +13,16 @@
 #include <fmt/format.h>
 #include <sys/stat.h>
 
+#include "admission/verify.h"
 #include "controller/exit_codes.h"
 #include "controller/output_walk.h"
+#include "controller/run_image_root.h"
 #include "controller/run_outputs.h"
 #include "controller/run_progress.h"
 #include "controller/run_stages.h"
 #include "controller/source_outputs.h"
 #include "core/syscall.h"
 #include "fingerprint/cached_tree.h"
-#include "fingerprint/tree.h"
 
 namespace sealrun::run {
 
@@ -170,23 +172,36 @@ void keep_logs(RunContext& run, uint64_t used) {
   }
 }
 
-// The toolchain must be exactly what was admitted, after the job as before it.
-void recheck_toolchain(RunContext& run, const StopCheck& stop) {
-  const auto& doc = run.doc();
+// What the view bound from the host — the toolchain, each pinned tree, each closure file — must be
+// exactly what was admitted, after the job as before it: the same checks (admission/verify.h),
+// each recorded again with "(after the run)". A change the job could not make (all of it is
+// mounted read-only) was made on the host while it ran, so the job may have read bytes that are
+// not the pinned ones: the run fails, naming what changed.
+void recheck_view(RunContext& run, const StopCheck& stop) {
   if (auto why = stop()) {
-    not_finished(run, interruption_code(run), "toolchain re-check not done", *why);
+    not_finished(run, interruption_code(run), "re-check of the pinned view not done", *why);
     return;
   }
-  // Through the digest cache, like the check before the run: a tree the job could not write
-  // (it is mounted read-only) is re-verified by a stat walk, any changed file re-hashed.
-  auto after = tree_digest_reporting(
-      {doc.toolchain.root, run.layout.state_dir, doc.toolchain.tree_sha256, run.req.rehash, {}},
-      [&run](const PinCacheRecord& r) { run.receipt.pin_cache.push_back(pin_cache_to_json(r)); });
-  std::string observed = after ? after->sha256 : after.error().message();
-  bool same = after && after->sha256 == doc.toolchain.tree_sha256;
-  run.receipt.verifications.push_back(
-      {"toolchain.tree_sha256 (after the run)", doc.toolchain.tree_sha256, observed, same});
-  if (!same) run.record_failure({kExitJobFailed, "the toolchain changed during the run"});
+  admission::VerifyOptions options;
+  // Through the digest cache, like the check before the run: a tree the job could not write is
+  // re-verified by a stat walk, any changed file re-hashed.
+  options.digest_cache_state_dir = run.layout.state_dir;
+  options.rehash = run.req.rehash;
+  options.on_pin_cache = [&run](const PinCacheRecord& r) {
+    run.receipt.pin_cache.push_back(pin_cache_to_json(r));
+  };
+  std::string changed;
+  for (const admission::PinCheck& c : admission::verify_view_pins(run.doc(), options)) {
+    run.receipt.verifications.push_back(
+        {c.target + " (after the run)", c.expected, c.observed, c.passed()});
+    if (c.passed()) continue;
+    std::string observed = c.observed.size() > 300 ? c.observed.substr(0, 300) + "…" : c.observed;
+    changed += fmt::format("; {}: {}", c.target, observed);
+  }
+  if (!changed.empty())
+    run.record_failure(
+        {kExitJobFailed, "the pinned view changed on the host during the run" + changed});
+  recheck_image_root(run);  // under bwrap, the unpacked image the job saw
 }
 
 }  // namespace
@@ -197,7 +212,7 @@ StageStatus stage_post_run(RunContext& run) {
   check_log_sizes(run);
   uint64_t used = record_outputs(run, stop);
   keep_logs(run, used);
-  recheck_toolchain(run, stop);
+  recheck_view(run, stop);
   return stage_ok();
 }
 

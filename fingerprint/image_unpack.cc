@@ -140,10 +140,12 @@ Status apply_whiteouts(int root, const std::vector<TarMember>& members) {
     std::string base = base_of(m.name);
     if (base.rfind(".wh.", 0) != 0) continue;
     std::string dir = dir_of(m.name);
+    // Named in the error: a whiteout below a link fails to resolve beneath the root (no link is
+    // followed), and the message says which member asked for it.
     if (base == ".wh..wh..opq")
-      SEALRUN_TRY(empty_dir_beneath(root, dir));
+      SEALRUN_TRY_CTX(empty_dir_beneath(root, dir), "whiteout " + m.name);
     else
-      SEALRUN_TRY(remove_tree_beneath(root, join(dir, base.substr(4))));
+      SEALRUN_TRY_CTX(remove_tree_beneath(root, join(dir, base.substr(4))), "whiteout " + m.name);
   }
   return ok_status();
 }
@@ -244,7 +246,8 @@ Result<UnpackedImage> unpack_image(const std::string& archive, const std::string
     SEALRUN_TRY_CTX(apply_whiteouts(root.get(), scan.members), what + ": whiteouts");
     for (const TarMember& m : scan.members) {
       if (m.name == "." || base_of(m.name).rfind(".wh.", 0) == 0) continue;
-      SEALRUN_TRY_CTX(create_member(root.get(), copy.get(), m, &out), what);
+      SEALRUN_TRY_CTX(create_member(root.get(), copy.get(), m, &out),
+                      fmt::format("{}: member {}", what, m.name));
     }
     ++out.layers;
   }

@@ -6,17 +6,33 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "containment/podman.h"
 #include "containment/podman_runner.h"
 #include "containment/podman_storage.h"
+#include "containment/podman_view.h"
+#include "containment/view_plan.h"
+#include "fingerprint/file_hash.h"
+#include "fingerprint/sha256.h"
+#include "tests/support/temp_dir.h"
 
 namespace sealrun::podman {
 namespace {
 
 const std::string kId = "sha256:" + std::string(64, 'a');
+
+std::string read_file_text(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
 
 ContainmentSpec sample_spec() {
   ContainmentSpec s;
@@ -137,6 +153,75 @@ TEST(PodmanArgv, PidsLimitAndInitFollowHostFacts) {
   ASSERT_TRUE(b.ok());
   EXPECT_TRUE(has_pair(*b, "--pids-limit", "77"));
   EXPECT_TRUE(has(*b, "--init"));
+}
+
+// What podman would add to the view itself is either turned off (/etc/hosts) or made known: the
+// files it would generate are sealrun's, bound read-only and pinned by their bytes' SHA-256, and
+// the init binary is the one hashed, named with --init-path (docs/view.md).
+TEST(PodmanView, OwnEntriesArePinnedAndBoundFromTheSpec) {
+  auto spec = sample_spec();
+  spec.hostname = "builder";
+  StorageLayout l = storage_layout(spec.owned_root);
+  HostFacts f;
+  f.have_init = true;
+  f.init_path = "/usr/libexec/podman/catatonit";
+  auto own = own_view_entries(spec, f);
+  ASSERT_TRUE(own.ok()) << own.error().message();
+  std::map<std::string, ViewEntry> by_path;
+  for (const ViewEntry& e : *own) by_path[e.job_path] = e;
+  ASSERT_EQ(by_path.count("/etc/hostname"), 1u);
+  EXPECT_EQ(by_path["/etc/hostname"].kind, ViewKind::kGenerated);
+  EXPECT_EQ(by_path["/etc/hostname"].host_path, "/state/owned/r1/view/hostname");
+  EXPECT_EQ(by_path["/etc/hostname"].pin, "sha256:" + sha256_hex("builder\n"));
+  ASSERT_EQ(by_path.count("/run/.containerenv"), 1u);
+  EXPECT_EQ(by_path["/run/.containerenv"].kind, ViewKind::kGenerated);
+  ASSERT_EQ(by_path.count("/run/podman-init"), 1u);
+  const ViewEntry init = by_path["/run/podman-init"];
+  EXPECT_EQ(init.kind, ViewKind::kInit);
+  EXPECT_EQ(init.host_path, std::filesystem::canonical(f.init_path).string());
+  EXPECT_EQ(init.pin, "sha256:" + hash_file(init.host_path)->sha256);
+  for (ViewEntry& e : *own) spec.files_and_links.push_back(e);
+  ASSERT_TRUE(validate_spec(spec).ok());
+
+  auto a = run_argv(spec, spec.mounts, l, f, kId);
+  ASSERT_TRUE(a.ok()) << a.error().message();
+  EXPECT_TRUE(has(*a, "--no-hosts"));
+  EXPECT_TRUE(has(*a, "--init"));
+  EXPECT_TRUE(has_pair(*a, "--init-path", init.host_path));
+  EXPECT_TRUE(has_pair(*a, "--mount",
+                       "type=bind,src=/state/owned/r1/view/hostname,dst=/etc/hostname,ro=true"));
+  EXPECT_TRUE(
+      has_pair(*a, "--mount",
+               "type=bind,src=/state/owned/r1/view/containerenv,dst=/run/.containerenv,ro=true"));
+  // /sys is recorded, as kernel-made.
+  bool sys = false;
+  for (const ViewEntry& e : plan_view(spec, ViewRoot::kImage))
+    sys = sys || (e.job_path == "/sys" && e.kind == ViewKind::kSys && e.pin.empty());
+  EXPECT_TRUE(sys);
+}
+
+TEST(PodmanView, GeneratedFilesAreWrittenAsPinnedOnly) {
+  sealrun::testing::TempDir dir;
+  const std::string root = dir.path().string();
+  auto spec = sample_spec();
+  spec.owned_root = root;
+  auto own = own_view_entries(spec, HostFacts{});
+  ASSERT_TRUE(own.ok());
+  EXPECT_EQ(own->size(), 2u);  // no init without catatonit
+  std::vector<std::string> actions;
+  // Not in the spec's view: nothing written (podman makes its own).
+  ASSERT_TRUE(write_generated_files(spec, actions).ok());
+  EXPECT_FALSE(std::filesystem::exists(root + "/view"));
+  for (ViewEntry& e : *own) spec.files_and_links.push_back(e);
+  ASSERT_TRUE(write_generated_files(spec, actions).ok());
+  EXPECT_EQ(read_file_text(root + "/view/hostname"), spec.hostname + "\n");
+  EXPECT_EQ(actions.size(), 2u);
+  // A pin that is not what the spec makes is refused, naming the file.
+  std::filesystem::remove_all(root + "/view");
+  spec.files_and_links[0].pin = "sha256:" + std::string(64, '0');
+  auto refused = write_generated_files(spec, actions);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message().find("/etc/hostname"), std::string::npos);
 }
 
 TEST(PodmanArgv, RefusesWhatPodmanWouldMisparse) {

@@ -83,6 +83,23 @@ Frozen RunTest::freeze(const std::string& script, const std::vector<std::string>
   return {dir_ / name, c.out.substr(0, 64)};
 }
 
+Frozen RunTest::freeze_for(const std::string& mechanism, const std::string& script,
+                           const std::string& name, const std::vector<std::string>& extra) {
+  if (mechanism == "bwrap") return freeze(script, {}, name, extra);
+  auto built = busybox_fixture_dir();
+  EXPECT_TRUE(built.ok()) << built.error().message();
+  std::vector<std::string> args = freeze_args(name);
+  args.insert(args.end(), {"--image", (built.ok() ? *built : "") + "/busybox.oci.tar"});
+  args.insert(args.end(), extra.begin(), extra.end());
+  args.insert(args.end(), {"--", "/bin/sh", "-c", script});
+  auto c = sealrun(args);
+  EXPECT_EQ(c.status.code, 0) << c.err;
+  // Rootless podman takes its storage by path, as the job user: the parents must be searchable.
+  fs::permissions(dir_.path(),
+                  fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec);
+  return {dir_ / name, c.out.substr(0, 64)};
+}
+
 Captured RunTest::run(const Frozen& a, const std::string& id,
                       const std::vector<std::string>& extra) {
   std::vector<std::string> args = {"run",  a.path, "--sha256",    a.sha256,

@@ -31,6 +31,10 @@ class RunTest : public ::testing::Test {
   Frozen freeze(const std::string& script, const std::vector<std::string>& sets = {},
                 const std::string& name = "admission.json",
                 const std::vector<std::string>& extra = {});
+  // An admission whose job runs `script` from the busybox image (podman; the run directory's
+  // parents are made searchable for rootless podman) or the busybox tree (bwrap), as freeze().
+  Frozen freeze_for(const std::string& mechanism, const std::string& script,
+                    const std::string& name, const std::vector<std::string>& extra = {});
   // "admit freeze --out DIR/name" with this fixture's source, toolchain (at /opt/toolchain) and
   // state directory: what every admission of these tests starts from.
   std::vector<std::string> freeze_args(const std::string& name) const;

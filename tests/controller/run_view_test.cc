@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -23,26 +24,7 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-class ViewTest : public RunTest {
- protected:
-  // An admission whose job runs `script` from the busybox image (podman) or the busybox tree.
-  Frozen freeze_for(const std::string& mechanism, const std::string& script,
-                    const std::string& name, const std::vector<std::string>& extra = {}) {
-    if (mechanism == "bwrap") return freeze(script, {}, name, extra);
-    auto built = busybox_fixture_dir();
-    EXPECT_TRUE(built.ok()) << built.error().message();
-    std::vector<std::string> args = freeze_args(name);
-    args.insert(args.end(), {"--image", (built.ok() ? *built : "") + "/busybox.oci.tar"});
-    args.insert(args.end(), extra.begin(), extra.end());
-    args.insert(args.end(), {"--", "/bin/sh", "-c", script});
-    auto c = sealrun(args);
-    EXPECT_EQ(c.status.code, 0) << c.err;
-    // Rootless podman takes its storage by path, as the job user: the parents must be searchable.
-    fs::permissions(dir_.path(),
-                    fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec);
-    return {dir_ / name, c.out.substr(0, 64)};
-  }
-};
+using ViewTest = RunTest;
 
 class ViewBothMechanisms : public ViewTest, public ::testing::WithParamInterface<std::string> {};
 
@@ -89,35 +71,60 @@ bool below(const std::string& path, const std::string& dir) {
 
 TEST_P(ViewBothMechanisms, TheReceiptsViewIsTheJobsMountinfo) {
   const std::string mechanism = GetParam();
-  Frozen a = freeze_for(mechanism, "cat /proc/self/mountinfo > /out/mountinfo.txt",
-                        "mi-" + mechanism + ".json");
+  // The job also hashes what podman adds itself, to compare with the pins the view records.
+  std::string script = "cat /proc/self/mountinfo > /out/mountinfo.txt";
+  if (mechanism == "podman")
+    script +=
+        "; sha256sum /etc/hostname /run/.containerenv /run/podman-init > /out/podman-own.txt;"
+        " cat /etc/hostname > /out/hostname.txt";
+  Frozen a = freeze_for(mechanism, script, "mi-" + mechanism + ".json");
   std::string id = "mi-" + mechanism;
   auto c = run(a, id, {"--mechanism", mechanism});
   ASSERT_EQ(c.status.code, 0) << c.out << c.err;
   json r = receipt(id);
   ASSERT_TRUE(r["view"].is_array()) << r.dump(2);
   std::set<std::string> planned;
+  std::map<std::string, json> by_path;
   for (const json& e : r["view"]) {
     EXPECT_TRUE(e.contains("pin") && e.contains("host_path") && e.contains("writable")) << e;
     if (e["kind"] != "link") planned.insert(e["job_path"].get<std::string>());
+    by_path[e["job_path"].get<std::string>()] = e;
   }
-  std::string mountinfo = read_text(state_ + "/results/" + id + "/out/mountinfo.txt");
+  std::string out = state_ + "/results/" + id + "/out";
+  std::string mountinfo = read_text(out + "/mountinfo.txt");
   std::set<std::string> seen = mount_points(mountinfo);
   ASSERT_FALSE(seen.empty());
   // Every planned entry is a mount point of the job.
   for (const auto& p : planned) EXPECT_EQ(seen.count(p), 1u) << p << " not mounted:\n" << mountinfo;
-  // Every mount point is planned, apart from the empty root bwrap builds, what the kernel makes
-  // below /proc and /dev (and podman's /sys), and the files podman writes itself (docs/view.md).
-  // (/run/podman-init is podman's --init, the host's catatonit: not yet pinned, docs/view.md.)
-  const std::set<std::string> podman_made = {"/etc/hostname", "/etc/hosts", "/etc/resolv.conf",
-                                             "/run/.containerenv", "/run/podman-init"};
+  // Every mount point is planned, apart from the empty root bwrap builds and what the kernel makes
+  // below /proc and /dev (and podman's /sys). Podman's own entries are in the view too
+  // (docs/view.md): its sysfs, the files it would generate, its init binary.
   for (const auto& p : seen) {
     if (planned.count(p) || below(p, "/proc") || below(p, "/dev")) continue;
     if (mechanism == "bwrap" && p == "/") continue;
-    if (mechanism == "podman" && (p == "/sys" || below(p, "/sys") || podman_made.count(p)))
-      continue;
+    if (mechanism == "podman" && below(p, "/sys")) continue;
     ADD_FAILURE() << p << " is mounted in the job but not in the receipt's view";
   }
+  if (mechanism != "podman") return;
+  EXPECT_EQ(seen.count("/etc/hosts"), 0u) << "podman's generated /etc/hosts is turned off";
+  EXPECT_EQ(by_path["/sys"]["kind"], "sys");
+  EXPECT_EQ(by_path["/etc/hostname"]["kind"], "generated");
+  EXPECT_EQ(by_path["/run/.containerenv"]["kind"], "generated");
+  EXPECT_EQ(by_path["/run/podman-init"]["kind"], "init");
+  EXPECT_EQ(read_text(out + "/hostname.txt"), "sealrun\n");
+  // What the job read is what the view pins.
+  std::istringstream sums(read_text(out + "/podman-own.txt"));
+  std::string hex, path;
+  int checked = 0;
+  while (sums >> hex >> path) {
+    EXPECT_EQ(by_path[path]["pin"], "sha256:" + hex) << path;
+    ++checked;
+  }
+  EXPECT_EQ(checked, 3);
+  // `receipt verify` accounts for every entry.
+  auto v = sealrun({"receipt", "verify", receipt_path(id)});
+  EXPECT_EQ(v.status.code, 0) << v.out << v.err;
+  EXPECT_NE(v.out.find("view pinned"), std::string::npos) << v.out;
 }
 
 INSTANTIATE_TEST_SUITE_P(Mechanisms, ViewBothMechanisms, ::testing::Values("bwrap", "podman"));
