@@ -139,10 +139,11 @@ TEST(ViewPlan, ImageRootHasNoLinksAndKernelPlacesComeFirst) {
   s.files_and_links.push_back(
       {"/bin", ViewKind::kLink, {}, "symlink:usr/bin", false, "usr/bin", -1});
   auto image = plan_view(s, ViewRoot::kImage);
-  ASSERT_EQ(image.size(), 5u);  // image, proc, dev, tmp, src
+  ASSERT_EQ(image.size(), 6u);  // image, proc, dev, sys (podman mounts sysfs), tmp, src
   EXPECT_EQ(image[0].kind, ViewKind::kImage);
   EXPECT_EQ(image[0].pin, s.image->image_id);
-  EXPECT_EQ(image[4].mount_index, 0);
+  EXPECT_EQ(image[3].kind, ViewKind::kSys);
+  EXPECT_EQ(image[5].mount_index, 0);
   auto tmpfs = plan_view(s, ViewRoot::kEmptyTmpfs);
   ASSERT_EQ(tmpfs.size(), 5u);  // proc, dev, tmp, src, the link
   EXPECT_EQ(tmpfs[0].kind, ViewKind::kProc);
