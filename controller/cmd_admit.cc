@@ -17,6 +17,7 @@
 #include "controller/exit_codes.h"
 #include "controller/learn_freeze.h"
 #include "controller/output.h"
+#include "controller/run_progress.h"
 #include "core/hex.h"
 
 namespace sealrun::cli {
@@ -117,7 +118,8 @@ int run_check(const CheckArgs& args) {
     return kExitUsage;
   }
   admission::VerifyOptions options;
-  options.toolchain_progress = terminal_progress("toolchain");
+  // One line per pinned tree (the toolchain's included) while it is verified, on a terminal.
+  options.tree_progress = run::per_tree_progress();
   // The digest cache of an existing state directory (the one `run` would use); none otherwise.
   struct stat st {};
   if (::stat(args.state_dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode))

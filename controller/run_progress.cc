@@ -70,4 +70,23 @@ void TerminalProgress::set_sink(std::function<void(const std::string&)> sink) {
 
 bool TerminalProgress::stderr_is_a_terminal() { return ::isatty(STDERR_FILENO) == 1; }
 
+std::function<void(const std::string&, const HashProgress&)> per_tree_progress() {
+  if (!TerminalProgress::stderr_is_a_terminal()) return {};
+  struct Current {
+    std::string label;
+    std::unique_ptr<TerminalProgress> line;
+    std::function<void(const HashProgress&)> hook;
+  };
+  auto current = std::make_shared<Current>();
+  return [current](const std::string& label, const HashProgress& p) {
+    if (label != current->label || !current->line) {
+      current->line.reset();  // erases the previous tree's line
+      current->line = std::make_unique<TerminalProgress>(label);
+      current->label = label;
+      current->hook = current->line->on_progress();
+    }
+    current->hook(p);
+  };
+}
+
 }  // namespace sealrun::run

@@ -38,4 +38,9 @@ class TerminalProgress {
   std::shared_ptr<State> state_;
 };
 
+// For VerifyOptions::tree_progress: one TerminalProgress line per label (tree), the previous one
+// erased when the next label starts and the last when the returned hook is destroyed. Empty when
+// stderr is not a terminal.
+std::function<void(const std::string& label, const HashProgress&)> per_tree_progress();
+
 }  // namespace sealrun::run

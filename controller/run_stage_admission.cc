@@ -101,19 +101,7 @@ StageStatus stage_verify_pins(RunContext& run) {
   options.rehash = run.req.rehash;
   // One line per pinned tree while it is verified (quiet unless stderr is a terminal): files and
   // bytes, by stat or hashed, rate and ETA; a tree's line is erased when the next one starts.
-  std::unique_ptr<TerminalProgress> line;
-  std::string line_label;
-  std::function<void(const HashProgress&)> line_hook;
-  if (TerminalProgress::stderr_is_a_terminal())
-    options.tree_progress = [&](const std::string& label, const HashProgress& p) {
-      if (label != line_label) {
-        line.reset();
-        line = std::make_unique<TerminalProgress>(label);
-        line_label = label;
-        line_hook = line->on_progress();
-      }
-      line_hook(p);
-    };
+  options.tree_progress = per_tree_progress();
   options.on_pin_cache = [&run](const PinCacheRecord& r) {
     run.receipt.pin_cache.push_back(pin_cache_to_json(r));
   };

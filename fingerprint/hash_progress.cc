@@ -49,8 +49,11 @@ std::string ProgressLine::render(const HashProgress& p, int64_t now_ms) {
                       : std::string();
   const std::string cached =
       p.files_from_cache > 0 ? fmt::format(" ({} by stat)", p.files_from_cache) : std::string();
+  // Through the digest cache most files are checked by a stat, not read: "verifying", not
+  // "hashing", once any file was.
+  const char* verb = p.files_from_cache > 0 ? "verifying" : "hashing";
   if (!p.walk_complete) {
-    return fmt::format("hashing {}: {} in {} files{}{} (finding files: {} so far)", label_,
+    return fmt::format("{} {}: {} in {} files{}{} (finding files: {} so far)", verb, label_,
                        binary_size_text(p.bytes_done), p.files_done, cached, speed, p.files_found);
   }
   // Over bytes when there are any (time follows bytes), else over files (a tree of empty files).
@@ -63,7 +66,7 @@ std::string ProgressLine::render(const HashProgress& p, int64_t now_ms) {
   std::string eta;
   if (bytes_per_s > 0 && p.bytes_done < p.bytes_found)
     eta = ", ETA " + eta_text(static_cast<double>(p.bytes_found - p.bytes_done) / bytes_per_s);
-  return fmt::format("hashing {}: {} of {} ({}%), {} of {} files{}{}{}", label_,
+  return fmt::format("{} {}: {} of {} ({}%), {} of {} files{}{}{}", verb, label_,
                      binary_size_text(p.bytes_done), binary_size_text(p.bytes_found),
                      shown_percent_, p.files_done, p.files_found, cached, speed, eta);
 }

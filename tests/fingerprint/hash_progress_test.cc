@@ -65,6 +65,7 @@ TEST(ProgressLine, StatVerifiedFilesAndEmptyTreesAreShown) {
   ProgressLine line("toolchain");
   HashProgress cached{4, 0, 4, 0, 3, true};
   EXPECT_THAT(line.render(cached, 0), HasSubstr("(100%), 4 of 4 files (3 by stat)"));
+  EXPECT_EQ(line.render(cached, 0).rfind("verifying toolchain: ", 0), 0u) << "checked, not read";
   EXPECT_EQ(binary_size_text(17), "17 B");
   EXPECT_EQ(binary_size_text(3u << 30), "3.0 GiB");
 }
