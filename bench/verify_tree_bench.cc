@@ -6,8 +6,10 @@
 //   verify_tree_bench rehash ROOT STATE_DIR   the same with --rehash (cache bypassed, refreshed)
 //   verify_tree_bench full ROOT               tree_digest(): what every run paid before the cache
 //
-// Prints the digest and, for the cached modes, the pin_cache record as JSON.
+// Prints the digest and, for the cached modes, the pin_cache record as JSON. VERIFY_THREADS=N sets
+// the cached modes' walker threads (default: one per CPU).
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -34,6 +36,7 @@ int main(int argc, char** argv) {
   request.root = argv[2];
   request.state_dir = argv[3];
   request.rehash = mode == "rehash";
+  if (const char* t = std::getenv("VERIFY_THREADS")) request.tree.threads = std::atoi(t);
   auto result = tree_digest_cached(request);
   if (!result.ok()) {
     std::fprintf(stderr, "%s\n", result.error().message().c_str());
