@@ -158,6 +158,16 @@ TEST_F(ImageCacheTest, SweepImagesKeepsARootInUseAndRemovesAnUnusedOne) {
   auto controller = spawn(o);
   ::close(o.stdout_fd);
   ASSERT_TRUE(controller.ok()) << controller.error().message();
+  // Whatever fails below, the controller is stopped the way a person would (SIGTERM: it stops the
+  // job and removes its owned file system), not left behind with the temporary directory.
+  struct StopController {
+    Child& c;
+    ~StopController() {
+      if (!c.running()) return;
+      ::kill(c.pid(), SIGTERM);
+      (void)c.wait();
+    }
+  } stop_controller{*controller};
   auto started = [&] { return fs::exists(state_ + "/results/holder/out/started"); };
   int64_t deadline = monotonic_ms() + 60000;
   while (!started() && monotonic_ms() < deadline) ::usleep(50 * 1000);
