@@ -6,6 +6,7 @@
 // that the cleanup stage can always find and release it, whatever stage failed.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -27,6 +28,7 @@
 #include "controller/stop_switch.h"
 #include "core/job_user.h"
 #include "core/unique_fd.h"
+#include "fingerprint/cached_tree.h"
 
 namespace sealrun::run {
 
@@ -84,6 +86,8 @@ struct RunContext {
   // A degradation the run survives: said once on stderr and kept for the receipt.
   void warn(std::string what);
   void cleanup_action(std::string action, const Status& st, std::string detail = {});
+  // For the digest cache's reporting hooks: each use appended to the receipt's pin_cache.
+  std::function<void(const PinCacheRecord&)> pin_cache_recorder();
   const admission::AdmissionDocument& doc() const { return admitted->document(); }
   int64_t stop_grace_ms() const { return grant ? grant->spec.stop_grace_ms : 5000; }
 

@@ -64,6 +64,21 @@ std::string recorded_digest(const StateDir& state, const std::string& hex) {
   return text->substr(0, 64);
 }
 
+// The rootfs's digest now (through the digest cache: a stat walk when nothing changed) against
+// `recorded`: the observed digest (or the error) and whether they are equal.
+std::pair<std::string, bool> verify_rootfs(
+    const StateDir& state, const std::string& rootfs, const std::string& recorded, bool rehash,
+    const std::function<void(const PinCacheRecord&)>& pin_cache) {
+  auto now = tree_digest_reporting({rootfs, state.path(), recorded, rehash, {}}, pin_cache);
+  if (!now) return {"error: " + now.error().message(), false};
+  return {now->sha256, !recorded.empty() && now->sha256 == recorded};
+}
+
+// How the receipt names the image root's checks.
+std::string image_root_target(const std::string& hex) {
+  return "image root (STATE/images/" + hex.substr(0, 12) + ")";
+}
+
 }  // namespace
 
 Result<UniqueFd> lock_image_dir(const StateDir& state, const std::string& hex, bool exclusive) {
@@ -92,10 +107,8 @@ Result<ImageRoot> image_rootfs(const StateDir& state, const std::string& temp_di
       // Named by the image id (the digest of the config that lists the diff ids), so it was
       // unpacked from exactly these layers; that it still holds what was unpacked is proven
       // here, through the digest cache (a stat walk when nothing changed), before every use.
-      auto now = tree_digest_reporting({root.rootfs, state.path(), recorded, check.rehash, {}},
-                                       check.pin_cache);
-      std::string observed = now ? now->sha256 : now.error().message();
-      bool same = now && now->sha256 == recorded;
+      auto [observed, same] =
+          verify_rootfs(state, root.rootfs, recorded, check.rehash, check.pin_cache);
       check.verified(recorded, observed, same);
       if (same) return root;
     }
@@ -118,12 +131,10 @@ Result<ImageRoot> image_rootfs(const StateDir& state, const std::string& temp_di
 Status add_image_root(RunContext& run) {
   const auto& doc = run.doc();
   if (!doc.image || !run.grant || run.grant->mechanism != "bwrap") return ok_status();
-  std::string target = "image root (STATE/images/" + hex_of(*doc.image).substr(0, 12) + ")";
+  std::string target = image_root_target(hex_of(*doc.image));
   RootfsCheck check;
   check.rehash = run.req.rehash;
-  check.pin_cache = [&run](const PinCacheRecord& r) {
-    run.receipt.pin_cache.push_back(pin_cache_to_json(r));
-  };
+  check.pin_cache = run.pin_cache_recorder();
   // A changed cache is not the run's failure (it is replaced from the pinned archive before the
   // job sees it), so it is a warning, and the verification listed is the fresh unpacking's.
   check.verified = [&](const std::string& expected, const std::string& observed, bool same) {
@@ -155,14 +166,11 @@ void recheck_image_root(RunContext& run) {
   const auto& doc = run.doc();
   if (!doc.image || !run.image_lock || !run.state) return;
   const std::string hex = hex_of(*doc.image);
-  const std::string target = "image root (STATE/images/" + hex.substr(0, 12) + ") (after the run)";
+  const std::string target = image_root_target(hex) + " (after the run)";
   const std::string recorded = recorded_digest(*run.state, hex);
   const std::string rootfs = run.state->path() + "/images/" + hex + "/rootfs";
-  auto now = tree_digest_reporting(
-      {rootfs, run.state->path(), recorded, run.req.rehash, {}},
-      [&run](const PinCacheRecord& r) { run.receipt.pin_cache.push_back(pin_cache_to_json(r)); });
-  std::string observed = now ? now->sha256 : "error: " + now.error().message();
-  bool same = now && !recorded.empty() && now->sha256 == recorded;
+  auto [observed, same] =
+      verify_rootfs(*run.state, rootfs, recorded, run.req.rehash, run.pin_cache_recorder());
   run.receipt.verifications.push_back({target, recorded, observed, same});
   if (!same)
     run.record_failure({kExitJobFailed, fmt::format("the pinned view changed on the host during "

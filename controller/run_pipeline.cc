@@ -109,6 +109,10 @@ void RunContext::warn(std::string what) {
   warnings.push_back(std::move(what));
 }
 
+std::function<void(const PinCacheRecord&)> RunContext::pin_cache_recorder() {
+  return [this](const PinCacheRecord& r) { receipt.pin_cache.push_back(pin_cache_to_json(r)); };
+}
+
 void RunContext::cleanup_action(std::string action, const Status& st, std::string detail) {
   receipt.cleanup.push_back(
       {std::move(action), st.ok(), st.ok() ? std::move(detail) : st.error().message()});

@@ -102,9 +102,7 @@ StageStatus stage_verify_pins(RunContext& run) {
   // One line per pinned tree while it is verified (quiet unless stderr is a terminal): files and
   // bytes, by stat or hashed, rate and ETA; a tree's line is erased when the next one starts.
   options.tree_progress = per_tree_progress();
-  options.on_pin_cache = [&run](const PinCacheRecord& r) {
-    run.receipt.pin_cache.push_back(pin_cache_to_json(r));
-  };
+  options.on_pin_cache = run.pin_cache_recorder();
   options.on_host_file = [&run](const std::string& path, const admission::FileIdentity& id) {
     run.closure_identities[path] = id;
   };

@@ -187,9 +187,7 @@ void recheck_view(RunContext& run, const StopCheck& stop) {
   // re-verified by a stat walk, any changed file re-hashed.
   options.digest_cache_state_dir = run.layout.state_dir;
   options.rehash = run.req.rehash;
-  options.on_pin_cache = [&run](const PinCacheRecord& r) {
-    run.receipt.pin_cache.push_back(pin_cache_to_json(r));
-  };
+  options.on_pin_cache = run.pin_cache_recorder();
   std::string changed;
   for (const admission::PinCheck& c : admission::verify_view_pins(run.doc(), options)) {
     run.receipt.verifications.push_back(
