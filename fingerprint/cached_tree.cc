@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <atomic>
 #include <optional>
 #include <thread>
 
@@ -77,7 +78,10 @@ class CacheLoader {
       : state_dir_(std::move(state_dir)), root_(std::move(root)) {
     if (threaded) {
       try {
-        thread_ = std::thread([this] { cache_ = load_digest_cache(state_dir_, root_); });
+        thread_ = std::thread([this] {
+          cache_ = load_digest_cache(state_dir_, root_);
+          done_.store(true, std::memory_order_release);
+        });
         return;
       } catch (...) {  // no thread: load here
       }
@@ -91,12 +95,19 @@ class CacheLoader {
     if (thread_.joinable()) thread_.join();
     return cache_;
   }
+  // The cache if it has loaded by now, else null (still loading, or nothing to use); any thread.
+  const DigestCacheContent* ready() const {
+    if (thread_.get_id() == std::thread::id() || done_.load(std::memory_order_acquire))
+      return cache_.state == LoadedDigestCache::State::kLoaded ? &cache_.content : nullptr;
+    return nullptr;
+  }
 
  private:
   const std::string state_dir_;
   const std::string root_;
   LoadedDigestCache cache_;
-  std::thread thread_;  // last: started once the members it uses exist
+  std::atomic<bool> done_{false};  // cache_ is final (set by the loading thread)
+  std::thread thread_;             // last: started once the members it uses exist
 };
 
 }  // namespace
@@ -145,7 +156,8 @@ Result<CachedTreeResult> tree_digest_cached(const CachedTreeRequest& request) {
   if (!bypass) loader.emplace(request.state_dir, request.root, present);
   AwaitDigestCache await;
   if (present) {
-    await = [&loader]() -> const DigestCacheContent* {
+    await.ready = [&loader] { return loader->ready(); };
+    await.wait = [&loader]() -> const DigestCacheContent* {
       LoadedDigestCache& c = loader->wait();
       return c.state == LoadedDigestCache::State::kLoaded ? &c.content : nullptr;
     };

@@ -9,7 +9,7 @@ namespace sealrun {
 char* PathArena::reserve(size_t n) {
   if (n > left_) {
     const size_t size = std::max(kBlockBytes, n);
-    blocks_.push_back(std::make_unique<char[]>(size));
+    blocks_.push_back(std::make_unique_for_overwrite<char[]>(size));
     next_ = blocks_.back().get();
     left_ = size;
   }

@@ -4,6 +4,7 @@
 // cache made ~57,000 such allocations, and freed them one by one at the end.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <memory>
 #include <vector>
@@ -23,12 +24,14 @@ class StableArena {
     return blocks_.back()[used_++];
   }
   size_t size() const { return size_; }
-  // Calls f(element) for each element, in the order they were added.
+  // Calls f(element) for each of the first `count` elements (all of them if there are fewer), in
+  // the order they were added.
   template <typename F>
-  void for_each(F&& f) {
-    for (size_t b = 0; b < blocks_.size(); ++b) {
-      const size_t n = b + 1 == blocks_.size() ? used_ : kBlock;
+  void for_each_first(size_t count, F&& f) {
+    for (size_t b = 0; b < blocks_.size() && count > 0; ++b) {
+      const size_t n = std::min(count, b + 1 == blocks_.size() ? used_ : kBlock);
       for (size_t i = 0; i < n; ++i) f(blocks_[b][i]);
+      count -= n;
     }
   }
   T& front() { return blocks_.front()[0]; }

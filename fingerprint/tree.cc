@@ -180,7 +180,7 @@ Result<DigestedTree> tree_digest_keeping_walk(const std::string& root, const Tre
   out.tree =
       SEALRUN_TRY_CTX(walk_and_hash(root_fd.get(), root, options, std::nullopt, cache, await_cache),
                       "fingerprint tree");
-  if (await_cache) cache = await_cache();  // loaded by now: the walk waited for it
+  if (await_cache) cache = await_cache.wait();  // loaded by now: the walk waited for it
   if (out.tree.unchanged) {
     // Every record is the one the cache's digest was taken over, and there is no other: the
     // inventory's bytes, and so its digest, are the cache's.

@@ -74,6 +74,7 @@ class Walker {
         cache_(cache),
         await_cache_(await_cache),
         walkers_(std::max(1u, threads)),
+        deferred_until_(walkers_, await_cache ? kAllDeferred : 0),
         pool_(root_fd, root_display_, threads, options.stamp_clock) {
     for (unsigned i = 0; i < walkers_; ++i) {
       tree_.arenas.push_back(std::make_unique<StableArena<TreeEntry>>());
@@ -100,8 +101,9 @@ class Walker {
     tree_.files_from_cache = files_from_cache_.load();
     tree_.entries_unchanged = unchanged_.load();
     for (const auto& arena : tree_.arenas) tree_.entries += arena->size();
-    tree_.unchanged = cache_ != nullptr && tree_.entries_unchanged == tree_.entries &&
-                      cache_->entries.size() == tree_.entries;
+    const DigestCacheContent* cache = cache_.load(std::memory_order_acquire);
+    tree_.unchanged = cache != nullptr && tree_.entries_unchanged == tree_.entries &&
+                      cache->entries.size() == tree_.entries;
     if (!tree_.unchanged) tree_.order = assemble_order(&root_entry(), root_node_, tree_.entries);
     report_progress(true);
     return std::move(tree_);
@@ -109,6 +111,20 @@ class Walker {
 
  private:
   TreeEntry& root_entry() { return tree_.arenas[0]->front(); }
+  const DigestCacheContent* cache() const { return cache_.load(std::memory_order_acquire); }
+
+  // The cache walking thread `index` compares the directory it is about to read with, or null.
+  // Given from the start (or none): that. Still loading (await_cache_): null, and the entries this
+  // directory adds are compared after the walk; once the load is over, the loaded cache from then
+  // on, the thread's earlier entries still left to the pass after the walk (deferred_until_).
+  const DigestCacheContent* cache_for_next_dir(unsigned index) {
+    if (!await_cache_ || deferred_until_[index] != kAllDeferred) return cache();
+    const DigestCacheContent* loaded = await_cache_.ready();
+    if (loaded == nullptr) return nullptr;
+    cache_.store(loaded, std::memory_order_release);
+    deferred_until_[index] = tree_.arenas[index]->size();
+    return loaded;
+  }
   bool failed() const { return failed_.load(std::memory_order_relaxed); }
 
   // Counts of one directory's files verified through the cache, added to the walk's shared
@@ -144,7 +160,7 @@ class Walker {
     const uint32_t root_fs = SEALRUN_TRY(filesystem_of(root_fd_, root_st, root_display_));
     root.fs = root_fs;
     root.stamp = stamp_of(root_st, opened_at);
-    if (directory_unchanged(cache_ ? cache_->find(".") : nullptr, root, root_st, fs_at(root_fs)))
+    if (directory_unchanged(cache() ? cache()->find(".") : nullptr, root, root_st, fs_at(root_fs)))
       unchanged_.fetch_add(1, std::memory_order_relaxed);
     root_node_.prefix_len = 0;
     {
@@ -159,15 +175,16 @@ class Walker {
       std::lock_guard lock(mu_);
       if (error_) return *error_;
     }
-    if (await_cache_) compare_with_cache(await_cache_());
+    if (await_cache_) compare_with_cache(await_cache_.wait());
     return ok_status();
   }
 
   // The deferred half of a walk whose cache was loading meanwhile (await_cache_): what read_dir
-  // and add_file do with a cache at hand, done now for every entry, the arenas shared out over the
-  // walking threads. Each entry's stamp is the lstat (or the directory's fstat) of the walk.
+  // and add_file do with a cache at hand, done now for every entry added before its thread saw
+  // the cache loaded (all of them when none did), the arenas shared out over the walking threads.
+  // Each entry's stamp is the lstat (or the directory's fstat) of the walk.
   void compare_with_cache(const DigestCacheContent* cache) {
-    cache_ = cache;
+    cache_.store(cache, std::memory_order_release);
     std::vector<std::thread> helpers;
     for (unsigned i = 1; i < walkers_; ++i) helpers.emplace_back([this, i] { compare_arenas(i); });
     compare_arenas(0);
@@ -175,6 +192,7 @@ class Walker {
   }
   void compare_arenas(unsigned first) {
     const std::vector<FsIdentity> filesystems = fs_copy_;  // complete: the walk is over
+    const DigestCacheContent* const cache = this->cache();
     Tally tally(*this);
     constexpr size_t kBatch = 16;  // lookups whose cache misses overlap (as in read_dir)
     TreeEntry* batch[kBatch];
@@ -183,16 +201,16 @@ class Walker {
     auto flush = [&] {
       for (size_t i = 0; i < n; ++i) {
         TreeEntry& e = *batch[i];
-        const CachedEntry* c = cache_ ? cache_->find_hashed(e.path, hashes[i]) : nullptr;
+        const CachedEntry* c = cache ? cache->find_hashed(e.path, hashes[i]) : nullptr;
         compare_entry(e, c, filesystems[e.fs], tally);
       }
       n = 0;
     };
     for (size_t a = first; a < tree_.arenas.size(); a += walkers_) {
-      tree_.arenas[a]->for_each([&](TreeEntry& e) {
+      tree_.arenas[a]->for_each_first(deferred_until_[a], [&](TreeEntry& e) {
         if (e.fs == TreeEntry::kNoFs) return;  // on a file system the walk did not enter: hashed
-        hashes[n] = cache_ ? DigestCacheContent::hash_of(e.path) : 0;
-        if (cache_) cache_->prefetch_slot(hashes[n]);
+        hashes[n] = cache ? DigestCacheContent::hash_of(e.path) : 0;
+        if (cache) cache->prefetch_slot(hashes[n]);
         batch[n++] = &e;
         if (n == kBatch) flush();
       });
@@ -206,12 +224,12 @@ class Walker {
         return;
       case EntryKind::kSymlink:
         if (record_matches(c, e, fs) &&
-            stamp_still_holds(c->stamp, cache_->filesystems[c->fs], e.stamp, fs))
+            stamp_still_holds(c->stamp, cache()->filesystems[c->fs], e.stamp, fs))
           ++tally.unchanged;
         return;
       case EntryKind::kFile:
         if (c != nullptr && c->kind == EntryKind::kFile &&
-            stamp_still_holds(c->stamp, cache_->filesystems[c->fs], e.stamp, fs)) {
+            stamp_still_holds(c->stamp, cache()->filesystems[c->fs], e.stamp, fs)) {
           take_from_cache(e, *c, fs, tally);
           return;
         }
@@ -240,7 +258,7 @@ class Walker {
   // mode and owner as just read, on the same file system.
   bool record_matches(const CachedEntry* c, const TreeEntry& e, const FsIdentity& fs) const {
     return c != nullptr && c->kind == e.kind && c->mode == e.mode && c->uid == e.uid &&
-           c->gid == e.gid && cache_->filesystems[c->fs] == fs;
+           c->gid == e.gid && cache()->filesystems[c->fs] == fs;
   }
   // A directory's record is its kind, mode and owner; its contents are checked entry by entry.
   bool directory_unchanged(const CachedEntry* c, const TreeEntry& e, const struct stat& st,
@@ -357,19 +375,21 @@ class Walker {
     Tally tally(*this);  // this directory's counts, added to the shared ones once, at the end
     const FsIdentity fs_id = fs_at(fs);
     SEALRUN_TRY(list_names(fd, !task.parent, here, scratch.buffer, names));
+    const DigestCacheContent* const cache = cache_for_next_dir(index);
+    const bool deferred = await_cache_ && cache == nullptr;  // compared after the walk
     const size_t count = names.starts.size();
     PathArena& paths = *tree_.paths[index];
     scratch.rels.resize(count);
     scratch.cached.assign(count, nullptr);
     for (size_t i = 0; i < count; ++i) scratch.rels[i] = paths.join(rel, names.at(i));
-    if (cache_ != nullptr) {
+    if (cache != nullptr) {
       scratch.hashes.resize(count);
       for (size_t i = 0; i < count; ++i) {
         scratch.hashes[i] = DigestCacheContent::hash_of(scratch.rels[i]);
-        cache_->prefetch_slot(scratch.hashes[i]);
+        cache->prefetch_slot(scratch.hashes[i]);
       }
       for (size_t i = 0; i < count; ++i) {
-        scratch.cached[i] = cache_->find_hashed(scratch.rels[i], scratch.hashes[i]);
+        scratch.cached[i] = cache->find_hashed(scratch.rels[i], scratch.hashes[i]);
         if (scratch.cached[i] != nullptr) __builtin_prefetch(scratch.cached[i]);
       }
     }
@@ -419,7 +439,7 @@ class Walker {
       node.records.push_back(&e);
       const CachedEntry* cached = scratch.cached[i];
       if (S_ISREG(st.st_mode)) {
-        add_file(e, st, fs, fs_id, cached, tally);
+        add_file(e, st, fs, fs_id, cached, deferred, tally);
       } else if (S_ISLNK(st.st_mode)) {
         e.kind = EntryKind::kSymlink;
         set_metadata(e, st);
@@ -429,7 +449,7 @@ class Walker {
         // A symlink's target cannot change in place (only by replacing the link), so a stamp
         // that still holds vouches for the target as for a file's bytes.
         if (e.fs != TreeEntry::kNoFs && record_matches(cached, e, fs_id) &&
-            stamp_still_holds(cached->stamp, cache_->filesystems[cached->fs], st, fs_id))
+            stamp_still_holds(cached->stamp, cache->filesystems[cached->fs], st, fs_id))
           ++tally.unchanged;
       } else {
         e.kind = EntryKind::kDirectory;
@@ -453,13 +473,13 @@ class Walker {
   }
 
   void add_file(TreeEntry& e, const struct stat& st, uint32_t dir_fs, const FsIdentity& fs_id,
-                const CachedEntry* cached, Tally& tally) {
+                const CachedEntry* cached, bool deferred, Tally& tally) {
     e.kind = EntryKind::kFile;
     // A file on another device than its directory (a bind-mounted file) has a file system the
     // walk never identified: it is hashed, and not cached.
     if (fs_id.dev == static_cast<uint64_t>(st.st_dev)) e.fs = dir_fs;
     const auto size = static_cast<uint64_t>(st.st_size);
-    if (await_cache_ && e.fs != TreeEntry::kNoFs) {
+    if (deferred && e.fs != TreeEntry::kNoFs) {
       // The cache is still loading: keep what the lstat said; compare_with_cache() decides.
       set_metadata(e, st);
       e.bytes = size;
@@ -467,7 +487,7 @@ class Walker {
       return;
     }
     if (cached != nullptr && cached->kind == EntryKind::kFile && e.fs != TreeEntry::kNoFs &&
-        stamp_still_holds(cached->stamp, cache_->filesystems[cached->fs], st, fs_id)) {
+        stamp_still_holds(cached->stamp, cache()->filesystems[cached->fs], st, fs_id)) {
       set_metadata(e, st);
       e.bytes = size;
       take_from_cache(e, *cached, fs_id, tally);
@@ -512,9 +532,15 @@ class Walker {
   const std::string root_display_;
   const TreeOptions& options_;
   const std::optional<WalkExclusion>& exclude_;
-  const DigestCacheContent* cache_;  // set by compare_with_cache() when loaded meanwhile
+  // Given, or (await_cache_) set once a walking thread sees the load over, or by
+  // compare_with_cache(); never changed after it is set.
+  std::atomic<const DigestCacheContent*> cache_;
   const AwaitDigestCache& await_cache_;
   const unsigned walkers_;
+  // Per walking thread: how many of the entries in its arena were added while the cache was
+  // loading, and so are compared after the walk (kAllDeferred until the thread sees it loaded).
+  static constexpr size_t kAllDeferred = SIZE_MAX;
+  std::vector<size_t> deferred_until_;
   WalkedTree tree_;
   DirNode root_node_;
   std::vector<std::unique_ptr<StableArena<DirNode, 256>>> nodes_;  // per walking thread

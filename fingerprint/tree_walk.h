@@ -80,17 +80,23 @@ struct WalkExclusion {
   std::string what;  // names it in the error ("the output file /x/inv.jsonl")
 };
 
-// A digest cache still being loaded (on another thread): called once the walk has read every
-// directory, it waits for the load and returns the cache, or null when there is none to use.
-using AwaitDigestCache = std::function<const DigestCacheContent*()>;
+// A digest cache still being loaded (on another thread). `ready` answers at once: the cache once
+// it has loaded, else null (still loading, or nothing to use). `wait`, called once the walk has
+// read every directory, waits for the load and returns the cache, or null when there is none.
+struct AwaitDigestCache {
+  std::function<const DigestCacheContent*()> ready;
+  std::function<const DigestCacheContent*()> wait;
+  explicit operator bool() const { return static_cast<bool>(wait); }
+};
 
 // Walks the tree under `root_fd` (an O_DIRECTORY descriptor; `root_display` names it in errors)
 // and hashes every regular file on `options.threads` threads (1: on the calling thread), except
 // those whose stamp in `cache` (may be null; read from every walking thread at once) still
 // holds. An entry whose inode is `exclude` is an error: the inventory must not describe itself.
 // With `await_cache` set instead of `cache`, the walk does not wait for the cache: it stats the
-// whole tree while the cache loads, then compares every entry with it (on as many threads), and
-// only then hands the files it does not vouch for to the hashing threads.
+// tree while the cache loads, each thread using the cache from the first directory it reads after
+// the load is over; every entry added before then is compared with it after the walk (on as many
+// threads), and only then are the files it does not vouch for handed to the hashing threads.
 Result<WalkedTree> walk_and_hash(int root_fd, const std::string& root_display,
                                  const TreeOptions& options,
                                  const std::optional<WalkExclusion>& exclude,

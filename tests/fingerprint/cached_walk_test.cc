@@ -5,7 +5,8 @@
 // recorded as a symlink, never followed; a FIFO is an error naming it; a directory that vanishes
 // while the walk is under way is an error naming it, with the cache present or not, and so is one
 // replaced by another directory under the same name; a mount point
-// inside the tree (whose d_ino is the covered directory's, not the mounted root's) is walked.
+// inside the tree (whose d_ino is the covered directory's, not the mounted root's) is walked; a
+// cache whose load ends part-way through the walk vouches for each file once.
 #include <gtest/gtest.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -17,6 +18,7 @@
 
 #include "fingerprint/cached_tree.h"
 #include "fingerprint/digest_cache.h"
+#include "fingerprint/tree_walk.h"
 #include "tests/support/temp_dir.h"
 
 namespace sealrun {
@@ -99,6 +101,50 @@ TEST_F(CachedWalk, SameDigestWhateverTheThreadCount) {
     ASSERT_TRUE(again.ok()) << again.error().message();
     EXPECT_EQ(again->summary.sha256, changed->summary.sha256) << threads;
     EXPECT_TRUE(again->pin_cache.digest_from_cache) << threads;
+  }
+}
+
+// The cache finishes loading part-way through the walk: each walking thread compares the
+// directories it reads from then on at once, and the entries it added before are compared after
+// the walk. Whenever the load ends (before the first directory, after some, never during the
+// walk), every file is vouched for exactly once, or hashed when it changed, and the digest is the
+// full hash's.
+TEST_F(CachedWalk, ACacheThatLoadsMidWalkVouchesForEachFileOnce) {
+  LoadedDigestCache loaded = load_digest_cache(state, root);
+  ASSERT_EQ(loaded.state, LoadedDigestCache::State::kLoaded) << loaded.reason;
+  auto walk_with_load_after = [&](int ready_after_calls, unsigned threads) {
+    auto calls = std::make_shared<std::atomic<int>>(0);
+    AwaitDigestCache await;
+    await.ready = [&, calls]() -> const DigestCacheContent* {
+      return ++*calls > ready_after_calls ? &loaded.content : nullptr;
+    };
+    await.wait = [&] { return &loaded.content; };
+    TreeOptions options = request_for(root, state, threads).tree;
+    auto walked = tree_digest_keeping_walk(root, options, nullptr, await);
+    EXPECT_TRUE(walked.ok()) << walked.error().message();
+    return walked.ok() ? std::move(*walked) : DigestedTree{};
+  };
+  for (unsigned threads : {1u, 2u}) {
+    for (int after : {0, 1, 4, 9, 1000}) {
+      DigestedTree d = walk_with_load_after(after, threads);
+      EXPECT_EQ(d.summary.sha256, digest) << threads << " threads, loaded after " << after;
+      EXPECT_EQ(d.tree.files_from_cache, 300u) << threads << " threads, loaded after " << after;
+      EXPECT_EQ(d.tree.files, 300u) << threads << " threads, loaded after " << after;
+      EXPECT_TRUE(d.tree.unchanged) << threads << " threads, loaded after " << after;
+    }
+  }
+  // A file changed in a directory met early (d0) and one met late (d9): both hashed, whichever
+  // side of the load's end their directories were read on.
+  write_text(root + "/d0/f1", "changed early");
+  write_text(root + "/d9/f2", "changed late, and longer");
+  const std::string full = full_digest(root);
+  for (unsigned threads : {1u, 2u}) {
+    for (int after : {0, 2, 6, 1000}) {
+      DigestedTree d = walk_with_load_after(after, threads);
+      EXPECT_EQ(d.summary.sha256, full) << threads << " threads, loaded after " << after;
+      EXPECT_EQ(d.tree.files_from_cache, 298u) << threads << " threads, loaded after " << after;
+      EXPECT_FALSE(d.tree.unchanged) << threads << " threads, loaded after " << after;
+    }
   }
 }
 
