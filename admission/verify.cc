@@ -276,7 +276,7 @@ PinCheck check_tree(const std::string& target, const std::string& root, const st
                              : fmt::format("{}", fmt::join(changes, ", "));
       // Verifying refreshed the cache with the tree as it is now; put back the record of the
       // tree as pinned, so that every later refusal can still name what changed.
-      (void)store_digest_cache(options.digest_cache_state_dir, *recorded);
+      (void)store_digest_cache(options.digest_cache_state_dir, input_of(*recorded));
     }
     c.observed = fmt::format("{} (changed since frozen: {})", summary->sha256, what);
   }

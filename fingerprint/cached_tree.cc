@@ -28,8 +28,8 @@ bool storable(const TreeEntry& e, const std::vector<FsIdentity>& filesystems) {
   return ctime_is_trustworthy(filesystems[e.fs].type) && stamp_is_settled(e.stamp);
 }
 
-DigestCacheContent cache_of(const std::string& root, const DigestedTree& walked) {
-  DigestCacheContent out;
+DigestCacheInput cache_of(const std::string& root, const DigestedTree& walked) {
+  DigestCacheInput out;
   out.root = root;
   const std::string digest = from_hex(walked.summary.sha256).value_or(std::string());
   if (digest.size() == out.tree_sha256.size())
@@ -38,15 +38,15 @@ DigestCacheContent cache_of(const std::string& root, const DigestedTree& walked)
   out.entries.reserve(walked.tree.entries);
   auto add = [&](const TreeEntry* e) {
     if (!storable(*e, out.filesystems)) return;
-    CachedEntry& c = out.entries.emplace_back();
+    DigestCacheInput::Entry& c = out.entries.emplace_back();
     c.path = e->path;
-    c.kind = e->kind;
-    c.mode = e->mode;
-    c.uid = e->uid;
-    c.gid = e->gid;
-    c.fs = e->fs;
-    c.stamp = e->stamp;
-    if (e->kind == EntryKind::kFile) c.sha256 = e->sha256;
+    c.record.kind = e->kind;
+    c.record.mode = e->mode;
+    c.record.uid = e->uid;
+    c.record.gid = e->gid;
+    c.record.fs = e->fs;
+    c.record.stamp = e->stamp;
+    if (e->kind == EntryKind::kFile) c.record.sha256 = e->sha256;
   };
   // The inventory's order but for "." (first there), which the cache keeps in byte order.
   const auto& order = walked.tree.order;

@@ -21,14 +21,11 @@ namespace sealrun {
 namespace {
 
 constexpr std::string_view kMagic = "SRDIGEST";
-constexpr uint32_t kVersion = 1;
+constexpr uint32_t kVersion = 2;
 constexpr size_t kDigestBytes = 32;
-// Shared-prefix length, suffix length, a 1-byte suffix, kind, mode, uid, gid, fs index, five 64-bit
-// fields, digest.
-constexpr size_t kMinEntryBytes = 4 + 4 + 1 + 1 + 4 * 4 + 5 * 8 + kDigestBytes;
-// What follows an entry's path: kind, mode, uid, gid, fs index, five 64-bit fields, digest.
-constexpr size_t kEntryTailBytes = 1 + 4 * 4 + 5 * 8 + kDigestBytes;
 constexpr std::array<uint8_t, 32> kNoDigest{};
+
+size_t padded8(size_t n) { return (n + 7) & ~size_t{7}; }
 
 class Writer {
  public:
@@ -49,19 +46,15 @@ class Writer {
   std::string out_;
 };
 
-// Bounds-checked little-endian reads; the first failure sticks and every later read fails too.
+// Bounds-checked little-endian reads of the header; the first failure sticks.
 class Reader {
  public:
   explicit Reader(std::string_view data) : data_(data) {}
   std::optional<uint64_t> le(int n) {  // n: 1 to 8
     if (remaining() < static_cast<size_t>(n)) return std::nullopt;
     uint64_t v = 0;
-    if constexpr (std::endian::native == std::endian::little) {
-      std::memcpy(&v, data_.data() + pos_, static_cast<size_t>(n));  // one load, not n shifts
-    } else {
-      for (int i = 0; i < n; ++i)
-        v |= static_cast<uint64_t>(static_cast<uint8_t>(data_[pos_ + i])) << (8 * i);
-    }
+    for (int i = 0; i < n; ++i)
+      v |= static_cast<uint64_t>(static_cast<uint8_t>(data_[pos_ + i])) << (8 * i);
     pos_ += n;
     return v;
   }
@@ -71,6 +64,7 @@ class Reader {
     pos_ += n;
     return v;
   }
+  size_t position() const { return pos_; }
   size_t remaining() const { return data_.size() - pos_; }
 
  private:
@@ -83,13 +77,16 @@ Error corrupt(const std::string& why) { return Error::make("corrupt digest cache
 // From this size on the integrity digest is computed on a thread of its own (decode_digest_cache).
 constexpr size_t kParallelCheckBytes = 1u << 20;
 
-// Decodes everything between the magic and the integrity digest (decode_digest_cache checks both).
-Result<DigestCacheContent> decode_checked_body(std::string_view body);
+// Checks the structure of everything between the magic and the integrity digest
+// (decode_digest_cache checks both) and points `out`, `paths` and `slots` into it.
+Status check_body(std::string_view body, DigestCacheContent& out, std::string_view& paths,
+                  std::span<const uint64_t>& slots);
 
-// The cache file's bytes, mapped read-only from the page cache: no buffer to fault in and no copy
-// (reading /usr's 18 MB into fresh memory was a tenth of a cached walk's CPU). Only whole-file
-// replacements (write_file_atomic's rename) ever change a cache, never the mapped inode in place;
-// the size is fstat's, and the integrity digest at its end covers exactly those bytes.
+// The cache file's bytes, mapped read-only from the page cache: the loaded cache is used where it
+// lies, with nothing decoded or copied. Only whole-file replacements (write_file_atomic's rename)
+// ever change a cache, never the mapped inode in place, so the mapping stays what was checked for
+// as long as the loaded cache keeps it; the size is fstat's, and the integrity digest at its end
+// covers exactly those bytes.
 class FileBytes {
  public:
   FileBytes() = default;
@@ -112,13 +109,6 @@ class FileBytes {
   void* data_ = nullptr;
   size_t size_ = 0;
 };
-
-size_t shared_prefix(std::string_view a, std::string_view b) {
-  const size_t n = std::min(a.size(), b.size());
-  size_t i = 0;
-  while (i < n && a[i] == b[i]) ++i;
-  return i;
-}
 
 // A directory of the cache's path must be owned by root or this euid and writable by no one else;
 // an empty string means it is.
@@ -155,98 +145,135 @@ std::string cache_file_name(const std::string& root) { return sha256_hex(root) +
 
 }  // namespace
 
+uint64_t digest_cache_path_hash(std::string_view path) {
+  // Eight bytes at a time, each step a multiply and a shift (as in splitmix64's finaliser): paths
+  // of /usr average ~45 bytes, and each lookup hashes one.
+  uint64_t h = 0x9e3779b97f4a7c15ull ^ path.size();
+  const char* p = path.data();
+  size_t n = path.size();
+  auto mix = [](uint64_t x) {
+    x *= 0xbf58476d1ce4e5b9ull;
+    return x ^ (x >> 31);
+  };
+  for (; n >= 8; p += 8, n -= 8) {
+    uint64_t k = 0;
+    std::memcpy(&k, p, 8);
+    if constexpr (std::endian::native == std::endian::big) k = __builtin_bswap64(k);
+    h = mix(h ^ k);
+  }
+  uint64_t tail = 0;
+  for (size_t i = 0; i < n; ++i) tail |= static_cast<uint64_t>(static_cast<uint8_t>(p[i])) << (8 * i);
+  h = mix(h ^ tail ^ (uint64_t{n} << 59));
+  h *= 0x94d049bb133111ebull;
+  return h ^ (h >> 29);
+}
+
+namespace {
+
 // A slot: the entry's index + 1 in the low 32 bits (0: empty), the path hash's high bits above.
-uint64_t slot_for(size_t hash, uint32_t index) {
-  return (static_cast<uint64_t>(hash) & 0xffffffff00000000ull) | (index + 1u);
+uint64_t slot_for(uint64_t hash, uint32_t index) {
+  return (hash & 0xffffffff00000000ull) | (static_cast<uint64_t>(index) + 1u);
 }
 
-size_t DigestCacheContent::hash_of(std::string_view path) {
-  return std::hash<std::string_view>{}(path);
+// Slots for `count` entries: a power of two, at most two thirds full (short probe sequences),
+// and never full (a lookup always meets an empty slot).
+size_t slot_count_for(size_t count) {
+  size_t size = 16;
+  while (size < count + count / 2 + 1) size *= 2;
+  return size;
 }
 
-void DigestCacheContent::prefetch_slot(size_t hash) const {
+}  // namespace
+
+void DigestCacheContent::prefetch_slot(uint64_t hash) const {
   if (!slots_.empty()) __builtin_prefetch(&slots_[hash & (slots_.size() - 1)]);
 }
 
 const CachedEntry* DigestCacheContent::find(std::string_view path) const {
-  return find_hashed(path, slots_.empty() ? 0 : hash_of(path));
+  return find_hashed(path, hash_of(path));
 }
 
-const CachedEntry* DigestCacheContent::find_hashed(std::string_view path, size_t hash) const {
-  if (slots_.empty()) {
-    auto it = std::lower_bound(entries.begin(), entries.end(), path,
-                               [](const CachedEntry& e, std::string_view p) { return e.path < p; });
-    if (it == entries.end() || it->path != path) return nullptr;
-    return &*it;
-  }
-  const uint64_t tag = slot_for(hash, 0) & 0xffffffff00000000ull;
+const CachedEntry* DigestCacheContent::find_hashed(std::string_view path, uint64_t hash) const {
+  if (slots_.empty()) return nullptr;
+  const uint64_t tag = hash & 0xffffffff00000000ull;
   const size_t mask = slots_.size() - 1;
-  for (size_t i = hash & mask;; i = (i + 1) & mask) {
+  // At most one round: check_body() makes sure the table has an empty slot, and every slot names
+  // an entry; the bound is for the reader's peace of mind.
+  for (size_t i = hash & mask, probes = 0; probes < slots_.size(); i = (i + 1) & mask, ++probes) {
     const uint64_t slot = slots_[i];
     if (slot == 0) return nullptr;
     if ((slot & 0xffffffff00000000ull) != tag) continue;
     const CachedEntry& e = entries[(slot & 0xffffffffu) - 1];
-    if (e.path == path) return &e;
+    if (this->path(e) == path) return &e;
   }
+  return nullptr;
 }
 
-void DigestCacheContent::index() {
-  size_t size = 16;
-  while (size < 2 * entries.size()) size *= 2;  // at most half full: short probe sequences
-  slots_.assign(size, 0);
-  const size_t mask = size - 1;
-  // In batches: hash a few paths and prefetch their slots, then insert them, so that the cache
-  // misses of a batch overlap (the table of /usr is 4 MiB; one miss per entry dominated).
-  constexpr uint32_t kBatch = 16;
-  size_t hashes[kBatch];
-  const auto count = static_cast<uint32_t>(entries.size());
-  for (uint32_t base = 0; base < count; base += kBatch) {
-    const uint32_t n = std::min(kBatch, count - base);
-    for (uint32_t j = 0; j < n; ++j) {
-      hashes[j] = hash_of(entries[base + j].path);
-      __builtin_prefetch(&slots_[hashes[j] & mask], 1);
-    }
-    for (uint32_t j = 0; j < n; ++j) {
-      size_t i = hashes[j] & mask;
-      while (slots_[i] != 0) i = (i + 1) & mask;
-      slots_[i] = slot_for(hashes[j], base + j);
-    }
-  }
+DigestCacheInput input_of(const DigestCacheContent& content) {
+  DigestCacheInput out;
+  out.root = content.root;
+  out.tree_sha256 = content.tree_sha256;
+  out.filesystems = content.filesystems;
+  out.entries.reserve(content.entries.size());
+  for (const CachedEntry& e : content.entries) out.entries.push_back({content.path(e), e});
+  return out;
 }
 
-std::string encode_digest_cache(const DigestCacheContent& content) {
+std::string encode_digest_cache(const DigestCacheInput& content) {
+  std::vector<const DigestCacheInput::Entry*> kept;
+  kept.reserve(content.entries.size());
+  size_t path_bytes = 0;
+  for (const auto& e : content.entries) {
+    if (e.path.size() > kDigestCacheMaxPathBytes) continue;
+    kept.push_back(&e);
+    path_bytes += e.path.size();
+  }
+  const size_t slots = slot_count_for(kept.size());
   Writer w;
   w.bytes(kMagic);
   w.u32(kVersion);
   w.u32(static_cast<uint32_t>(content.root.size()));
   w.bytes(content.root);
+  w.bytes(std::string(padded8(content.root.size()) - content.root.size(), '\0'));
   w.digest(content.tree_sha256);
   w.u32(static_cast<uint32_t>(content.filesystems.size()));
+  w.u32(0);
   for (const FsIdentity& fs : content.filesystems) {
     w.u64(fs.dev);
     w.u64(fs.fsid);
     w.u64(fs.type);
   }
-  w.u64(content.entries.size());
-  std::string_view previous;
-  for (const CachedEntry& e : content.entries) {
-    const size_t shared = shared_prefix(previous, e.path);
-    w.u32(static_cast<uint32_t>(shared));
-    w.u32(static_cast<uint32_t>(e.path.size() - shared));
-    w.bytes(e.path.substr(shared));
-    w.u8(static_cast<uint8_t>(e.kind));
-    w.u32(e.mode);
-    w.u32(e.uid);
-    w.u32(e.gid);
-    w.u32(e.fs);
-    w.u64(e.stamp.ino);
-    w.u64(e.stamp.size);
-    w.i64(e.stamp.mtime_ns);
-    w.i64(e.stamp.ctime_ns);
-    w.i64(e.stamp.hashed_at_ns);
-    w.digest(e.sha256);
-    previous = e.path;
+  w.u64(kept.size());
+  w.u64(slots);
+  w.u64(path_bytes);
+  std::vector<uint64_t> table(slots, 0);
+  uint32_t offset = 0;
+  for (uint32_t i = 0; i < kept.size(); ++i) {
+    const DigestCacheInput::Entry& e = *kept[i];
+    w.u32(offset);
+    w.u32(static_cast<uint32_t>(e.path.size()));
+    w.u8(static_cast<uint8_t>(e.record.kind));
+    w.bytes(std::string_view("\0\0\0", 3));
+    w.u32(e.record.mode);
+    w.u32(e.record.uid);
+    w.u32(e.record.gid);
+    w.u32(e.record.fs);
+    w.u32(0);
+    w.u64(e.record.stamp.ino);
+    w.u64(e.record.stamp.size);
+    w.i64(e.record.stamp.mtime_ns);
+    w.i64(e.record.stamp.ctime_ns);
+    w.i64(e.record.stamp.hashed_at_ns);
+    w.digest(e.record.sha256);
+    offset += static_cast<uint32_t>(e.path.size());
+    const uint64_t hash = digest_cache_path_hash(e.path);
+    size_t slot = hash & (slots - 1);
+    while (table[slot] != 0) slot = (slot + 1) & (slots - 1);
+    table[slot] = slot_for(hash, i);
   }
+  for (uint64_t slot : table) w.u64(slot);
+  for (const auto* e : kept) w.bytes(e->path);
+  w.bytes(std::string(padded8(path_bytes) - path_bytes, '\0'));
   auto digest = [&] {
     Sha256 sha;
     sha.update(w.out());
@@ -256,17 +283,27 @@ std::string encode_digest_cache(const DigestCacheContent& content) {
   return std::move(w.out());
 }
 
-Result<DigestCacheContent> decode_digest_cache(std::string_view bytes) {
+Result<DigestCacheContent> decode_digest_cache(std::string_view bytes,
+                                               std::shared_ptr<const void> keep) {
+  if constexpr (std::endian::native != std::endian::little)
+    return corrupt("this host is big-endian; the cache is little-endian and is not used here");
   if (bytes.size() > kDigestCacheMaxBytes)
     return corrupt(
         fmt::format("{} bytes, more than the limit of {}", bytes.size(), kDigestCacheMaxBytes));
-  if (bytes.size() < kMagic.size() + 4 + kDigestBytes) return corrupt("too short");
+  if (bytes.size() < kMagic.size() + 8 + kDigestBytes) return corrupt("too short");
   if (bytes.substr(0, kMagic.size()) != kMagic) return corrupt("not a sealrun digest cache");
+  if (reinterpret_cast<uintptr_t>(bytes.data()) % alignof(CachedEntry) != 0) {
+    // Entries are used where they lie: bytes not 8-aligned (never a mapping) are copied first.
+    auto copy = std::make_shared<std::vector<uint64_t>>((bytes.size() + 7) / 8);
+    std::memcpy(copy->data(), bytes.data(), bytes.size());
+    return decode_digest_cache(std::string_view(reinterpret_cast<const char*>(copy->data()),
+                                                bytes.size()),
+                               copy);
+  }
   const std::string_view body = bytes.substr(0, bytes.size() - kDigestBytes);
   const std::string_view stored_digest = bytes.substr(body.size());
-  // The integrity digest is checked on a second thread while this one decodes (and indexes)
-  // speculatively; nothing decoded is returned unless the digest matched. Loading is serial work
-  // before a cached walk can start: for /usr (18 MB) the digest is about a fifth of it.
+  // The integrity digest is checked on a second thread while this one checks the structure;
+  // nothing is returned unless the digest matched.
   bool intact = false;
   auto check = [&] {
     Sha256 sha;
@@ -282,31 +319,44 @@ Result<DigestCacheContent> decode_digest_cache(std::string_view bytes) {
     }
   }
   if (!checker.joinable()) check();
-  auto decoded = decode_checked_body(body);
+  DigestCacheContent out;
+  Status checked = check_body(body, out, out.paths_, out.slots_);
   if (checker.joinable()) checker.join();
   if (!intact) return corrupt("its integrity digest does not match its content");
-  return decoded;
+  if (!checked.ok()) return std::move(checked).error();
+  out.keep_ = std::move(keep);
+  return out;
+}
+
+Result<DigestCacheContent> decode_digest_cache(std::string bytes) {
+  auto kept = std::make_shared<const std::string>(std::move(bytes));
+  return decode_digest_cache(std::string_view(*kept), kept);
 }
 
 namespace {
 
-Result<DigestCacheContent> decode_checked_body(std::string_view body) {
-  Reader r(body.substr(kMagic.size()));
+Status check_body(std::string_view body, DigestCacheContent& out, std::string_view& paths,
+                  std::span<const uint64_t>& slots) {
+  Reader r(body);
+  r.take(kMagic.size());
   const auto version = r.le(4);
   if (version != kVersion)
     return corrupt(
         fmt::format("version {} (this sealrun reads version {})", version.value_or(0), kVersion));
-  DigestCacheContent out;
   const auto root_len = r.le(4);
   if (!root_len || *root_len > kDigestCacheMaxRootBytes) return corrupt("bad root length");
-  const auto root = r.take(*root_len);
+  const auto root = r.take(padded8(*root_len));
   if (!root) return corrupt("truncated root");
-  out.root = std::string(*root);
+  if (root->find_first_not_of('\0', *root_len) != std::string_view::npos)
+    return corrupt("bytes other than zero after the root");
+  out.root = std::string(root->substr(0, *root_len));
   const auto tree_sha256 = r.take(kDigestBytes);
   if (!tree_sha256) return corrupt("truncated tree digest");
   std::memcpy(out.tree_sha256.data(), tree_sha256->data(), kDigestBytes);
   const auto fs_count = r.le(4);
-  if (!fs_count || *fs_count > kDigestCacheMaxFilesystems || *fs_count * 24 > r.remaining())
+  const auto fs_zero = r.le(4);
+  if (!fs_count || *fs_count > kDigestCacheMaxFilesystems || *fs_count * 24 > r.remaining() ||
+      fs_zero != 0u)
     return corrupt("bad file-system count");
   for (uint64_t i = 0; i < *fs_count; ++i) {
     FsIdentity fs;
@@ -315,59 +365,69 @@ Result<DigestCacheContent> decode_checked_body(std::string_view body) {
     fs.type = *r.le(8);
     out.filesystems.push_back(fs);
   }
-  const auto count = r.le(8);
-  if (!count || *count > r.remaining() / kMinEntryBytes) return corrupt("bad entry count");
-  out.entries.reserve(*count);
-  auto paths = std::make_shared<PathArena>();
-  for (uint64_t i = 0; i < *count; ++i) {
-    const std::string_view previous =
-        out.entries.empty() ? std::string_view() : out.entries.back().path;
-    const auto shared = r.le(4);
-    const auto suffix_len = r.le(4);
-    if (!shared || !suffix_len || *shared > previous.size() || *suffix_len == 0)
-      return corrupt(fmt::format("bad path lengths in entry {}", i));
-    const auto suffix = r.take(*suffix_len);
-    if (!suffix) return corrupt(fmt::format("truncated entry {}", i));
-    // Canonical and sorted: the shared prefix is the longest one, and the path grows.
-    if (*shared < previous.size() && (*suffix)[0] == previous[*shared])
-      return corrupt(fmt::format("non-canonical path in entry {}", i));
-    if (*shared + suffix->size() > kDigestCacheMaxPathBytes ||
-        paths->bytes() > kDigestCacheMaxDecodedBytes)
-      return corrupt(fmt::format("entry {}: paths longer than the limits", i));
-    CachedEntry e;
-    e.path = paths->concat(previous.substr(0, *shared), *suffix);
-    if (i > 0 && !(previous < e.path)) return corrupt(fmt::format("entry {} is out of order", i));
-    if (e.path.find('\0') != std::string_view::npos)
-      return corrupt(fmt::format("entry {} has a NUL byte in its path", i));
-    // The fixed-size rest of the entry, bounds-checked once (this loop runs once per file).
-    const auto fixed = r.take(kEntryTailBytes);
-    if (!fixed) return corrupt(fmt::format("truncated entry {}", i));
-    Reader t(*fixed);
-    const auto kind = *t.le(1), mode = *t.le(4), uid = *t.le(4), gid = *t.le(4), fs = *t.le(4);
-    const auto ino = *t.le(8), size = *t.le(8), mtime = *t.le(8), ctime = *t.le(8), at = *t.le(8);
-    const auto sha256 = *t.take(kDigestBytes);
-    if (kind > static_cast<uint8_t>(EntryKind::kSymlink) || mode > 07777)
-      return corrupt(fmt::format("entry {} has kind {} and mode {:o}", i, kind, mode));
-    if (fs >= out.filesystems.size())
+  const auto count = r.le(8), slot_count = r.le(8), path_bytes = r.le(8);
+  if (!count || !slot_count || !path_bytes) return corrupt("truncated counts");
+  // Each part must fit in what is left, in turn; a huge count is refused before anything is used.
+  const size_t left = r.remaining();
+  if (*count > left / sizeof(CachedEntry) || *count >= UINT32_MAX)
+    return corrupt(fmt::format("bad entry count {}", *count));
+  const size_t entry_bytes = *count * sizeof(CachedEntry);
+  if (*slot_count != slot_count_for(*count) || *slot_count > (left - entry_bytes) / 8)
+    return corrupt(fmt::format("bad slot count {} for {} entries", *slot_count, *count));
+  const size_t slot_bytes = *slot_count * 8;
+  if (*path_bytes > UINT32_MAX ||
+      padded8(*path_bytes) != left - entry_bytes - slot_bytes)
+    return corrupt(fmt::format("{} bytes of paths where {} are left", *path_bytes,
+                               left - entry_bytes - slot_bytes));
+  const char* base = body.data() + r.position();
+  out.entries = std::span<const CachedEntry>(reinterpret_cast<const CachedEntry*>(base), *count);
+  slots = std::span<const uint64_t>(reinterpret_cast<const uint64_t*>(base + entry_bytes),
+                                    *slot_count);
+  const std::string_view all_paths(base + entry_bytes + slot_bytes, padded8(*path_bytes));
+  paths = all_paths.substr(0, *path_bytes);
+  if (all_paths.find_first_not_of('\0', *path_bytes) != std::string_view::npos)
+    return corrupt("bytes other than zero after the paths");
+  if (paths.find('\0') != std::string_view::npos) return corrupt("a NUL byte in a path");
+
+  // Every entry, in one pass: its path follows the previous one's, in order, and its fields are
+  // in range.
+  uint64_t expected_offset = 0;
+  std::string_view previous;
+  for (size_t i = 0; i < out.entries.size(); ++i) {
+    const CachedEntry& e = out.entries[i];
+    if (e.path_offset != expected_offset || e.path_size == 0 ||
+        e.path_size > kDigestCacheMaxPathBytes || e.path_size > *path_bytes - e.path_offset)
+      return corrupt(fmt::format("bad path bounds in entry {}", i));
+    expected_offset += e.path_size;
+    const std::string_view path = paths.substr(e.path_offset, e.path_size);
+    if (i > 0 && !(previous < path)) return corrupt(fmt::format("entry {} is out of order", i));
+    previous = path;
+    if (static_cast<uint8_t>(e.kind) > static_cast<uint8_t>(EntryKind::kSymlink) ||
+        e.mode > 07777 || e.reserved[0] != 0 || e.reserved[1] != 0 || e.reserved[2] != 0 ||
+        e.reserved2 != 0)
+      return corrupt(fmt::format("entry {} has kind {} and mode {:o}", i,
+                                 static_cast<int>(e.kind), e.mode));
+    if (e.fs >= out.filesystems.size())
       return corrupt(
-          fmt::format("entry {} names file system {} of {}", i, fs, out.filesystems.size()));
-    e.kind = static_cast<EntryKind>(kind);
-    e.mode = static_cast<uint32_t>(mode);
-    e.uid = static_cast<uint32_t>(uid);
-    e.gid = static_cast<uint32_t>(gid);
-    e.fs = static_cast<uint32_t>(fs);
-    e.stamp = FileStamp{ino, size, static_cast<int64_t>(mtime), static_cast<int64_t>(ctime),
-                        static_cast<int64_t>(at)};
-    std::memcpy(e.sha256.data(), sha256.data(), kDigestBytes);
+          fmt::format("entry {} names file system {} of {}", i, e.fs, out.filesystems.size()));
     if (e.kind != EntryKind::kFile && e.sha256 != kNoDigest)
       return corrupt(fmt::format("entry {} is not a file but has a digest", i));
-    out.entries.push_back(e);
   }
-  if (r.remaining() != 0)
-    return corrupt(fmt::format("{} bytes after the last entry", r.remaining()));
-  out.storage = std::move(paths);
-  out.index();
-  return out;
+  if (expected_offset != *path_bytes) return corrupt("paths that no entry names");
+  // The index: each entry in exactly one slot (so the table holds as many names as entries, and
+  // has empty slots left since there are more slots than entries).
+  std::vector<bool> named(out.entries.size());
+  size_t used = 0;
+  for (uint64_t slot : slots) {
+    if (slot == 0) continue;
+    const uint64_t index = slot & 0xffffffffu;
+    if (index == 0 || index > out.entries.size() || named[index - 1])
+      return corrupt("an index slot names no entry, or one named before");
+    named[index - 1] = true;
+    ++used;
+  }
+  if (used != out.entries.size()) return corrupt("the index leaves entries out");
+  return ok_status();
 }
 
 }  // namespace
@@ -414,13 +474,13 @@ LoadedDigestCache load_digest_cache(const std::string& state_dir, const std::str
     out.reason = std::move(why);
     return out;
   }
-  FileBytes bytes;
-  if (Status read = bytes.map(file.get(), static_cast<size_t>(st.st_size), path); !read.ok()) {
+  auto bytes = std::make_shared<FileBytes>();
+  if (Status read = bytes->map(file.get(), static_cast<size_t>(st.st_size), path); !read.ok()) {
     out.state = LoadedDigestCache::State::kIgnored;
     out.reason = read.error().message();
     return out;
   }
-  auto content = decode_digest_cache(bytes.view());
+  auto content = decode_digest_cache(bytes->view(), bytes);
   if (!content.ok()) {
     out.state = LoadedDigestCache::State::kCorrupt;
     out.reason = fmt::format("{}: {}", path, content.error().message());
@@ -437,7 +497,7 @@ LoadedDigestCache load_digest_cache(const std::string& state_dir, const std::str
   return out;
 }
 
-Status store_digest_cache(const std::string& state_dir, const DigestCacheContent& content) {
+Status store_digest_cache(const std::string& state_dir, const DigestCacheInput& content) {
   std::string bytes = encode_digest_cache(content);
   if (bytes.size() > kDigestCacheMaxBytes)
     return Error::make(fmt::format("the cache of {} would take {} bytes, more than the limit of {}",

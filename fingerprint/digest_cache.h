@@ -5,19 +5,23 @@
 // strict, bounded decode) and its place on disk (who may have written it, how it is replaced);
 // cached_tree.h decides what to trust in it.
 //
-// The format is binary, little-endian, versioned, and closed by a SHA-256 over everything before
-// it, so a truncated or damaged file is detected before a single entry is believed:
-//   "SRDIGEST"  u32 version (1)
-//   u32 root length, root bytes
+// The format is laid out to be used where it lies: the file is mapped, checked, and looked up in
+// place, with no entry decoded or copied (a cache of /usr holds 170,000 entries, and re-verifying
+// /usr is meant to cost little more than a stat of each). Binary, little-endian, versioned, every
+// part 8-byte aligned, closed by a SHA-256 over everything before it, so that a truncated or
+// damaged file is detected before a single entry is believed:
+//   "SRDIGEST"  u32 version (2)  u32 root length
+//   root bytes, zero-padded to a multiple of 8
 //   32 bytes: the tree's digest (the SHA-256 of its inventory)
-//   u32 file-system count, each: u64 st_dev, u64 f_fsid, u64 f_type
-//   u64 entry count, each: u32 bytes shared with the previous path, u32 suffix length, suffix,
-//       u8 kind (0 file, 1 directory, 2 symlink), u32 mode, u32 uid, u32 gid,
-//       u32 file-system index, u64 ino, u64 size, i64 mtime_ns, i64 ctime_ns, i64 hashed_at_ns,
-//       32 bytes SHA-256 (a file's content; zero for the others)
+//   u32 file-system count, u32 zero; each: u64 st_dev, u64 f_fsid, u64 f_type
+//   u64 entry count, u64 slot count, u64 path bytes
+//   entries (CachedEntry, 104 bytes each), strictly increasing by path bytes
+//   slots (u64 each; a power of two, more than the entries): an open-addressing index by
+//       digest_cache_path_hash(), each slot the hash's high 32 bits over the entry's index + 1
+//       (0: empty)
+//   the paths, one after another in entry order, zero-padded to a multiple of 8
 //   32 bytes: SHA-256 of all of the above
-// Paths are strictly increasing by raw bytes (each shares the longest possible prefix with the
-// one before), so there is exactly one encoding of a given content.
+// The encoder makes exactly one encoding of a given content.
 //
 // Trust: the file is believed only if it is a regular file owned by root or by the caller's
 // effective uid and writable by nobody else, in directories with the same properties. Anything
@@ -27,54 +31,83 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "core/result.h"
 #include "fingerprint/file_stamp.h"
-#include "fingerprint/path_arena.h"
 
 namespace sealrun {
 
+// One entry of the tree, exactly as it lies in the file.
 struct CachedEntry {
-  // Relative to the root, as in the inventory ("." is the root). Points into the walk's paths
-  // when writing, and into DigestCacheContent::storage when read back.
-  std::string_view path;
+  // Where its path (relative to the root, "." for the root) lies in the file's paths; set by the
+  // encoder.
+  uint32_t path_offset = 0;
+  uint32_t path_size = 0;
   EntryKind kind = EntryKind::kFile;
+  uint8_t reserved[3] = {};
   uint32_t mode = 0;  // st_mode & 07777
   uint32_t uid = 0;
   uint32_t gid = 0;
-  uint32_t fs = 0;  // index into DigestCacheContent::filesystems
+  uint32_t fs = 0;  // index into the cache's file systems
+  uint32_t reserved2 = 0;
   FileStamp stamp;
   std::array<uint8_t, 32> sha256{};  // files only
 };
+static_assert(sizeof(CachedEntry) == 104 && std::is_trivially_copyable_v<CachedEntry> &&
+              std::is_standard_layout_v<CachedEntry>);
 
+// The index's hash of a path: fixed here (not std::hash, which may differ between builds), since
+// the index is stored.
+uint64_t digest_cache_path_hash(std::string_view path);
+
+// A loaded cache: views into the checked file's mapping, which it keeps alive (copies share it).
 struct DigestCacheContent {
   std::string root;
   std::array<uint8_t, 32> tree_sha256{};  // the digest of the tree these entries make up
   std::vector<FsIdentity> filesystems;
-  std::vector<CachedEntry> entries;  // every entry of the tree, strictly increasing by path bytes
+  std::span<const CachedEntry> entries;  // every entry of the tree, strictly increasing by path
 
-  // The entry for `path`, or null. A hash lookup once index() was called (decode does), else a
-  // binary search.
+  std::string_view path(const CachedEntry& e) const {
+    return paths_.substr(e.path_offset, e.path_size);
+  }
+  // The entry for `path`, or null.
   const CachedEntry* find(std::string_view path) const;
   // The same in steps, for a whole directory at once: hash every child's path and prefetch its
   // slot, then look them up (the slots now in the CPU cache, and the entries prefetched in turn),
   // so that one directory's lookups wait for memory together rather than one after another.
-  static size_t hash_of(std::string_view path);
-  void prefetch_slot(size_t hash) const;
-  const CachedEntry* find_hashed(std::string_view path, size_t hash) const;
-  // Builds the hash index over `entries` (open addressing; each slot holds part of the path's
-  // hash next to the entry's index, so that a probe rarely touches an entry it does not want).
-  void index();
-
-  // The decoded paths' bytes (shared, so that copies of a decoded content stay valid).
-  std::shared_ptr<const PathArena> storage;
+  static uint64_t hash_of(std::string_view path) { return digest_cache_path_hash(path); }
+  void prefetch_slot(uint64_t hash) const;
+  const CachedEntry* find_hashed(std::string_view path, uint64_t hash) const;
 
  private:
-  std::vector<uint64_t> slots_;
+  friend Result<DigestCacheContent> decode_digest_cache(std::string_view bytes,
+                                                        std::shared_ptr<const void> keep);
+  friend Result<DigestCacheContent> decode_digest_cache(std::string bytes);
+  std::string_view paths_;
+  std::span<const uint64_t> slots_;
+  std::shared_ptr<const void> keep_;  // the mapping (or buffer) the views point into
 };
+
+// What is to be stored: the walk's entries with their paths (the encoder sets path_offset and
+// path_size), strictly increasing by path bytes.
+struct DigestCacheInput {
+  struct Entry {
+    std::string_view path;
+    CachedEntry record;
+  };
+  std::string root;
+  std::array<uint8_t, 32> tree_sha256{};
+  std::vector<FsIdentity> filesystems;
+  std::vector<Entry> entries;
+};
+// A loaded cache as input again (to store it changed: tests, repairs). Its paths point into
+// `content`, which must outlive it.
+DigestCacheInput input_of(const DigestCacheContent& content);
 
 // Bounds: a cache file larger than this is neither read nor written (about 2 million entries).
 inline constexpr size_t kDigestCacheMaxBytes = 256u << 20;
@@ -82,13 +115,17 @@ inline constexpr size_t kDigestCacheMaxRootBytes = 64u << 10;
 inline constexpr size_t kDigestCacheMaxFilesystems = 4096;
 // A longer path is not cached (its file is always hashed); all paths together, decoded, at most:
 inline constexpr size_t kDigestCacheMaxPathBytes = 64u << 10;
-inline constexpr size_t kDigestCacheMaxDecodedBytes = 1u << 30;
 
-std::string encode_digest_cache(const DigestCacheContent& content);
+// The file's bytes; entries whose path is longer than kDigestCacheMaxPathBytes are left out.
+std::string encode_digest_cache(const DigestCacheInput& content);
 // Refuses anything that is not exactly a valid encoding: wrong magic or version, a bad integrity
-// digest, lengths past the end, unsorted or non-canonical paths, a file-system index out of range,
-// trailing bytes.
-Result<DigestCacheContent> decode_digest_cache(std::string_view bytes);
+// digest, lengths past the end or trailing bytes, unsorted paths, a path with a NUL, a file-system
+// index out of range, an index slot naming no entry. The result points into `bytes`, which must
+// stay as they are while it is used; `keep` (if any) is kept alive by it for that.
+Result<DigestCacheContent> decode_digest_cache(std::string_view bytes,
+                                               std::shared_ptr<const void> keep = nullptr);
+// The same for bytes it takes over (and keeps).
+Result<DigestCacheContent> decode_digest_cache(std::string bytes);
 
 // STATE/cache/digests/<sha256 hex of root>.sdc
 std::string digest_cache_path(const std::string& state_dir, const std::string& root);
@@ -108,6 +145,6 @@ LoadedDigestCache load_digest_cache(const std::string& state_dir, const std::str
 // Replaces the cache of `content.root` under `state_dir` atomically (core/atomic_write.h), mode
 // 0600, creating STATE/cache/digests (0700) when missing. Refuses directories that are not owned
 // by root or this euid, or that others can write.
-Status store_digest_cache(const std::string& state_dir, const DigestCacheContent& content);
+Status store_digest_cache(const std::string& state_dir, const DigestCacheInput& content);
 
 }  // namespace sealrun

@@ -30,17 +30,18 @@ std::vector<std::string> changes_since_record(const DigestCacheContent& recorded
       ++more;
   };
   for (const CachedEntry& e : recorded.entries) {
-    std::string path = e.path == "." ? root : root + "/" + std::string(e.path);
+    const std::string_view rel = recorded.path(e);
+    std::string path = rel == "." ? root : root + "/" + std::string(rel);
     struct stat st {};
     if (::lstat(path.c_str(), &st) != 0) {
-      note("removed", e.path);
+      note("removed", rel);
       continue;
     }
     EntryKind kind = S_ISREG(st.st_mode)   ? EntryKind::kFile
                      : S_ISDIR(st.st_mode) ? EntryKind::kDirectory
                                            : EntryKind::kSymlink;
     if (kind != e.kind) {
-      note("changed", e.path);
+      note("changed", rel);
       continue;
     }
     if (kind == EntryKind::kDirectory) continue;
@@ -49,12 +50,12 @@ std::vector<std::string> changes_since_record(const DigestCacheContent& recorded
         timespec_ns(st.st_mtim) == e.stamp.mtime_ns && timespec_ns(st.st_ctim) == e.stamp.ctime_ns;
     if (same_stamp) continue;
     if (kind == EntryKind::kSymlink) {
-      note("changed", e.path);
+      note("changed", rel);
       continue;
     }
     auto digest = hash_file(path);
     std::string recorded_hex = to_hex(e.sha256.data(), e.sha256.size());
-    if (!digest.ok() || digest->sha256 != recorded_hex) note("changed", e.path);
+    if (!digest.ok() || digest->sha256 != recorded_hex) note("changed", rel);
   }
   if (more > 0) out.push_back("... and " + std::to_string(more) + " more");
   return out;

@@ -43,7 +43,7 @@ struct Scratch {
   std::vector<char> buffer;  // getdents64's
   NameList names;
   std::vector<std::string_view> rels;  // each child's path
-  std::vector<size_t> hashes;
+  std::vector<uint64_t> hashes;
   std::vector<const CachedEntry*> cached;
 };
 
@@ -196,7 +196,7 @@ class Walker {
     Tally tally(*this);
     constexpr size_t kBatch = 16;  // lookups whose cache misses overlap (as in read_dir)
     TreeEntry* batch[kBatch];
-    size_t hashes[kBatch];
+    uint64_t hashes[kBatch];
     size_t n = 0;
     auto flush = [&] {
       for (size_t i = 0; i < n; ++i) {

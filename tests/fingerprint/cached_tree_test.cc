@@ -282,15 +282,16 @@ void forge_entry(const std::string& state, const std::string& root, const std::s
                  int64_t hashed_at, uid_t owner = 0) {
   auto content = decode_digest_cache(read_text(digest_cache_path(state, root)));
   ASSERT_TRUE(content.ok());
-  content->tree_sha256 = Sha256().finish();
-  for (CachedEntry& f : content->entries) {
+  DigestCacheInput forged = input_of(*content);
+  forged.tree_sha256 = Sha256().finish();
+  for (DigestCacheInput::Entry& f : forged.entries) {
     if (f.path != rel) continue;
-    f.sha256 = Sha256().finish();  // the digest of no bytes at all
-    f.stamp.hashed_at_ns = hashed_at;
+    f.record.sha256 = Sha256().finish();  // the digest of no bytes at all
+    f.record.stamp.hashed_at_ns = hashed_at;
   }
   const std::string path = digest_cache_path(state, root);
   ASSERT_EQ(::unlink(path.c_str()), 0);
-  write_text(path, encode_digest_cache(*content));
+  write_text(path, encode_digest_cache(forged));
   ASSERT_EQ(::chmod(path.c_str(), 0600), 0);
   ASSERT_EQ(::chown(path.c_str(), owner, owner), 0);
 }

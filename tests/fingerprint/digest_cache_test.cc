@@ -1,13 +1,20 @@
-// The digest cache's file format: an exact round trip, every damaged byte and every truncation
-// detected by the integrity digest, and strict parsing of content that carries a valid digest
-// (unsorted or non-canonical paths, a file-system index out of range, another version, trailing
-// bytes). Also the racy-index rule of file_stamp.h, table-driven.
+// The digest cache's file format: an exact round trip (and one encoding per content), every
+// entry found through the stored index, every damaged byte and every truncation detected by the
+// integrity digest, and strict checking of content that carries a valid digest (unsorted or
+// duplicate paths, a NUL in a path, a file-system index out of range, a bad kind or mode, a slot
+// naming no entry or one twice, padding or reserved bytes that are not zero, path bounds that do
+// not follow each other, another version, trailing bytes, a huge count). Also the racy-index
+// rule of file_stamp.h, table-driven.
 #include "fingerprint/digest_cache.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <cstring>
+#include <functional>
 
 #include "fingerprint/sha256.h"
 
@@ -18,8 +25,8 @@ using ::testing::HasSubstr;
 
 constexpr int64_t kSecond = 1'000'000'000;
 
-DigestCacheContent sample() {
-  DigestCacheContent c;
+DigestCacheInput sample() {
+  DigestCacheInput c;
   c.root = "/opt/toolchain";
   for (size_t i = 0; i < c.tree_sha256.size(); ++i)
     c.tree_sha256[i] = static_cast<uint8_t>(200 - i);
@@ -28,26 +35,33 @@ DigestCacheContent sample() {
                          "\xff\xfe"};
   int64_t t = 1'700'000'000 * kSecond;
   for (const char* p : paths) {
-    CachedEntry f;
-    f.path = p;
-    f.kind = f.path == "." || f.path == "bin" ? EntryKind::kDirectory
-             : f.path == "bin/cc"             ? EntryKind::kSymlink
-                                              : EntryKind::kFile;
+    DigestCacheInput::Entry& in = c.entries.emplace_back();
+    in.path = p;
+    CachedEntry& f = in.record;
+    f.kind = in.path == "." || in.path == "bin" ? EntryKind::kDirectory
+             : in.path == "bin/cc"              ? EntryKind::kSymlink
+                                                : EntryKind::kFile;
     f.mode = f.kind == EntryKind::kSymlink ? 0777 : 0755;
     f.uid = 1000;
     f.gid = static_cast<uint32_t>(t % 5);
-    f.fs = f.path == "lib/libc.so.6" ? 1 : 0;
+    f.fs = in.path == "lib/libc.so.6" ? 1 : 0;
     f.stamp = FileStamp{static_cast<uint64_t>(t % 1000003), static_cast<uint64_t>(t % 77), t, t + 5,
                         t + 3 * kSecond};
     if (f.kind == EntryKind::kFile)
       for (size_t i = 0; i < f.sha256.size(); ++i) f.sha256[i] = static_cast<uint8_t>(i * 7 + t);
-    c.entries.push_back(f);
     t += 12345;
   }
   return c;
 }
 
-// Replaces the trailing integrity digest so that only the parse can refuse `bytes`.
+// Where the parts of sample()'s encoding lie: a header of 144 bytes (magic, version, root length,
+// "/opt/toolchain" padded to 16, the tree digest, two file systems, three counts), 7 entries of
+// 104 bytes, 16 slots of 8 bytes, then the paths.
+constexpr size_t kEntriesAt = 144;
+constexpr size_t kSlotsAt = kEntriesAt + 7 * sizeof(CachedEntry);
+constexpr size_t kPathsAt = kSlotsAt + 16 * 8;
+
+// Replaces the trailing integrity digest so that only the structural checks can refuse `bytes`.
 std::string reseal(std::string bytes) {
   bytes.resize(bytes.size() - 32);
   Sha256 sha;
@@ -57,47 +71,86 @@ std::string reseal(std::string bytes) {
   return bytes;
 }
 
-void expect_same(const DigestCacheContent& a, const DigestCacheContent& b) {
+void expect_same(const DigestCacheInput& a, const DigestCacheContent& b) {
   EXPECT_EQ(a.root, b.root);
+  EXPECT_EQ(a.tree_sha256, b.tree_sha256);
   EXPECT_EQ(a.filesystems, b.filesystems);
   ASSERT_EQ(a.entries.size(), b.entries.size());
   for (size_t i = 0; i < a.entries.size(); ++i) {
-    EXPECT_EQ(a.entries[i].path, b.entries[i].path);
-    EXPECT_EQ(a.entries[i].fs, b.entries[i].fs);
-    EXPECT_EQ(a.entries[i].kind, b.entries[i].kind);
-    EXPECT_EQ(a.entries[i].mode, b.entries[i].mode);
-    EXPECT_EQ(a.entries[i].uid, b.entries[i].uid);
-    EXPECT_EQ(a.entries[i].gid, b.entries[i].gid);
-    EXPECT_EQ(a.entries[i].stamp.ino, b.entries[i].stamp.ino);
-    EXPECT_EQ(a.entries[i].stamp.size, b.entries[i].stamp.size);
-    EXPECT_EQ(a.entries[i].stamp.mtime_ns, b.entries[i].stamp.mtime_ns);
-    EXPECT_EQ(a.entries[i].stamp.ctime_ns, b.entries[i].stamp.ctime_ns);
-    EXPECT_EQ(a.entries[i].stamp.hashed_at_ns, b.entries[i].stamp.hashed_at_ns);
-    EXPECT_EQ(a.entries[i].sha256, b.entries[i].sha256);
+    const CachedEntry& x = a.entries[i].record;
+    const CachedEntry& y = b.entries[i];
+    EXPECT_EQ(a.entries[i].path, b.path(y));
+    EXPECT_EQ(x.fs, y.fs);
+    EXPECT_EQ(x.kind, y.kind);
+    EXPECT_EQ(x.mode, y.mode);
+    EXPECT_EQ(x.uid, y.uid);
+    EXPECT_EQ(x.gid, y.gid);
+    EXPECT_EQ(x.stamp.ino, y.stamp.ino);
+    EXPECT_EQ(x.stamp.size, y.stamp.size);
+    EXPECT_EQ(x.stamp.mtime_ns, y.stamp.mtime_ns);
+    EXPECT_EQ(x.stamp.ctime_ns, y.stamp.ctime_ns);
+    EXPECT_EQ(x.stamp.hashed_at_ns, y.stamp.hashed_at_ns);
+    EXPECT_EQ(x.sha256, y.sha256);
   }
 }
 
 TEST(DigestCacheFormat, RoundTripsExactlyAndFindsByPath) {
-  const DigestCacheContent c = sample();
+  const DigestCacheInput c = sample();
   const std::string bytes = encode_digest_cache(c);
+  ASSERT_EQ(bytes.size(), kPathsAt + 48 + 32);  // 46 bytes of paths, padded to 48, the digest
   auto back = decode_digest_cache(bytes);
   ASSERT_TRUE(back.ok()) << back.error().message();
   expect_same(c, *back);
-  EXPECT_EQ(encode_digest_cache(*back), bytes);  // one encoding per content
-  ASSERT_NE(back->find("bin/cc1"), nullptr);
-  EXPECT_EQ(back->find("bin/cc1")->path, "bin/cc1");
-  ASSERT_NE(back->find("."), nullptr);
+  EXPECT_EQ(encode_digest_cache(input_of(*back)), bytes);  // one encoding per content
+  for (const auto& e : c.entries) {
+    const CachedEntry* found = back->find(e.path);
+    ASSERT_NE(found, nullptr) << e.path;
+    EXPECT_EQ(back->path(*found), e.path);
+  }
   EXPECT_EQ(back->find(".")->kind, EntryKind::kDirectory);
   EXPECT_EQ(back->find("bin/c"), nullptr);
   EXPECT_EQ(back->find("zzz"), nullptr);
+  EXPECT_EQ(back->find(""), nullptr);
+}
+
+TEST(DigestCacheFormat, ManyEntriesAreAllFoundAndMisalignedBytesStillDecode) {
+  DigestCacheInput c;
+  c.root = "/many";
+  c.filesystems = {{1, 2, 3}};
+  std::vector<std::string> paths;
+  for (int i = 0; i < 5000; ++i) paths.push_back(fmt::format("dir{:03}/file{:05}", i % 97, i));
+  std::sort(paths.begin(), paths.end());
+  for (const auto& p : paths) c.entries.push_back({p, CachedEntry{}});
+  const std::string bytes = encode_digest_cache(c);
+  // One byte off an 8-byte boundary: decoded from an aligned copy.
+  std::string shifted = "x" + bytes;
+  auto back = decode_digest_cache(std::string_view(shifted).substr(1));
+  ASSERT_TRUE(back.ok()) << back.error().message();
+  for (const auto& p : paths) {
+    const CachedEntry* found = back->find(p);
+    ASSERT_NE(found, nullptr) << p;
+    EXPECT_EQ(back->path(*found), p);
+  }
+  EXPECT_EQ(back->find("dir000/file99999"), nullptr);
+}
+
+TEST(DigestCacheFormat, APathLongerThanTheLimitIsLeftOut) {
+  DigestCacheInput c = sample();
+  const std::string long_path = "include/" + std::string(kDigestCacheMaxPathBytes, 'x');
+  c.entries.insert(c.entries.begin() + 5, {long_path, CachedEntry{}});
+  auto back = decode_digest_cache(encode_digest_cache(c));
+  ASSERT_TRUE(back.ok()) << back.error().message();
+  EXPECT_EQ(back->entries.size(), 7u);
+  EXPECT_EQ(back->find(long_path), nullptr);
 }
 
 TEST(DigestCacheFormat, EmptyCacheRoundTrips) {
-  DigestCacheContent c;
+  DigestCacheInput c;
   c.root = "/t";
   auto back = decode_digest_cache(encode_digest_cache(c));
   ASSERT_TRUE(back.ok()) << back.error().message();
   EXPECT_TRUE(back->entries.empty());
+  EXPECT_EQ(back->find("."), nullptr);
 }
 
 TEST(DigestCacheFormat, EveryDamagedByteIsDetected) {
@@ -117,86 +170,101 @@ TEST(DigestCacheFormat, EveryTruncationAndAnyTrailingByteIsDetected) {
     EXPECT_FALSE(decode_digest_cache(bytes.substr(0, n)).ok()) << "length " << n;
   EXPECT_FALSE(decode_digest_cache(bytes + "x").ok());
   auto resealed_extra = decode_digest_cache(
-      reseal(bytes.substr(0, bytes.size() - 32) + "xy" + std::string(32, '\0')));
+      reseal(bytes.substr(0, bytes.size() - 32) + std::string(8, 'x') + std::string(32, '\0')));
   ASSERT_FALSE(resealed_extra.ok());
-  EXPECT_THAT(resealed_extra.error().message(), HasSubstr("after the last entry"));
+  EXPECT_THAT(resealed_extra.error().message(), HasSubstr("bytes of paths where"));
 }
 
-TEST(DigestCacheFormat, ContentWithAValidDigestIsStillParsedStrictly) {
+TEST(DigestCacheFormat, ContentWithAValidDigestIsStillCheckedStrictly) {
   struct Case {
     const char* name;
-    std::function<void(DigestCacheContent&)> spoil;
+    std::function<void(DigestCacheInput&)> spoil;
     const char* message;
   };
   const Case cases[] = {
-      {"unsorted", [](DigestCacheContent& c) { std::swap(c.entries[2], c.entries[4]); },
+      {"unsorted", [](DigestCacheInput& c) { std::swap(c.entries[2], c.entries[4]); },
        "out of order"},
-      {"duplicate", [](DigestCacheContent& c) { c.entries[3].path = c.entries[2].path; },
-       "bad path lengths"},
-      {"fs index", [](DigestCacheContent& c) { c.entries[3].fs = 2; }, "file system 2 of 2"},
-      {"kind", [](DigestCacheContent& c) { c.entries[3].kind = static_cast<EntryKind>(3); },
+      {"duplicate", [](DigestCacheInput& c) { c.entries[3].path = c.entries[2].path; },
+       "out of order"},
+      {"fs index", [](DigestCacheInput& c) { c.entries[3].record.fs = 2; }, "file system 2 of 2"},
+      {"kind", [](DigestCacheInput& c) { c.entries[3].record.kind = static_cast<EntryKind>(3); },
        "kind 3"},
-      {"mode", [](DigestCacheContent& c) { c.entries[3].mode = 010000; }, "mode 10000"},
-      {"digest of a directory", [](DigestCacheContent& c) { c.entries[1].sha256[0] = 1; },
+      {"mode", [](DigestCacheInput& c) { c.entries[3].record.mode = 010000; }, "mode 10000"},
+      {"digest of a directory", [](DigestCacheInput& c) { c.entries[1].record.sha256[0] = 1; },
        "not a file but has a digest"},
       {"nul in path",
-       [](DigestCacheContent& c) {
+       [](DigestCacheInput& c) {
          static const std::string with_nul("\xff\xfe\0x", 4);
          c.entries[6].path = with_nul;
        },
        "NUL"},
   };
   for (const Case& k : cases) {
-    DigestCacheContent c = sample();
+    DigestCacheInput c = sample();
     k.spoil(c);
     auto r = decode_digest_cache(encode_digest_cache(c));  // the encoder seals whatever it gets
     ASSERT_FALSE(r.ok()) << k.name;
     EXPECT_THAT(r.error().message(), HasSubstr(k.message)) << k.name;
   }
 
-  std::string other_version = encode_digest_cache(sample());
-  other_version[8] = 2;
-  auto v = decode_digest_cache(reseal(other_version));
-  ASSERT_FALSE(v.ok());
-  EXPECT_THAT(v.error().message(), HasSubstr("version 2"));
-
-  std::string magic = encode_digest_cache(sample());
-  magic[0] = 'X';
-  EXPECT_THAT(decode_digest_cache(reseal(magic)).error().message(), HasSubstr("not a sealrun"));
-
-  // A non-canonical shared prefix: "bin/cc" then "bin/cc1" written as shared 3 + "cc1".
-  DigestCacheContent two;
-  two.root = "/r";
-  two.filesystems = {{1, 2, 3}};
-  two.entries.resize(2);
-  two.entries[0].path = "bin/cc";
-  two.entries[1].path = "bin/cc1";
-  std::string bytes = encode_digest_cache(two);
-  const std::string canonical = std::string(
-      "\x06\0\0\0\x01\0\0\0"
-      "1",
-      9);
-  const size_t at = bytes.find(canonical);
-  ASSERT_NE(at, std::string::npos);
-  bytes.replace(at, canonical.size(),
-                std::string("\x04\0\0\0\x03\0\0\0"
-                            "cc1",
-                            11));
-  auto nc = decode_digest_cache(reseal(bytes));
-  ASSERT_FALSE(nc.ok());
-  EXPECT_THAT(nc.error().message(), HasSubstr("non-canonical"));
+  // Byte-level spoils of a good encoding, resealed.
+  struct ByteCase {
+    const char* name;
+    std::function<void(std::string&)> spoil;
+    const char* message;
+  };
+  auto u32_at = [](std::string& b, size_t at, uint32_t v) { std::memcpy(&b[at], &v, 4); };
+  auto u64_at = [](std::string& b, size_t at, uint64_t v) { std::memcpy(&b[at], &v, 8); };
+  const ByteCase byte_cases[] = {
+      {"version", [&](std::string& b) { b[8] = 3; }, "version 3"},
+      {"magic", [&](std::string& b) { b[0] = 'X'; }, "not a sealrun"},
+      {"root padding", [&](std::string& b) { b[16 + 15] = 'y'; }, "after the root"},
+      {"reserved after the fs count", [&](std::string& b) { b[16 + 16 + 32 + 4] = 1; },
+       "bad file-system count"},
+      {"huge entry count", [&](std::string& b) { u64_at(b, kEntriesAt - 24, 1ull << 62); },
+       "bad entry count"},
+      {"slot count", [&](std::string& b) { u64_at(b, kEntriesAt - 16, 32); }, "bad slot count"},
+      {"path offset", [&](std::string& b) { u32_at(b, kEntriesAt + 2 * 104, 0); },
+       "bad path bounds in entry 2"},
+      {"path size", [&](std::string& b) { u32_at(b, kEntriesAt + 2 * 104 + 4, 0); },
+       "bad path bounds in entry 2"},
+      {"reserved in an entry", [&](std::string& b) { b[kEntriesAt + 3 * 104 + 9] = 1; }, "kind"},
+      {"slot naming no entry",
+       [&](std::string& b) {
+         for (size_t s = 0; s < 16; ++s)
+           if (b.substr(kSlotsAt + 8 * s, 8) != std::string(8, '\0')) {
+             u32_at(b, kSlotsAt + 8 * s, 99);
+             break;
+           }
+       },
+       "names no entry"},
+      {"slot emptied",
+       [&](std::string& b) {
+         for (size_t s = 0; s < 16; ++s)
+           if (b.substr(kSlotsAt + 8 * s, 8) != std::string(8, '\0')) {
+             u64_at(b, kSlotsAt + 8 * s, 0);
+             break;
+           }
+       },
+       "leaves entries out"},
+      {"path padding", [&](std::string& b) { b[kPathsAt + 47] = 'z'; }, "after the paths"},
+  };
+  for (const ByteCase& k : byte_cases) {
+    std::string bytes = encode_digest_cache(sample());
+    k.spoil(bytes);
+    auto r = decode_digest_cache(reseal(bytes));
+    ASSERT_FALSE(r.ok()) << k.name;
+    EXPECT_THAT(r.error().message(), HasSubstr(k.message)) << k.name;
+    EXPECT_THAT(r.error().message(), HasSubstr("corrupt digest cache")) << k.name;
+  }
 }
 
-TEST(DigestCacheFormat, AHugeFileCountIsRefusedBeforeAnyAllocation) {
-  DigestCacheContent c;
-  c.root = "/r";
-  std::string bytes = encode_digest_cache(c);
-  // The entry count is the 8 bytes before the trailer; claim 2^62 entries.
-  const size_t count_at = bytes.size() - 32 - 8;
-  for (int i = 0; i < 8; ++i) bytes[count_at + i] = i == 7 ? 0x40 : 0;
-  auto r = decode_digest_cache(reseal(bytes));
-  ASSERT_FALSE(r.ok());
-  EXPECT_THAT(r.error().message(), HasSubstr("bad entry count"));
+TEST(DigestCacheFormat, TheStoredIndexIsNotLibraryDependent) {
+  // The index is stored, so its hash must be the same in every build: pinned values.
+  EXPECT_EQ(digest_cache_path_hash(""), digest_cache_path_hash(std::string_view("", 0)));
+  EXPECT_NE(digest_cache_path_hash("bin/cc"), digest_cache_path_hash("bin/cc1"));
+  EXPECT_NE(digest_cache_path_hash("a"), digest_cache_path_hash(std::string_view("a\0", 2)));
+  EXPECT_EQ(digest_cache_path_hash("usr/lib/x86_64-linux-gnu/libc.so.6"), 0xe19ed583d4f1ac2aull);
 }
 
 TEST(FileStampRule, TrustedOnlyWhenTheLastChangeLiesBeforeTheSecondOfHashing) {
