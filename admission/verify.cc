@@ -11,6 +11,7 @@
 #include <optional>
 
 #include "core/temp_dir.h"
+#include "fingerprint/cached_tree.h"
 #include "fingerprint/file_hash.h"
 #include "fingerprint/image.h"
 #include "fingerprint/sha256.h"
@@ -256,12 +257,19 @@ std::function<void(const HashProgress&)> progress_for(const VerifyOptions& optio
 // before verifying refreshes it) names the entries that changed.
 PinCheck check_tree(const std::string& target, const std::string& root, const std::string& expected,
                     TreeOptions tree_options, const VerifyOptions& options) {
-  auto recorded = cache_recording(options.digest_cache_state_dir, root, expected);
-  auto summary = options.digest_cache_state_dir.empty()
-                     ? tree_digest(root, tree_options)
-                     : tree_digest_reporting({root, options.digest_cache_state_dir, expected,
-                                              options.rehash, std::move(tree_options)},
-                                             options.on_pin_cache);
+  std::optional<DigestCacheContent> recorded;  // the cache's record of the tree as pinned
+  Result<TreeSummary> summary = Error::make("not verified");
+  if (options.digest_cache_state_dir.empty()) {
+    summary = tree_digest(root, tree_options);
+  } else if (auto cached = tree_digest_cached({root, options.digest_cache_state_dir, expected,
+                                               options.rehash, std::move(tree_options)});
+             !cached.ok()) {
+    summary = std::move(cached).error();
+  } else {
+    if (options.on_pin_cache) options.on_pin_cache(cached->pin_cache);
+    recorded = recording_as(std::move(cached->loaded_before), expected);
+    summary = std::move(cached->summary);
+  }
   PinCheck c{target, expected, {}, CheckStatus::kFail};
   if (!summary.ok()) {
     c.observed = "error: " + summary.error().message();

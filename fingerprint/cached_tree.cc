@@ -213,6 +213,7 @@ Result<CachedTreeResult> tree_digest_cached(const CachedTreeRequest& request) {
     record.files = walked.tree.files;
   }
   out.summary = walked.summary;
+  if (used_cache) out.loaded_before = loaded.content;
 
   if (request.state_dir.empty()) return out;
   if (!loaded.directory_trusted) return out;  // nothing is written into an untrusted directory

@@ -25,6 +25,7 @@
 #include <string_view>
 
 #include "core/result.h"
+#include "fingerprint/digest_cache.h"
 #include "fingerprint/tree.h"
 
 namespace sealrun {
@@ -69,6 +70,9 @@ struct CachedTreeRequest {
 struct CachedTreeResult {
   TreeSummary summary;
   PinCacheRecord pin_cache;
+  // The cache as it was before this walk, when one was loaded and believed: what it recorded of
+  // the tree (the last confirmed state) stays readable though the walk may have replaced the file.
+  std::optional<DigestCacheContent> loaded_before;
 };
 
 // The tree's digest (identical to tree_digest(root)) and how it was obtained. Fails only as

@@ -8,15 +8,12 @@
 
 namespace sealrun {
 
-std::optional<DigestCacheContent> cache_recording(const std::string& state_dir,
-                                                  const std::string& root,
-                                                  const std::string& expected_sha256) {
-  if (state_dir.empty()) return std::nullopt;
-  LoadedDigestCache loaded = load_digest_cache(state_dir, root);
-  if (loaded.state != LoadedDigestCache::State::kLoaded) return std::nullopt;
-  const auto& d = loaded.content.tree_sha256;
+std::optional<DigestCacheContent> recording_as(std::optional<DigestCacheContent> loaded,
+                                               const std::string& expected_sha256) {
+  if (!loaded) return std::nullopt;
+  const auto& d = loaded->tree_sha256;
   if (to_hex(d.data(), d.size()) != expected_sha256) return std::nullopt;
-  return std::move(loaded.content);
+  return loaded;
 }
 
 std::vector<std::string> changes_since_record(const DigestCacheContent& recorded,

@@ -13,11 +13,10 @@
 
 namespace sealrun {
 
-// The cache of `root` under `state_dir` when it records the tree as `expected_sha256` (hex), else
-// nullopt (no cache, untrusted, or a record of some other state of the tree).
-std::optional<DigestCacheContent> cache_recording(const std::string& state_dir,
-                                                  const std::string& root,
-                                                  const std::string& expected_sha256);
+// `loaded` (a tree's cache as loaded: CachedTreeResult::loaded_before) when it records the tree
+// as `expected_sha256` (hex), else nullopt (no cache, or a record of some other state of the tree).
+std::optional<DigestCacheContent> recording_as(std::optional<DigestCacheContent> loaded,
+                                               const std::string& expected_sha256);
 
 // The entries of `recorded` that are no longer so under `root`: "removed: P", "changed: P" (a
 // regular file whose content, size or kind differs; a symlink whose stamp moved). A regular file
