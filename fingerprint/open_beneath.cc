@@ -30,7 +30,7 @@ Error open_failed(int err, const std::string& display) {
 
 // One name at a time, each directory with O_NOFOLLOW | O_DIRECTORY: for paths openat2 cannot
 // take (PATH_MAX or longer) and kernels without it.
-Result<UniqueFd> open_by_components(int root_fd, const std::string& rel,
+Result<UniqueFd> open_by_components(int root_fd, const std::string& rel, int last_flags,
                                     const std::string& display) {
   UniqueFd dir;
   int at = root_fd;
@@ -40,7 +40,7 @@ Result<UniqueFd> open_by_components(int root_fd, const std::string& rel,
     const std::string name =
         rel.substr(start, slash == std::string::npos ? rel.npos : slash - start);
     const bool last = slash == std::string::npos;
-    const int flags = last ? kFileFlags : O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
+    const int flags = last ? last_flags : O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
     const int fd = retry_eintr([&] { return ::openat(at, name.c_str(), flags); });
     if (fd < 0) return open_failed(errno, display);
     if (last) return UniqueFd(fd);
@@ -50,27 +50,34 @@ Result<UniqueFd> open_by_components(int root_fd, const std::string& rel,
   }
 }
 
+// `rel` beneath `root_fd`, its last name opened with `flags`, nothing followed on the way.
+Result<UniqueFd> open_beneath(int root_fd, const std::string& rel, int flags,
+                              const std::string& display) {
+  if (rel.size() < PATH_MAX) {
+    struct open_how how {};
+    how.flags = static_cast<uint64_t>(flags);
+    how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+    const int rc = static_cast<int>(retry_eintr(
+        [&] { return ::syscall(SYS_openat2, root_fd, rel.c_str(), &how, sizeof(how)); }));
+    if (rc >= 0) return UniqueFd(rc);
+    if (errno != ENOSYS && errno != ENAMETOOLONG) return open_failed(errno, display);
+  }
+  return open_by_components(root_fd, rel, flags, display);
+}
+
 }  // namespace
 
 Result<OpenedRegularFile> open_regular_beneath(int root_fd, const std::string& rel,
                                                const std::string& display, dev_t dev, ino_t ino) {
-  UniqueFd fd;
-  bool resolved = false;
-  if (rel.size() < PATH_MAX) {
-    struct open_how how {};
-    how.flags = kFileFlags;
-    how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
-    const int rc = static_cast<int>(retry_eintr(
-        [&] { return ::syscall(SYS_openat2, root_fd, rel.c_str(), &how, sizeof(how)); }));
-    if (rc >= 0) {
-      fd.reset(rc);
-      resolved = true;
-    } else if (errno != ENOSYS && errno != ENAMETOOLONG) {
-      return open_failed(errno, display);
-    }
-  }
-  if (!resolved) fd = SEALRUN_TRY(open_by_components(root_fd, rel, display));
+  UniqueFd fd = SEALRUN_TRY(open_beneath(root_fd, rel, kFileFlags, display));
   return adopt_opened_regular(std::move(fd), display, dev, ino);
+}
+
+Result<UniqueFd> open_symlink_beneath(int root_fd, const std::string& rel,
+                                      const std::string& display) {
+  // O_PATH | O_NOFOLLOW: a symlink as the last name is opened itself (openat2(2) allows exactly
+  // that under RESOLVE_NO_SYMLINKS), for fstat and readlinkat(fd, "").
+  return open_beneath(root_fd, rel, O_PATH | O_NOFOLLOW | O_CLOEXEC, display);
 }
 
 }  // namespace sealrun

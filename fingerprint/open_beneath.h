@@ -1,5 +1,5 @@
-// Re-opening a regular file that the tree walk found, by its path relative to the walk's root,
-// without following anything: openat2(2) with RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
+// Re-opening a regular file (or a symlink) that the tree walk found, by its path relative to the
+// walk's root, without following anything: openat2(2) with RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
 // RESOLVE_NO_MAGICLINKS, so a directory on the way that was swapped for a symlink since the walk
 // is refused instead of followed, and nothing outside the root can be reached. The opened inode
 // must be the one the walk saw (dev, ino); anything else is an error naming the file.
@@ -23,5 +23,10 @@ namespace sealrun {
 // `display` names it in errors.
 Result<OpenedRegularFile> open_regular_beneath(int root_fd, const std::string& rel,
                                                const std::string& display, dev_t dev, ino_t ino);
+
+// Opens the symlink `rel` beneath `root_fd` itself (O_PATH | O_NOFOLLOW), the same way: for a
+// target read after the walk (fstat it first: whatever is there now is what is opened).
+Result<UniqueFd> open_symlink_beneath(int root_fd, const std::string& rel,
+                                      const std::string& display);
 
 }  // namespace sealrun

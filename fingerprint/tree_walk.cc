@@ -32,6 +32,7 @@
 #include "core/syscall.h"
 #include "fingerprint/digest_cache.h"
 #include "fingerprint/dir_listing.h"
+#include "fingerprint/open_beneath.h"
 #include "fingerprint/tree_hash_pool.h"
 #include "fingerprint/tree_order.h"
 
@@ -104,7 +105,11 @@ class Walker {
     const DigestCacheContent* cache = cache_.load(std::memory_order_acquire);
     tree_.unchanged = cache != nullptr && tree_.entries_unchanged == tree_.entries &&
                       cache->entries.size() == tree_.entries;
-    if (!tree_.unchanged) tree_.order = assemble_order(&root_entry(), root_node_, tree_.entries);
+    if (!tree_.unchanged) {
+      Status targets = read_later_targets();
+      if (!targets.ok()) return std::move(targets).error();
+      tree_.order = assemble_order(&root_entry(), root_node_, tree_.entries);
+    }
     report_progress(true);
     return std::move(tree_);
   }
@@ -112,6 +117,41 @@ class Walker {
  private:
   TreeEntry& root_entry() { return tree_.arenas[0]->front(); }
   const DigestCacheContent* cache() const { return cache_.load(std::memory_order_acquire); }
+
+  // The targets of the symlinks the cache vouched for (target_later), for an inventory: each
+  // opened again beneath the root without following anything, and read only if it is still the
+  // link that was stat'ed.
+  Status read_later_targets() {
+    for (auto& arena : tree_.arenas) {
+      Status status = ok_status();
+      arena->for_each_first(SIZE_MAX, [&](TreeEntry& e) {
+        if (!e.target_later || !status.ok()) return;
+        const std::string shown = display(e.path);
+        auto fd = open_symlink_beneath(root_fd_, std::string(e.path), shown);
+        if (!fd.ok()) {
+          status = std::move(fd).error();
+          return;
+        }
+        struct stat st {};
+        if (::fstatat(fd->get(), "", &st, AT_EMPTY_PATH) != 0 || !S_ISLNK(st.st_mode) ||
+            static_cast<uint64_t>(st.st_ino) != e.stamp.ino ||
+            timespec_ns(st.st_ctim) != e.stamp.ctime_ns ||
+            static_cast<uint64_t>(st.st_size) != e.stamp.size) {
+          status = Error::make(fmt::format("symlink {} changed during the walk", shown));
+          return;
+        }
+        auto target = read_link_at(fd->get(), "", st, shown);
+        if (!target.ok()) {
+          status = std::move(target).error();
+          return;
+        }
+        e.target = std::move(*target);
+        e.target_later = false;
+      });
+      if (!status.ok()) return status;
+    }
+    return ok_status();
+  }
 
   // The cache walking thread `index` compares the directory it is about to read with, or null.
   // Given from the start (or none): that. Still loading (await_cache_): null, and the entries this
@@ -443,14 +483,18 @@ class Walker {
       } else if (S_ISLNK(st.st_mode)) {
         e.kind = EntryKind::kSymlink;
         set_metadata(e, st);
-        e.target = SEALRUN_TRY(read_link_at(fd, name, st, display(e.path)));
         if (fs_id.dev == static_cast<uint64_t>(st.st_dev)) e.fs = fs;
         e.stamp = stamp_of(st, read_at);
         // A symlink's target cannot change in place (only by replacing the link), so a stamp
-        // that still holds vouches for the target as for a file's bytes.
+        // that still holds vouches for the target as for a file's bytes; and the target itself is
+        // needed only for an inventory, which an unchanged tree does not form.
         if (e.fs != TreeEntry::kNoFs && record_matches(cached, e, fs_id) &&
-            stamp_still_holds(cached->stamp, cache->filesystems[cached->fs], st, fs_id))
+            stamp_still_holds(cached->stamp, cache->filesystems[cached->fs], st, fs_id)) {
           ++tally.unchanged;
+          e.target_later = true;
+        } else {
+          e.target = SEALRUN_TRY(read_link_at(fd, name, st, display(e.path)));
+        }
       } else {
         e.kind = EntryKind::kDirectory;
         if (!self) self = share_dir(own);

@@ -41,6 +41,9 @@ struct TreeEntry {
   uint64_t bytes = 0;                // files
   std::array<uint8_t, 32> sha256{};  // files: the content's SHA-256
   std::string target;                // symlinks, raw bytes
+  // A symlink whose stamp the cache vouched for: its target is read only if an inventory is
+  // formed (never, for an unchanged tree), after the walk.
+  bool target_later = false;
   // For the digest cache: the identity the entry had when it was read (a file: hashed, or
   // verified by stat), and on which file system (an index into WalkedTree::filesystems; kNoFs for
   // a file on a file system the walk did not enter as a directory, e.g. a bind-mounted file,
