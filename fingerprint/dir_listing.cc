@@ -12,14 +12,6 @@
 
 namespace sealrun {
 
-const char* special_kind(mode_t mode) {
-  if (S_ISFIFO(mode)) return "FIFO";
-  if (S_ISSOCK(mode)) return "socket";
-  if (S_ISCHR(mode)) return "character device";
-  if (S_ISBLK(mode)) return "block device";
-  return "file of unknown type";
-}
-
 Status list_names(int dirfd, bool rewind, const std::string& display, std::vector<char>& buffer,
                   NameList& out) {
   out.bytes.clear();

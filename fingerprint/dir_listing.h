@@ -33,9 +33,6 @@ Status list_names(int dirfd, bool rewind, const std::string& display, std::vecto
 Result<std::string> read_link_at(int dirfd, const char* name, const struct stat& st,
                                  const std::string& display);
 
-// "FIFO", "socket", ...: what a non-file, non-directory, non-symlink `mode` is, for errors.
-const char* special_kind(mode_t mode);
-
 // File systems (statfs f_type) whose getdents64 d_ino is the st_ino of the entry (mount points
 // aside), so that a directory found by its listing need not be lstat'ed by its parent: ext2/3/4,
 // xfs, tmpfs. Not overlayfs (d_ino of a merged directory may be a lower layer's) or btrfs (a

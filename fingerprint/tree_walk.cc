@@ -29,6 +29,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/bounded_file.h"
 #include "core/syscall.h"
 #include "fingerprint/digest_cache.h"
 #include "fingerprint/dir_listing.h"
@@ -471,9 +472,9 @@ class Walker {
                         exclude_->what, display(child_rel), root_display_));
       if (!S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode) && !S_ISDIR(st.st_mode))
         return Error::make(fmt::format(
-            "{} is a {}; semantic-tree-v1 records only regular files, directories and symlinks: "
+            "{} is {}; semantic-tree-v1 records only regular files, directories and symlinks: "
             "remove it or inventory a copy of the tree without it",
-            display(child_rel), special_kind(st.st_mode)));
+            display(child_rel), file_kind_name(st.st_mode)));
       TreeEntry& e = arena.emplace_back();
       e.path = child_rel;
       node.records.push_back(&e);
