@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -140,6 +141,34 @@ TEST_P(FileHashRace, UnchangedFileWithHookStillHashes) {
   ASSERT_TRUE(digest.ok()) << digest.error().message();
   EXPECT_EQ(calls, 1);
   EXPECT_EQ(digest->sha256, sha256_hex(bytes));
+}
+
+TEST(FileHash, MappedWindowsNotInThePageCacheMatchTheirBytes) {
+  // A window whose pages are not cached is left to faults and marked MADV_HUGEPAGE (the pages
+  // then come in as 2 MiB folios): the digest must be the bytes' all the same, across windows and
+  // a tail that is not a whole page. The file's clean pages are evicted first (fsync, then
+  // POSIX_FADV_DONTNEED), and the test checks that its last byte really left the cache.
+  TempDir dir;
+  const std::string path = dir / "cold.bin";
+  const std::string bytes = pattern_bytes(kMapWindowBytes + 2 * 1024 * 1024 + 4097, 7);
+  write_text(path, bytes);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::fsync(fd), 0);
+  ASSERT_EQ(::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED), 0);
+  char last = 0;
+  struct iovec iov {
+    &last, 1
+  };
+  const ssize_t n = ::preadv2(fd, &iov, 1, static_cast<off_t>(bytes.size() - 1), RWF_NOWAIT);
+  const int err = errno;
+  ::close(fd);
+  ASSERT_EQ(n, -1) << "the last byte is still in the page cache";
+  ASSERT_EQ(err, EAGAIN);
+  auto digest = hash_file(path);
+  ASSERT_TRUE(digest.ok()) << digest.error().message();
+  EXPECT_EQ(digest->sha256, sha256_hex(bytes));
+  EXPECT_EQ(digest->bytes, bytes.size());
 }
 
 TEST(FileHash, MappedTruncationIsReportedAsShrinkage) {
