@@ -75,6 +75,29 @@ constexpr size_t kDigestStepBytes = 1024;
 constexpr size_t kPrefetchAheadBytes = 16 * 1024;
 constexpr size_t kCacheLineBytes = 64;
 
+// The digest of [data, data + len) with the prefetches ahead of it. A function of its own, called
+// inside the guard: variables that live across sigsetjmp must stay in memory, so in the guarded
+// frame the loop reloaded its pointers from the stack at every line; here they stay in registers,
+// and the 16 prefetches of a whole step are straight-line code. Measured against the same loop
+// inline (bench/README.md): -4% CPU on 1 GiB files, -2% on the mixed tree.
+__attribute__((noinline)) void digest_prefetching(Sha256& sha, const char* data, size_t len) {
+  for (size_t line = 0; line < std::min(len, kPrefetchAheadBytes); line += kCacheLineBytes)
+    __builtin_prefetch(data + line);
+  size_t at = 0;
+  for (; at + kPrefetchAheadBytes + kDigestStepBytes <= len; at += kDigestStepBytes) {
+    const char* ahead = data + at + kPrefetchAheadBytes;
+#pragma GCC unroll 16
+    for (size_t line = 0; line < kDigestStepBytes; line += kCacheLineBytes)
+      __builtin_prefetch(ahead + line);
+    sha.update(data + at, kDigestStepBytes);
+  }
+  // The tail: the steps above prefetched all of it but its last (less than one step of) lines.
+  for (; at < len; at += kDigestStepBytes) {
+    const size_t step = std::min(kDigestStepBytes, len - at);
+    sha.update(data + at, step);
+  }
+}
+
 // Hashes [data, data + len); false if a page of it vanished (SIGBUS) while it was read.
 bool hash_guarded(Sha256& sha, const char* data, size_t len) {
   BusGuard guard{data, data + len, {}};
@@ -84,15 +107,7 @@ bool hash_guarded(Sha256& sha, const char* data, size_t len) {
   }
   t_active_guard = &guard;
   std::atomic_signal_fence(std::memory_order_seq_cst);  // guard visible before the first access
-  for (size_t line = 0; line < std::min(len, kPrefetchAheadBytes); line += kCacheLineBytes)
-    __builtin_prefetch(data + line);
-  for (size_t at = 0; at < len; at += kDigestStepBytes) {
-    const size_t step = std::min(kDigestStepBytes, len - at);
-    const size_t ahead_end = std::min(len, at + kPrefetchAheadBytes + step);
-    for (size_t line = at + kPrefetchAheadBytes; line < ahead_end; line += kCacheLineBytes)
-      __builtin_prefetch(data + line);
-    sha.update(data + at, step);
-  }
+  digest_prefetching(sha, data, len);
   std::atomic_signal_fence(std::memory_order_seq_cst);
   t_active_guard = nullptr;
   return true;
