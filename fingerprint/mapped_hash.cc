@@ -79,7 +79,7 @@ constexpr size_t kCacheLineBytes = 64;
 // inside the guard: variables that live across sigsetjmp must stay in memory, so in the guarded
 // frame the loop reloaded its pointers from the stack at every line; here they stay in registers,
 // and the 16 prefetches of a whole step are straight-line code. Measured against the same loop
-// inline (bench/README.md): -4% CPU on 1 GiB files, -2% on the mixed tree.
+// inline (bench/README.md): 3-4% less CPU on 1 GiB files, 2-3% less on the mixed tree.
 __attribute__((noinline)) void digest_prefetching(Sha256& sha, const char* data, size_t len) {
   for (size_t line = 0; line < std::min(len, kPrefetchAheadBytes); line += kCacheLineBytes)
     __builtin_prefetch(data + line);
