@@ -158,7 +158,7 @@ Status hash_mapped(int fd, uint64_t size, Sha256& sha, const std::string& displa
     // MADV_HUGEPAGE, so that what the faults read in lands in the page cache as 2 MiB folios:
     // later mappings of the file (the next hash of a warm tree) then take one page-table entry
     // per 2 MiB instead of 512, which made a warm hash of 30 files of 20 MiB among 5,970 small
-    // ones 6% cheaper in CPU (bench/README.md); a file read by read(2) or written in small
+    // ones 3-5% cheaper in CPU (bench/README.md); a file read by read(2) or written in small
     // pieces stays in small folios and is mapped page by page. A refusal is only slower.
     if (window_cached(fd, offset + window.len - 1))
       (void)::madvise(window.addr, window.len, MADV_POPULATE_READ);
