@@ -189,6 +189,18 @@ void DigestCacheContent::prefetch_slot(uint64_t hash) const {
   if (!slots_.empty()) __builtin_prefetch(&slots_[hash & (slots_.size() - 1)]);
 }
 
+void DigestCacheContent::prefetch_entry(uint64_t hash) const {
+  if (slots_.empty()) return;
+  const uint64_t slot = slots_[hash & (slots_.size() - 1)];
+  const uint64_t index = slot & 0xffffffffu;
+  if ((slot & 0xffffffff00000000ull) != (hash & 0xffffffff00000000ull) || index == 0 ||
+      index > entries.size())
+    return;
+  const CachedEntry* e = &entries[index - 1];
+  __builtin_prefetch(e);
+  __builtin_prefetch(reinterpret_cast<const char*>(e) + 64);
+}
+
 const CachedEntry* DigestCacheContent::find(std::string_view path) const {
   return find_hashed(path, hash_of(path));
 }

@@ -82,6 +82,9 @@ struct DigestCacheContent {
   // so that one directory's lookups wait for memory together rather than one after another.
   static uint64_t hash_of(std::string_view path) { return digest_cache_path_hash(path); }
   void prefetch_slot(uint64_t hash) const;
+  // Once the slot is at hand: the entry it most likely names (the home slot's, when its tag
+  // matches), for find_hashed() to come.
+  void prefetch_entry(uint64_t hash) const;
   const CachedEntry* find_hashed(std::string_view path, uint64_t hash) const;
 
  private:
