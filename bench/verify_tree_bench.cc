@@ -5,7 +5,8 @@
 //   verify_tree_bench cached ROOT STATE_DIR   tree_digest_cached(): stat walk + cache
 //   verify_tree_bench rehash ROOT STATE_DIR   the same with --rehash (cache bypassed, refreshed)
 //   verify_tree_bench full ROOT               tree_digest(): what every run paid before the cache
-//   verify_tree_bench load ROOT STATE_DIR     load_digest_cache() alone (read, check, decode, index)
+//   verify_tree_bench load ROOT STATE_DIR     load_digest_cache() alone (read, check, decode,
+//   index)
 //
 // Prints the digest and, for the cached modes, the pin_cache record as JSON. VERIFY_THREADS=N sets
 // the cached modes' walker threads (default: one per CPU).
@@ -21,7 +22,8 @@
 int main(int argc, char** argv) {
   using namespace sealrun;
   const std::string mode = argc > 1 ? argv[1] : "";
-  if (!((mode == "full" && argc == 3) || ((mode == "cached" || mode == "rehash" || mode == "load") && argc == 4))) {
+  if (!((mode == "full" && argc == 3) ||
+        ((mode == "cached" || mode == "rehash" || mode == "load") && argc == 4))) {
     std::fprintf(stderr, "usage: %s cached|rehash|load ROOT STATE_DIR | full ROOT\n", argv[0]);
     return 2;
   }

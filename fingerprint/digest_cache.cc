@@ -12,6 +12,7 @@
 #include <cstring>
 #include <optional>
 #include <thread>
+#include <unordered_map>
 
 #include "core/atomic_write.h"
 #include "core/syscall.h"
@@ -21,7 +22,7 @@ namespace sealrun {
 namespace {
 
 constexpr std::string_view kMagic = "SRDIGEST";
-constexpr uint32_t kVersion = 2;
+constexpr uint32_t kVersion = 3;
 constexpr size_t kDigestBytes = 32;
 constexpr std::array<uint8_t, 32> kNoDigest{};
 
@@ -80,7 +81,7 @@ constexpr size_t kParallelCheckBytes = 1u << 20;
 // Checks the structure of everything between the magic and the integrity digest
 // (decode_digest_cache checks both) and points `out`, `paths` and `slots` into it.
 Status check_body(std::string_view body, DigestCacheContent& out, std::string_view& paths,
-                  std::span<const uint64_t>& slots);
+                  std::span<const uint64_t>& slots, std::span<const uint32_t>& children);
 
 // The cache file's bytes, mapped read-only from the page cache: the loaded cache is used where it
 // lies, with nothing decoded or copied. Only whole-file replacements (write_file_atomic's rename)
@@ -162,7 +163,8 @@ uint64_t digest_cache_path_hash(std::string_view path) {
     h = mix(h ^ k);
   }
   uint64_t tail = 0;
-  for (size_t i = 0; i < n; ++i) tail |= static_cast<uint64_t>(static_cast<uint8_t>(p[i])) << (8 * i);
+  for (size_t i = 0; i < n; ++i)
+    tail |= static_cast<uint64_t>(static_cast<uint8_t>(p[i])) << (8 * i);
   h = mix(h ^ tail ^ (uint64_t{n} << 59));
   h *= 0x94d049bb133111ebull;
   return h ^ (h >> 29);
@@ -221,6 +223,70 @@ const CachedEntry* DigestCacheContent::find_hashed(std::string_view path, uint64
   return nullptr;
 }
 
+namespace {
+
+// The children table of the entries to be stored: each directory's children (indices into
+// `kept`, increasing), for the directories whose every child is stored (kListed in the input,
+// and none of its children left out here).
+struct ChildTable {
+  std::vector<bool> listed;
+  std::vector<uint32_t> first, count;  // per entry
+  std::vector<uint32_t> indices;
+};
+std::string_view parent_path(std::string_view path) {
+  const size_t slash = path.rfind('/');
+  return slash == std::string_view::npos ? std::string_view(".") : path.substr(0, slash);
+}
+
+ChildTable child_table(const std::vector<const DigestCacheInput::Entry*>& kept,
+                       const std::vector<std::string_view>& left_out) {
+  ChildTable t;
+  const size_t n = kept.size();
+  t.listed.assign(n, false);
+  t.first.assign(n, 0);
+  t.count.assign(n, 0);
+  std::unordered_map<std::string_view, uint32_t> index;
+  index.reserve(n);
+  std::vector<int64_t> parent(n, -1);
+  for (uint32_t i = 0; i < n; ++i) {
+    const DigestCacheInput::Entry& e = *kept[i];
+    index.emplace(e.path, i);
+    t.listed[i] =
+        e.record.kind == EntryKind::kDirectory && (e.record.flags & CachedEntry::kListed) != 0;
+  }
+  for (uint32_t i = 0; i < n; ++i) {
+    if (kept[i]->path == ".") continue;
+    const auto it = index.find(parent_path(kept[i]->path));
+    if (it != index.end()) parent[i] = it->second;
+  }
+  // A listed directory that lost a child on the way (a path over the limit) is listed no more.
+  for (std::string_view path : left_out) {
+    const auto it = index.find(parent_path(path));
+    if (it != index.end()) t.listed[it->second] = false;
+  }
+  for (uint32_t i = 0; i < n; ++i)
+    if (parent[i] >= 0) ++t.count[static_cast<size_t>(parent[i])];
+  uint32_t next = 0;
+  for (uint32_t i = 0; i < n; ++i) {
+    if (!t.listed[i]) {
+      t.count[i] = 0;
+      continue;
+    }
+    t.first[i] = next;
+    next += t.count[i];
+  }
+  t.indices.assign(next, 0);
+  std::vector<uint32_t> filled(n, 0);
+  for (uint32_t i = 0; i < n; ++i) {
+    if (parent[i] < 0) continue;
+    const auto p = static_cast<size_t>(parent[i]);
+    if (t.listed[p]) t.indices[t.first[p] + filled[p]++] = i;
+  }
+  return t;
+}
+
+}  // namespace
+
 DigestCacheInput input_of(const DigestCacheContent& content) {
   DigestCacheInput out;
   out.root = content.root;
@@ -234,13 +300,18 @@ DigestCacheInput input_of(const DigestCacheContent& content) {
 std::string encode_digest_cache(const DigestCacheInput& content) {
   std::vector<const DigestCacheInput::Entry*> kept;
   kept.reserve(content.entries.size());
+  std::vector<std::string_view> left_out;
   size_t path_bytes = 0;
   for (const auto& e : content.entries) {
-    if (e.path.size() > kDigestCacheMaxPathBytes) continue;
+    if (e.path.size() > kDigestCacheMaxPathBytes) {
+      left_out.push_back(e.path);
+      continue;
+    }
     kept.push_back(&e);
     path_bytes += e.path.size();
   }
   const size_t slots = slot_count_for(kept.size());
+  const ChildTable children = child_table(kept, left_out);
   Writer w;
   w.bytes(kMagic);
   w.u32(kVersion);
@@ -257,6 +328,7 @@ std::string encode_digest_cache(const DigestCacheInput& content) {
   }
   w.u64(kept.size());
   w.u64(slots);
+  w.u64(children.indices.size());
   w.u64(path_bytes);
   std::vector<uint64_t> table(slots, 0);
   uint32_t offset = 0;
@@ -264,12 +336,16 @@ std::string encode_digest_cache(const DigestCacheInput& content) {
     const DigestCacheInput::Entry& e = *kept[i];
     w.u32(offset);
     w.u32(static_cast<uint32_t>(e.path.size()));
+    const bool listed = children.listed[i];
     w.u8(static_cast<uint8_t>(e.record.kind));
-    w.bytes(std::string_view("\0\0\0", 3));
+    w.u8(listed ? CachedEntry::kListed : 0);
+    w.bytes(std::string_view("\0\0", 2));
     w.u32(e.record.mode);
     w.u32(e.record.uid);
     w.u32(e.record.gid);
     w.u32(e.record.fs);
+    w.u32(listed ? children.count[i] : 0);
+    w.u32(listed ? children.first[i] : 0);
     w.u32(0);
     w.u64(e.record.stamp.ino);
     w.u64(e.record.stamp.size);
@@ -284,6 +360,8 @@ std::string encode_digest_cache(const DigestCacheInput& content) {
     table[slot] = slot_for(hash, i);
   }
   for (uint64_t slot : table) w.u64(slot);
+  for (uint32_t child : children.indices) w.u32(child);
+  if (children.indices.size() % 2 != 0) w.u32(0);
   for (const auto* e : kept) w.bytes(e->path);
   w.bytes(std::string(padded8(path_bytes) - path_bytes, '\0'));
   auto digest = [&] {
@@ -308,9 +386,8 @@ Result<DigestCacheContent> decode_digest_cache(std::string_view bytes,
     // Entries are used where they lie: bytes not 8-aligned (never a mapping) are copied first.
     auto copy = std::make_shared<std::vector<uint64_t>>((bytes.size() + 7) / 8);
     std::memcpy(copy->data(), bytes.data(), bytes.size());
-    return decode_digest_cache(std::string_view(reinterpret_cast<const char*>(copy->data()),
-                                                bytes.size()),
-                               copy);
+    return decode_digest_cache(
+        std::string_view(reinterpret_cast<const char*>(copy->data()), bytes.size()), copy);
   }
   const std::string_view body = bytes.substr(0, bytes.size() - kDigestBytes);
   const std::string_view stored_digest = bytes.substr(body.size());
@@ -332,7 +409,7 @@ Result<DigestCacheContent> decode_digest_cache(std::string_view bytes,
   }
   if (!checker.joinable()) check();
   DigestCacheContent out;
-  Status checked = check_body(body, out, out.paths_, out.slots_);
+  Status checked = check_body(body, out, out.paths_, out.slots_, out.children_);
   if (checker.joinable()) checker.join();
   if (!intact) return corrupt("its integrity digest does not match its content");
   if (!checked.ok()) return std::move(checked).error();
@@ -348,7 +425,7 @@ Result<DigestCacheContent> decode_digest_cache(std::string bytes) {
 namespace {
 
 Status check_body(std::string_view body, DigestCacheContent& out, std::string_view& paths,
-                  std::span<const uint64_t>& slots) {
+                  std::span<const uint64_t>& slots, std::span<const uint32_t>& children) {
   Reader r(body);
   r.take(kMagic.size());
   const auto version = r.le(4);
@@ -377,8 +454,8 @@ Status check_body(std::string_view body, DigestCacheContent& out, std::string_vi
     fs.type = *r.le(8);
     out.filesystems.push_back(fs);
   }
-  const auto count = r.le(8), slot_count = r.le(8), path_bytes = r.le(8);
-  if (!count || !slot_count || !path_bytes) return corrupt("truncated counts");
+  const auto count = r.le(8), slot_count = r.le(8), child_count = r.le(8), path_bytes = r.le(8);
+  if (!count || !slot_count || !child_count || !path_bytes) return corrupt("truncated counts");
   // Each part must fit in what is left, in turn; a huge count is refused before anything is used.
   const size_t left = r.remaining();
   if (*count > left / sizeof(CachedEntry) || *count >= UINT32_MAX)
@@ -387,15 +464,24 @@ Status check_body(std::string_view body, DigestCacheContent& out, std::string_vi
   if (*slot_count != slot_count_for(*count) || *slot_count > (left - entry_bytes) / 8)
     return corrupt(fmt::format("bad slot count {} for {} entries", *slot_count, *count));
   const size_t slot_bytes = *slot_count * 8;
+  if (*child_count >= *count + (*count == 0) ||
+      padded8(*child_count * 4) > left - entry_bytes - slot_bytes)
+    return corrupt(fmt::format("bad child count {} for {} entries", *child_count, *count));
+  const size_t child_bytes = padded8(*child_count * 4);
   if (*path_bytes > UINT32_MAX ||
-      padded8(*path_bytes) != left - entry_bytes - slot_bytes)
+      padded8(*path_bytes) != left - entry_bytes - slot_bytes - child_bytes)
     return corrupt(fmt::format("{} bytes of paths where {} are left", *path_bytes,
-                               left - entry_bytes - slot_bytes));
+                               left - entry_bytes - slot_bytes - child_bytes));
   const char* base = body.data() + r.position();
   out.entries = std::span<const CachedEntry>(reinterpret_cast<const CachedEntry*>(base), *count);
-  slots = std::span<const uint64_t>(reinterpret_cast<const uint64_t*>(base + entry_bytes),
-                                    *slot_count);
-  const std::string_view all_paths(base + entry_bytes + slot_bytes, padded8(*path_bytes));
+  slots =
+      std::span<const uint64_t>(reinterpret_cast<const uint64_t*>(base + entry_bytes), *slot_count);
+  const char* child_base = base + entry_bytes + slot_bytes;
+  children = std::span<const uint32_t>(reinterpret_cast<const uint32_t*>(child_base), *child_count);
+  if (std::string_view(child_base + *child_count * 4, child_bytes - *child_count * 4)
+          .find_first_not_of('\0') != std::string_view::npos)
+    return corrupt("bytes other than zero after the children");
+  const std::string_view all_paths(child_base + child_bytes, padded8(*path_bytes));
   paths = all_paths.substr(0, *path_bytes);
   if (all_paths.find_first_not_of('\0', *path_bytes) != std::string_view::npos)
     return corrupt("bytes other than zero after the paths");
@@ -404,6 +490,7 @@ Status check_body(std::string_view body, DigestCacheContent& out, std::string_vi
   // Every entry, in one pass: its path follows the previous one's, in order, and its fields are
   // in range.
   uint64_t expected_offset = 0;
+  uint64_t next_child = 0;
   std::string_view previous;
   for (size_t i = 0; i < out.entries.size(); ++i) {
     const CachedEntry& e = out.entries[i];
@@ -415,16 +502,43 @@ Status check_body(std::string_view body, DigestCacheContent& out, std::string_vi
     if (i > 0 && !(previous < path)) return corrupt(fmt::format("entry {} is out of order", i));
     previous = path;
     if (static_cast<uint8_t>(e.kind) > static_cast<uint8_t>(EntryKind::kSymlink) ||
-        e.mode > 07777 || e.reserved[0] != 0 || e.reserved[1] != 0 || e.reserved[2] != 0 ||
-        e.reserved2 != 0)
-      return corrupt(fmt::format("entry {} has kind {} and mode {:o}", i,
-                                 static_cast<int>(e.kind), e.mode));
+        e.mode > 07777 || e.reserved[0] != 0 || e.reserved[1] != 0 || e.reserved2 != 0)
+      return corrupt(
+          fmt::format("entry {} has kind {} and mode {:o}", i, static_cast<int>(e.kind), e.mode));
     if (e.fs >= out.filesystems.size())
       return corrupt(
           fmt::format("entry {} names file system {} of {}", i, e.fs, out.filesystems.size()));
     if (e.kind != EntryKind::kFile && e.sha256 != kNoDigest)
       return corrupt(fmt::format("entry {} is not a file but has a digest", i));
+    // Children: only a listed directory has them, in the table's order; each is an entry whose
+    // path is this one's plus one more name, and they increase.
+    const bool listed = e.flags == CachedEntry::kListed && e.kind == EntryKind::kDirectory;
+    if (!listed && (e.flags != 0 || e.first_child != 0 || e.child_count != 0))
+      return corrupt(fmt::format("entry {} has children but is not a listed directory", i));
+    if (!listed) continue;
+    if (e.first_child != next_child || e.child_count > children.size() - next_child)
+      return corrupt(fmt::format("bad children of entry {}", i));
+    next_child += e.child_count;
+    const std::string_view prefix = path == "." ? std::string_view() : path;
+    uint32_t before = 0;
+    for (uint32_t c : children.subspan(e.first_child, e.child_count)) {
+      if (c >= out.entries.size() || c <= i || c <= before)
+        return corrupt(fmt::format("bad children of entry {}", i));
+      before = c;
+      const CachedEntry& child = out.entries[c];
+      const std::string_view name =
+          child.path_offset <= *path_bytes && child.path_size <= *path_bytes - child.path_offset
+              ? paths.substr(child.path_offset, child.path_size)
+              : std::string_view();
+      const size_t skip = prefix.empty() ? 0 : prefix.size() + 1;
+      if (name.size() <= skip ||
+          (!prefix.empty() &&
+           (name.substr(0, prefix.size()) != prefix || name[prefix.size()] != '/')) ||
+          name.find('/', skip) != std::string_view::npos)
+        return corrupt(fmt::format("entry {} lists a child that is not one", i));
+    }
   }
+  if (next_child != children.size()) return corrupt("children that no directory lists");
   if (expected_offset != *path_bytes) return corrupt("paths that no entry names");
   // The index: each entry in exactly one slot (so the table holds as many names as entries, and
   // has empty slots left since there are more slots than entries).

@@ -10,15 +10,17 @@
 // /usr is meant to cost little more than a stat of each). Binary, little-endian, versioned, every
 // part 8-byte aligned, closed by a SHA-256 over everything before it, so that a truncated or
 // damaged file is detected before a single entry is believed:
-//   "SRDIGEST"  u32 version (2)  u32 root length
+//   "SRDIGEST"  u32 version (3)  u32 root length
 //   root bytes, zero-padded to a multiple of 8
 //   32 bytes: the tree's digest (the SHA-256 of its inventory)
 //   u32 file-system count, u32 zero; each: u64 st_dev, u64 f_fsid, u64 f_type
-//   u64 entry count, u64 slot count, u64 path bytes
-//   entries (CachedEntry, 104 bytes each), strictly increasing by path bytes
+//   u64 entry count, u64 slot count, u64 child count, u64 path bytes
+//   entries (CachedEntry, 112 bytes each), strictly increasing by path bytes
 //   slots (u64 each; a power of two, more than the entries): an open-addressing index by
 //       digest_cache_path_hash(), each slot the hash's high 32 bits over the entry's index + 1
 //       (0: empty)
+//   children (u32 entry indices, zero-padded to a multiple of 8): each listed directory's
+//       children, increasing, directory after directory in entry order
 //   the paths, one after another in entry order, zero-padded to a multiple of 8
 //   32 bytes: SHA-256 of all of the above
 // The encoder makes exactly one encoding of a given content.
@@ -49,16 +51,24 @@ struct CachedEntry {
   uint32_t path_offset = 0;
   uint32_t path_size = 0;
   EntryKind kind = EntryKind::kFile;
-  uint8_t reserved[3] = {};
+  // kListed: a directory all of whose children are entries of the cache, listed in the children
+  // table (first_child, child_count; set by the encoder). A directory whose stamp still holds has
+  // exactly those children (any name added, removed or renamed changes its ctime), so its
+  // listing need not be read again.
+  static constexpr uint8_t kListed = 1;
+  uint8_t flags = 0;
+  uint8_t reserved[2] = {};
   uint32_t mode = 0;  // st_mode & 07777
   uint32_t uid = 0;
   uint32_t gid = 0;
   uint32_t fs = 0;  // index into the cache's file systems
+  uint32_t child_count = 0;
+  uint32_t first_child = 0;
   uint32_t reserved2 = 0;
   FileStamp stamp;
   std::array<uint8_t, 32> sha256{};  // files only
 };
-static_assert(sizeof(CachedEntry) == 104 && std::is_trivially_copyable_v<CachedEntry> &&
+static_assert(sizeof(CachedEntry) == 112 && std::is_trivially_copyable_v<CachedEntry> &&
               std::is_standard_layout_v<CachedEntry>);
 
 // The index's hash of a path: fixed here (not std::hash, which may differ between builds), since
@@ -74,6 +84,12 @@ struct DigestCacheContent {
 
   std::string_view path(const CachedEntry& e) const {
     return paths_.substr(e.path_offset, e.path_size);
+  }
+  // The children of a listed directory (CachedEntry::kListed), as indices into `entries`; empty
+  // for any other entry.
+  std::span<const uint32_t> children(const CachedEntry& e) const {
+    if ((e.flags & CachedEntry::kListed) == 0) return {};
+    return children_.subspan(e.first_child, e.child_count);
   }
   // The entry for `path`, or null.
   const CachedEntry* find(std::string_view path) const;
@@ -93,15 +109,16 @@ struct DigestCacheContent {
   friend Result<DigestCacheContent> decode_digest_cache(std::string bytes);
   std::string_view paths_;
   std::span<const uint64_t> slots_;
+  std::span<const uint32_t> children_;
   std::shared_ptr<const void> keep_;  // the mapping (or buffer) the views point into
 };
 
-// What is to be stored: the walk's entries with their paths (the encoder sets path_offset and
-// path_size), strictly increasing by path bytes.
+// What is to be stored: the walk's entries with their paths (the encoder sets path_offset,
+// path_size and a directory's children), strictly increasing by path bytes.
 struct DigestCacheInput {
   struct Entry {
     std::string_view path;
-    CachedEntry record;
+    CachedEntry record;  // a directory's record.flags: kListed when every child is an entry here
   };
   std::string root;
   std::array<uint8_t, 32> tree_sha256{};

@@ -295,6 +295,45 @@ class Walker {
     return options_.stamp_clock ? options_.stamp_clock() : coarse_realtime_ns();
   }
 
+  // The cache's entry for the directory of `task` (its stamp just taken) when the cache lists its
+  // children and its stamp still holds: then they are exactly the cache's (a name added, removed
+  // or renamed would have changed the directory's ctime), and its listing is not read again.
+  const CachedEntry* listing_in_cache(const DigestCacheContent* cache, const DirTask& task,
+                                      const FsIdentity& fs) const {
+    if (cache == nullptr) return nullptr;
+    const CachedEntry* c = task.parent ? task.cached : cache->find(".");
+    if (c == nullptr || c->kind != EntryKind::kDirectory || (c->flags & CachedEntry::kListed) == 0)
+      return nullptr;
+    const TreeEntry& e = *task.entry;
+    if (!record_matches(c, e, fs) ||
+        !stamp_still_holds(c->stamp, cache->filesystems[c->fs], e.stamp, fs))
+      return nullptr;
+    return c;
+  }
+  // The children of `dir` as a listing would give them, each with its cache entry.
+  static void names_from_cache(const DigestCacheContent& cache, const CachedEntry& dir,
+                               NameList& out, std::vector<const CachedEntry*>& cached) {
+    out.bytes.clear();
+    out.starts.clear();
+    out.inodes.clear();
+    out.types.clear();
+    cached.clear();
+    const std::string_view dir_path = cache.path(dir);
+    const size_t skip = dir_path == "." ? 0 : dir_path.size() + 1;
+    for (uint32_t index : cache.children(dir)) {
+      const CachedEntry& child = cache.entries[index];
+      const std::string_view name = cache.path(child).substr(skip);
+      out.starts.push_back(static_cast<uint32_t>(out.bytes.size()));
+      out.bytes.insert(out.bytes.end(), name.begin(), name.end());
+      out.bytes.push_back('\0');
+      out.inodes.push_back(child.stamp.ino);
+      out.types.push_back(child.kind == EntryKind::kDirectory ? DT_DIR
+                          : child.kind == EntryKind::kSymlink ? DT_LNK
+                                                              : DT_REG);
+      cached.push_back(&child);
+    }
+  }
+
   // Whether `c` (the cache's entry for e.path, may be null) vouches for e's record: same kind,
   // mode and owner as just read, on the same file system.
   bool record_matches(const CachedEntry* c, const TreeEntry& e, const FsIdentity& fs) const {
@@ -415,15 +454,19 @@ class Walker {
     }
     Tally tally(*this);  // this directory's counts, added to the shared ones once, at the end
     const FsIdentity fs_id = fs_at(fs);
-    SEALRUN_TRY(list_names(fd, !task.parent, here, scratch.buffer, names));
     const DigestCacheContent* const cache = cache_for_next_dir(index);
     const bool deferred = await_cache_ && cache == nullptr;  // compared after the walk
+    const CachedEntry* const listed = listing_in_cache(cache, task, fs_id);
+    if (listed != nullptr)
+      names_from_cache(*cache, *listed, names, scratch.cached);
+    else
+      SEALRUN_TRY(list_names(fd, !task.parent, here, scratch.buffer, names));
     const size_t count = names.starts.size();
     PathArena& paths = *tree_.paths[index];
     scratch.rels.resize(count);
-    scratch.cached.assign(count, nullptr);
+    if (listed == nullptr) scratch.cached.assign(count, nullptr);
     for (size_t i = 0; i < count; ++i) scratch.rels[i] = paths.join(rel, names.at(i));
-    if (cache != nullptr) {
+    if (cache != nullptr && listed == nullptr) {
       // In batches, each in three passes whose cache misses overlap within the pass: the index
       // slots, then the entries they name, then the lookups themselves (which compare paths).
       // One lookup after another waited for two misses each (perf: most of the lookups' time).

@@ -13,8 +13,10 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <string>
+#include <thread>
 
 #include "fingerprint/cached_tree.h"
 #include "fingerprint/digest_cache.h"
@@ -52,6 +54,12 @@ CachedTreeRequest request_for(const std::string& root, const std::string& state,
   r.tree.threads = threads;
   r.tree.stamp_clock = [] { return coarse_realtime_ns() + 2 * kSecond; };  // settled at once
   return r;
+}
+
+int64_t ctime_of(const std::string& path) {
+  struct stat st {};
+  EXPECT_EQ(::stat(path.c_str(), &st), 0) << path;
+  return timespec_ns(st.st_ctim);
 }
 
 std::string full_digest(const std::string& root) {
@@ -146,6 +154,63 @@ TEST_F(CachedWalk, ACacheThatLoadsMidWalkVouchesForEachFileOnce) {
       EXPECT_FALSE(d.tree.unchanged) << threads << " threads, loaded after " << after;
     }
   }
+}
+
+// A directory whose stamp holds is not listed again: its children are the cache's. That is only
+// right if the cache holds every child, so a directory with a child that was not stored (hashed
+// in the second of its last change, so not trusted later) is stored as not listed, and the next
+// walk reads its listing and finds that child.
+TEST(CachedListing, ADirectoryWithAChildNotStoredIsListedAgain) {
+  TempDir dir;
+  const std::string root = dir / "t";
+  ASSERT_EQ(::mkdir(root.c_str(), 0755), 0);
+  ASSERT_EQ(::mkdir((root + "/d").c_str(), 0755), 0);
+  write_text(root + "/d/a", "a");
+  write_text(root + "/d/b", "b");
+  const std::string state = dir / "state";
+  ASSERT_EQ(::mkdir(state.c_str(), 0700), 0);
+  // d/b changes in a later second than d did (its content, not d's names: d's ctime stays).
+  const int64_t made = ctime_of(root + "/d");
+  while (coarse_realtime_ns() / kSecond <= made / kSecond)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  write_text(root + "/d/b", "b, changed");
+  const int64_t changed = ctime_of(root + "/d/b");
+  ASSERT_GT(changed / kSecond, made / kSecond);
+
+  // Hashed in the second of d/b's change: d/b is not stored, d (settled) is, but not listed.
+  CachedTreeRequest racy = request_for(root, state, 1);
+  racy.tree.stamp_clock = [changed] { return changed; };
+  auto first = tree_digest_cached(racy);
+  ASSERT_TRUE(first.ok()) << first.error().message();
+  {
+    LoadedDigestCache c = load_digest_cache(state, root);
+    ASSERT_EQ(c.state, LoadedDigestCache::State::kLoaded) << c.reason;
+    ASSERT_NE(c.content.find("d"), nullptr);
+    EXPECT_EQ(c.content.find("d/b"), nullptr);
+    EXPECT_TRUE(c.content.children(*c.content.find("d")).empty());
+  }
+  // Later: d's stamp holds; its listing is read, d/b found (and hashed), the digest the full one.
+  for (unsigned threads : {1u, 2u}) {
+    auto later = tree_digest_cached(request_for(root, state, threads));
+    ASSERT_TRUE(later.ok()) << later.error().message();
+    EXPECT_EQ(later->summary.sha256, full_digest(root)) << threads;
+    EXPECT_EQ(later->summary.entries, 4u) << threads;
+  }
+  // Now every child is stored: d is listed, and a walk that takes its listing from the cache
+  // still finds both files and the full digest.
+  LoadedDigestCache c = load_digest_cache(state, root);
+  ASSERT_EQ(c.state, LoadedDigestCache::State::kLoaded) << c.reason;
+  EXPECT_EQ(c.content.children(*c.content.find("d")).size(), 2u);
+  auto listed = tree_digest_cached(request_for(root, state, 2));
+  ASSERT_TRUE(listed.ok()) << listed.error().message();
+  EXPECT_EQ(listed->summary.sha256, full_digest(root));
+  EXPECT_TRUE(listed->pin_cache.digest_from_cache);
+  // A name added to d changes its ctime: the listing is read again and the new file found.
+  write_text(root + "/d/c", "c");
+  auto added = tree_digest_cached(request_for(root, state, 2));
+  ASSERT_TRUE(added.ok()) << added.error().message();
+  EXPECT_EQ(added->summary.sha256, full_digest(root));
+  EXPECT_EQ(added->summary.entries, 5u);
 }
 
 TEST_F(CachedWalk, DirectorySwappedForASymlinkIsRecordedNotFollowed) {

@@ -7,10 +7,9 @@
 // rule of file_stamp.h, table-driven.
 #include "fingerprint/digest_cache.h"
 
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-
-#include <fmt/format.h>
 
 #include <algorithm>
 #include <cstring>
@@ -49,17 +48,20 @@ DigestCacheInput sample() {
                         t + 3 * kSecond};
     if (f.kind == EntryKind::kFile)
       for (size_t i = 0; i < f.sha256.size(); ++i) f.sha256[i] = static_cast<uint8_t>(i * 7 + t);
+    if (f.kind == EntryKind::kDirectory) f.flags = CachedEntry::kListed;
     t += 12345;
   }
   return c;
 }
 
-// Where the parts of sample()'s encoding lie: a header of 144 bytes (magic, version, root length,
-// "/opt/toolchain" padded to 16, the tree digest, two file systems, three counts), 7 entries of
-// 104 bytes, 16 slots of 8 bytes, then the paths.
-constexpr size_t kEntriesAt = 144;
+// Where the parts of sample()'s encoding lie: a header of 152 bytes (magic, version, root length,
+// "/opt/toolchain" padded to 16, the tree digest, two file systems, four counts), 7 entries of
+// 112 bytes, 16 slots of 8 bytes, 4 children of 4 bytes ("." lists bin and \xff\xfe, bin its
+// two), then the paths.
+constexpr size_t kEntriesAt = 152;
 constexpr size_t kSlotsAt = kEntriesAt + 7 * sizeof(CachedEntry);
-constexpr size_t kPathsAt = kSlotsAt + 16 * 8;
+constexpr size_t kChildrenAt = kSlotsAt + 16 * 8;
+constexpr size_t kPathsAt = kChildrenAt + 4 * 4;
 
 // Replaces the trailing integrity digest so that only the structural checks can refuse `bytes`.
 std::string reseal(std::string bytes) {
@@ -108,6 +110,20 @@ TEST(DigestCacheFormat, RoundTripsExactlyAndFindsByPath) {
     EXPECT_EQ(back->path(*found), e.path);
   }
   EXPECT_EQ(back->find(".")->kind, EntryKind::kDirectory);
+  const auto root_children = back->children(*back->find("."));
+  EXPECT_EQ(std::vector<uint32_t>(root_children.begin(), root_children.end()),
+            (std::vector<uint32_t>{1, 6}));
+  const auto bin_children = back->children(*back->find("bin"));
+  EXPECT_EQ(std::vector<uint32_t>(bin_children.begin(), bin_children.end()),
+            (std::vector<uint32_t>{2, 3}));
+  EXPECT_TRUE(back->children(*back->find("bin/cc1")).empty());
+  // A directory that is not listed (one of its children was not stored) has no children here.
+  DigestCacheInput unlisted = sample();
+  unlisted.entries[1].record.flags = 0;
+  auto partly = decode_digest_cache(encode_digest_cache(unlisted));
+  ASSERT_TRUE(partly.ok()) << partly.error().message();
+  EXPECT_TRUE(partly->children(*partly->find("bin")).empty());
+  EXPECT_EQ(partly->children(*partly->find(".")).size(), 2u);
   EXPECT_EQ(back->find("bin/c"), nullptr);
   EXPECT_EQ(back->find("zzz"), nullptr);
   EXPECT_EQ(back->find(""), nullptr);
@@ -221,19 +237,30 @@ TEST(DigestCacheFormat, ContentWithAValidDigestIsStillCheckedStrictly) {
     return at;
   };
   const ByteCase byte_cases[] = {
-      {"version", [&](std::string& b) { b[8] = 3; }, "version 3"},
+      {"version", [&](std::string& b) { b[8] = 4; }, "version 4"},
       {"magic", [&](std::string& b) { b[0] = 'X'; }, "not a sealrun"},
       {"root padding", [&](std::string& b) { b[16 + 15] = 'y'; }, "after the root"},
       {"reserved after the fs count", [&](std::string& b) { b[16 + 16 + 32 + 4] = 1; },
        "bad file-system count"},
-      {"huge entry count", [&](std::string& b) { u64_at(b, kEntriesAt - 24, 1ull << 62); },
+      {"huge entry count", [&](std::string& b) { u64_at(b, kEntriesAt - 32, 1ull << 62); },
        "bad entry count"},
-      {"slot count", [&](std::string& b) { u64_at(b, kEntriesAt - 16, 32); }, "bad slot count"},
-      {"path offset", [&](std::string& b) { u32_at(b, kEntriesAt + 2 * 104, 0); },
-       "bad path bounds in entry 2"},
-      {"path size", [&](std::string& b) { u32_at(b, kEntriesAt + 2 * 104 + 4, 0); },
-       "bad path bounds in entry 2"},
-      {"reserved in an entry", [&](std::string& b) { b[kEntriesAt + 3 * 104 + 9] = 1; }, "kind"},
+      {"slot count", [&](std::string& b) { u64_at(b, kEntriesAt - 24, 32); }, "bad slot count"},
+      {"child count", [&](std::string& b) { u64_at(b, kEntriesAt - 16, 9); }, "bad child count"},
+      {"children of a file", [&](std::string& b) { b[kEntriesAt + 3 * 112 + 9] = 1; },
+       "not a listed directory"},
+      {"a child that is not one", [&](std::string& b) { u32_at(b, kChildrenAt + 8, 5); },
+       "lists a child that is not one"},
+      {"children out of order",
+       [&](std::string& b) {
+         u32_at(b, kChildrenAt + 8, 3);
+         u32_at(b, kChildrenAt + 12, 2);
+       },
+       "bad children"},
+      {"path offset", [&](std::string& b) { u32_at(b, kEntriesAt + 4 * 112, 0); },
+       "bad path bounds in entry 4"},
+      {"path size", [&](std::string& b) { u32_at(b, kEntriesAt + 4 * 112 + 4, 0); },
+       "bad path bounds in entry 4"},
+      {"reserved in an entry", [&](std::string& b) { b[kEntriesAt + 3 * 112 + 10] = 1; }, "kind"},
       {"slot naming no entry", [&](std::string& b) { u32_at(b, first_used_slot(b), 99); },
        "names no entry"},
       {"slot emptied", [&](std::string& b) { u64_at(b, first_used_slot(b), 0); },
