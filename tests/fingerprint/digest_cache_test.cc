@@ -158,6 +158,15 @@ TEST(DigestCacheFormat, APathLongerThanTheLimitIsLeftOut) {
   ASSERT_TRUE(back.ok()) << back.error().message();
   EXPECT_EQ(back->entries.size(), 7u);
   EXPECT_EQ(back->find(long_path), nullptr);
+  EXPECT_EQ(back->children(*back->find("bin")).size(), 2u);
+  // One of bin's children left out: bin can no longer be listed from the cache.
+  DigestCacheInput lost_child = sample();
+  const std::string long_child = "bin/" + std::string(kDigestCacheMaxPathBytes, 'y');
+  lost_child.entries.insert(lost_child.entries.begin() + 4, {long_child, CachedEntry{}});
+  auto unlisted = decode_digest_cache(encode_digest_cache(lost_child));
+  ASSERT_TRUE(unlisted.ok()) << unlisted.error().message();
+  EXPECT_TRUE(unlisted->children(*unlisted->find("bin")).empty());
+  EXPECT_EQ(unlisted->children(*unlisted->find(".")).size(), 2u);
 }
 
 TEST(DigestCacheFormat, EmptyCacheRoundTrips) {
