@@ -7,6 +7,8 @@
 # With SEALRUN_BASE=/path/to/another/sealrun (e.g. a build of main), each round runs that one
 # too (base, sealrun, bare in turn), so a before/after comparison sees the same drift; its median
 # and its difference to the bare bwrap are printed as well.
+# With DISK_LOAD=1, another writer runs meanwhile on the same disk (dd of 256 MiB with
+# conv=fsync into the work directory, over and over), as builds writing to disk would.
 set -eu
 SEALRUN=${SEALRUN:-build/sealrun}
 PAIRS=${1:-15}
@@ -15,7 +17,18 @@ JOB_USER=${SEALRUN_JOB_USER:-sealrun}
 BWRAP=$(command -v bwrap)
 
 W=$(mktemp -d /tmp/sealrun-overhead.XXXXXX)
-trap 'rm -rf "$W"' EXIT
+LOAD_PID=
+cleanup() {
+  if [ -n "$LOAD_PID" ]; then  # the writer loop, then its dd
+    kill -STOP "$LOAD_PID" 2>/dev/null || true
+    pkill -P "$LOAD_PID" 2>/dev/null || true
+    kill "$LOAD_PID" 2>/dev/null || true
+    kill -CONT "$LOAD_PID" 2>/dev/null || true
+    wait "$LOAD_PID" 2>/dev/null || true
+  fi
+  rm -rf "$W"
+}
+trap cleanup EXIT
 chmod 0711 "$W"
 mkdir "$W/src" "$W/toolchain"
 echo input >"$W/src/input.txt"
@@ -37,6 +50,11 @@ bare_true() {
 }
 now_us() { echo $(($(date +%s%N) / 1000)); }
 
+if [ "${DISK_LOAD:-0}" = 1 ]; then
+  (while :; do dd if=/dev/zero of="$W/load" bs=1M count=256 conv=fsync 2>/dev/null; done) &
+  LOAD_PID=$!
+  sleep 1
+fi
 : >"$W/pairs"
 i=0
 while [ "$i" -le "$PAIRS" ]; do

@@ -1,4 +1,5 @@
-// The grant journal (grant_journal.h): one JSON record per run under <state>/grants (0700),
+// The grant journal (grant_journal.h): one JSON record per run under <state>/grants (0700), and
+// its live version (<id>.json.live, never fsync'd) once an update adds only what a reboot destroys;
 // written atomically under an exclusive flock on <state>/grants/.lock, listed under a shared one.
 // Records are parsed from bounded reads with nlohmann; a record that cannot be read or parsed is
 // listed with its problem, never skipped, because sweep must know that something is unaccounted
@@ -44,7 +45,15 @@ class JournalLock {
   UniqueFd fd_;
 };
 
+// Not ".live.json": a run id may end in ".live", and its record must not be another run's live one.
+constexpr const char* kLiveSuffix = ".json.live";
+
 std::string record_file(const std::string& id) { return id + ".json"; }
+std::string live_file(const std::string& id) { return id + kLiveSuffix; }
+
+bool ends_with(const std::string& s, std::string_view tail) {
+  return s.size() > tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
 
 template <typename T>
 Result<T> field(const nlohmann::json& j, const char* key) {
@@ -75,6 +84,9 @@ Result<T> field(const nlohmann::json& j, const char* key) {
 Result<std::string> own_process_start() { return own_starttime(); }
 
 bool controller_alive(const GrantRecord& record, const std::string& proc_root) {
+  // After a reboot the same pid and starttime may name another process: the boot id tells.
+  if (!record.boot_id.empty())
+    if (auto boot = current_boot_id(proc_root); boot && *boot != record.boot_id) return false;
   return process_is_alive(record.controller_pid, record.controller_start, proc_root);
 }
 
@@ -94,6 +106,7 @@ std::string grant_record_to_json(const GrantRecord& r) {
       {"group_locators", r.group_locators},
       {"owned_root", r.owned_root},
       {"created_at", r.created_at},
+      {"boot_id", r.boot_id},
   };
   return j.dump(2) + "\n";
 }
@@ -117,6 +130,7 @@ Result<GrantRecord> grant_record_from_json(std::string_view text) {
   // Added after the first records were written: optional, so that a sweep by a newer sealrun can
   // still read an older controller's record (it then falls back to weaker checks).
   if (j.contains("job_start")) r.job_start = SEALRUN_TRY(field<std::string>(j, "job_start"));
+  if (j.contains("boot_id")) r.boot_id = SEALRUN_TRY(field<std::string>(j, "boot_id"));
   if (j.contains("mechanism_locators")) {
     const auto& m = j["mechanism_locators"];
     if (!m.is_object()) return Error::make("field 'mechanism_locators' is not an object");
@@ -179,18 +193,31 @@ Result<GrantJournal> GrantJournal::open_in(int state_dirfd, const std::string& s
   // Records name processes and groups to kill: nobody else may add or change them.
   if ((st.st_mode & 077) != 0 && ::fchmod(j.dirfd_.get(), 0700) != 0)
     return Error::from_errno("grant journal: chmod 0700 " + j.dir_);
+  if (auto boot = current_boot_id()) j.boot_id_ = std::move(*boot);
   return j;
 }
 
-Status GrantJournal::record(const GrantRecord& record, DirSync dir_sync) {
+Status GrantJournal::record(const GrantRecord& record, RecordDurability durability) {
   if (!is_valid_run_id(record.id))
     return Error::make(
         fmt::format("grant journal: run id '{}' is not usable as a record name", record.id));
   auto lock = SEALRUN_TRY_CTX(JournalLock::take(dirfd_.get(), dir_, true), "grant journal");
+  GrantRecord stamped = record;
+  if (stamped.boot_id.empty()) stamped.boot_id = boot_id_;
+  std::string text = grant_record_to_json(stamped);
   // Through the held descriptor of grants/: a path swapped meanwhile cannot redirect it.
-  return write_file_atomic_in(dirfd_.get(), record_file(record.id), grant_record_to_json(record),
-                              0600, dir_ + "/" + record_file(record.id), dir_sync)
-      .context("grant journal: record " + record.id);
+  std::string live = live_file(record.id);
+  if (durability == RecordDurability::kUntilReboot)
+    return write_file_volatile_in(dirfd_.get(), live, text, 0600, dir_ + "/" + live)
+        .context("grant journal: record " + record.id);
+  SEALRUN_TRY(write_file_atomic_in(dirfd_.get(), record_file(record.id), text, 0600,
+                                   dir_ + "/" + record_file(record.id))
+                  .context("grant journal: record " + record.id));
+  struct stat st {};
+  if (::fstatat(dirfd_.get(), live.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0)  // older than this
+    return write_file_volatile_in(dirfd_.get(), live, text, 0600, dir_ + "/" + live)
+        .context("grant journal: record " + record.id);
+  return ok_status();
 }
 
 Status GrantJournal::forget(const std::string& id) {
@@ -199,9 +226,22 @@ Status GrantJournal::forget(const std::string& id) {
   auto lock = SEALRUN_TRY_CTX(JournalLock::take(dirfd_.get(), dir_, true), "grant journal");
   // No directory fsync: a record is forgotten only once nothing it names is left, so one that a
   // crash brings back names only what is gone, and `sealrun sweep` finds it so and removes it.
-  if (::unlinkat(dirfd_.get(), record_file(id).c_str(), 0) != 0 && errno != ENOENT)
-    return Error::from_errno(fmt::format("grant journal: remove {}/{}", dir_, record_file(id)));
+  // The live version first: killed in between, the durable one alone is left, as a record.
+  for (const std::string& name : {live_file(id), record_file(id)})
+    if (::unlinkat(dirfd_.get(), name.c_str(), 0) != 0 && errno != ENOENT)
+      return Error::from_errno(fmt::format("grant journal: remove {}/{}", dir_, name));
   return ok_status();
+}
+
+Result<GrantRecord> GrantJournal::read_entry(const std::string& name) const {
+  auto text = read_bounded_file(dirfd_.get(), name, kMaxRecordBytes);
+  if (!text) return Error::make("unreadable: " + text.error().message());
+  auto rec = grant_record_from_json(*text);
+  if (!rec) return Error::make("corrupt: " + rec.error().message());
+  if (name != record_file(rec->id) && name != live_file(rec->id))
+    return Error::make(
+        fmt::format("corrupt: record id '{}' does not match its file name", rec->id));
+  return rec;
 }
 
 Result<std::vector<JournalEntry>> GrantJournal::list() {
@@ -224,7 +264,15 @@ Result<std::vector<JournalEntry>> GrantJournal::list() {
   for (const auto& n : names) {
     JournalEntry e;
     e.file = dir_ + "/" + n;
-    bool json_name = n.size() > 5 && n.compare(n.size() - 5, 5, ".json") == 0 && n[0] != '.';
+    bool live_name = ends_with(n, kLiveSuffix) && n[0] != '.';
+    if (live_name) {  // read with its durable record; alone, it is reported
+      std::string durable = n.substr(0, n.size() - 5);  // "<id>.json"
+      if (std::binary_search(names.begin(), names.end(), durable)) continue;
+      e.problem = "live record without its durable record (<id>.json)";
+      out.push_back(std::move(e));
+      continue;
+    }
+    bool json_name = ends_with(n, ".json") && n[0] != '.';
     if (!json_name) {
       e.problem = n.find(".tmp-") != std::string::npos
                       ? "leftover temporary file of an interrupted record write"
@@ -232,21 +280,26 @@ Result<std::vector<JournalEntry>> GrantJournal::list() {
       out.push_back(std::move(e));
       continue;
     }
-    auto text = read_bounded_file(dirfd_.get(), n, kMaxRecordBytes);
-    if (!text) {
-      e.problem = "unreadable: " + text.error().message();
+    auto rec = read_entry(n);
+    if (!rec) {
+      e.problem = rec.error().message();
       out.push_back(std::move(e));
       continue;
     }
-    auto rec = grant_record_from_json(*text);
-    if (!rec) {
-      e.problem = "corrupt: " + rec.error().message();
-    } else if (record_file(rec->id) != n) {
-      e.problem = fmt::format("corrupt: record id '{}' does not match its file name", rec->id);
-    } else {
-      e.readable = true;
-      e.record = std::move(*rec);
+    std::string live = n + ".live";
+    if (std::binary_search(names.begin(), names.end(), live)) {
+      auto newer = read_entry(live);
+      if (newer) {
+        rec = std::move(newer);
+      } else if (rec->boot_id.empty() || boot_id_.empty() || rec->boot_id == boot_id_) {
+        // Same boot (or unknown): the page cache kept every complete write, so this is damage.
+        e.problem = "live record " + live + ": " + newer.error().message();
+        out.push_back(std::move(e));
+        continue;
+      }  // else a power failure's leftover: what it added is gone with that boot
     }
+    e.readable = true;
+    e.record = std::move(*rec);
     out.push_back(std::move(e));
   }
   return out;

@@ -1,7 +1,8 @@
-// The grant journal: a durable record, under the state directory, of every grant in force (owner,
-// run id, mechanism, limits, pid, container, resource group), written and fsync'd before the job
-// starts, so that `sealrun sweep` can find what a killed controller left. One file per run in
-// <state>/grants/<id>.json, written atomically, guarded by <state>/grants/.lock (flock).
+// The grant journal: a record, under the state directory, of every grant in force (owner, run id,
+// mechanism, limits, pid, container, resource group), so that `sealrun sweep` can find what a
+// killed controller left. One file per run in <state>/grants/<id>.json, written atomically and
+// fsync'd before anything it names exists; updates that add only what a reboot destroys go to
+// <id>.json.live, atomically but without fsync. Guarded by <state>/grants/.lock (flock).
 // A journal that cannot be written or read is reported loudly; it never widens a boundary.
 #pragma once
 
@@ -36,7 +37,20 @@ struct GrantRecord {
   std::vector<std::string> group_locators;
   std::string owned_root;
   std::string created_at;  // RFC 3339 UTC
+  // The boot the record was written in (/proc/sys/kernel/random/boot_id); stamped by
+  // GrantJournal::record when empty. Empty in records of older controllers.
+  std::string boot_id;
 };
+
+// How GrantJournal::record writes.
+//   kDurable:     <id>.json, the file and grants/ fsync'd: for the first record and any update
+//                 naming what outlives a reboot (podman's storage), durable before it exists.
+//   kUntilReboot: <id>.json.live, atomic for every reader but never fsync'd: for an update that
+//                 adds only processes, cgroups or a mechanism's name. A SIGKILLed controller
+//                 leaves it complete (the page cache survives); a power failure may leave it
+//                 missing, old or torn, and also takes away everything it adds, which list()
+//                 tells by the durable record's boot id (docs/resource-groups.md).
+enum class RecordDurability { kDurable, kUntilReboot };
 
 struct JournalEntry {
   std::string file;  // path of the record
@@ -47,8 +61,8 @@ struct JournalEntry {
 
 // The starttime (/proc/<pid>/stat field 22) of the calling process: GrantRecord::controller_start.
 Result<std::string> own_process_start();
-// True while the controller that wrote `record` runs: same pid, same starttime, not a zombie.
-// Sweep never touches the run of a live controller.
+// True while the controller that wrote `record` runs: same boot (when recorded), same pid, same
+// starttime, not a zombie. Sweep never touches the run of a live controller.
 bool controller_alive(const GrantRecord& record, const std::string& proc_root = "/proc");
 // The record as one JSON document ("schema": "sealrun-grant-v1"), and back (strict: every field
 // present with its type; the error names the first problem).
@@ -66,18 +80,26 @@ class GrantJournal {
   // Whether <state_dir>/grants holds a record for run `id` (without creating anything).
   static bool has_record(const std::string& state_dir, const std::string& id);
   static bool has_record_in(int state_dirfd, const std::string& id);
-  // Atomic write + fsync, under the lock. With DirSync::kLater the grants/ directory is not
-  // fsynced: for an update that adds only what a reboot destroys anyway (a resource group, a
-  // pid), so after a power failure the previous complete record, already durable, says all that
-  // is left to sweep (core/atomic_write.h).
-  Status record(const GrantRecord& record, DirSync dir_sync = DirSync::kNow);
-  Status forget(const std::string& id);      // removes the record once cleanup is confirmed
-  Result<std::vector<JournalEntry>> list();  // every record, corrupt ones reported, not skipped
+  // Atomic write under the lock, durable or not (RecordDurability); the boot id is stamped when
+  // the record has none. A durable write after a live one rewrites the live one too, so that the
+  // newest version is the one list() reads.
+  Status record(const GrantRecord& record,
+                RecordDurability durability = RecordDurability::kDurable);
+  // Removes the record (the live version first) once cleanup is confirmed.
+  Status forget(const std::string& id);
+  // Every record, corrupt ones reported, not skipped. A run's live version is read when it is
+  // there; one that cannot be read is reported, unless the durable record is from another boot
+  // (then everything the live one could add is gone, and the durable one is listed).
+  Result<std::vector<JournalEntry>> list();
   const std::string& dir() const { return dir_; }
 
  private:
+  // One record file of grants/, read bounded and parsed; its id must match the name.
+  Result<GrantRecord> read_entry(const std::string& name) const;
+
   std::string dir_;
   UniqueFd dirfd_;
+  std::string boot_id_;  // this boot's; empty when it cannot be read
 };
 
 }  // namespace sealrun

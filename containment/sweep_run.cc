@@ -57,9 +57,19 @@ SweepStep sweep_job_process(const GrantRecord& r) {
 
 std::vector<SweepStep> sweep_recorded_run(const GrantRecord& r, int64_t grace_ms,
                                           const MechanismContext& context) {
-  std::vector<SweepStep> steps = resgroup::sweep_recorded(
-      {r.group_backend, r.group_locators, r.id, r.controller_pid, r.controller_start}, grace_ms);
-  if (r.job_pid > 0) steps.push_back(sweep_job_process(r));
+  std::vector<SweepStep> steps;
+  auto boot = current_boot_id();
+  if (!r.boot_id.empty() && boot && *boot != r.boot_id) {
+    // Written before a reboot: its groups and processes are gone, and a pid with the same start
+    // time now may well be another process (start times count from boot).
+    if (!r.group_locators.empty() || r.job_pid > 0)
+      steps.push_back({"groups and processes of run " + r.id,
+                       "gone with the reboot (recorded in boot " + r.boot_id + ")", false});
+  } else {
+    steps = resgroup::sweep_recorded(
+        {r.group_backend, r.group_locators, r.id, r.controller_pid, r.controller_start}, grace_ms);
+    if (r.job_pid > 0) steps.push_back(sweep_job_process(r));
+  }
   // Recorded before a grant named a mechanism: no mechanism was given anything to make.
   if (r.mechanism.empty() && r.mechanism_locators.empty()) return steps;
   auto kind = parse_mechanism_kind(r.mechanism);

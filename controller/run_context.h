@@ -63,9 +63,10 @@ class RunJournal {
   // that `sweep` could not find.
   Status open(const StateDir& state, GrantRecord first);
   // Changes the record and writes it again. The caller decides what a failure means: before
-  // something is created it must stop the run; after, it is a warning. DirSync::kLater only for
-  // a change that names what does not outlive a reboot (GrantJournal::record).
-  Status update(const std::function<void(GrantRecord&)>& change, DirSync dir_sync = DirSync::kNow);
+  // something is created it must stop the run; after, it is a warning. kUntilReboot only for a
+  // change that names nothing that outlives a reboot (RecordDurability, GrantJournal::record).
+  Status update(const std::function<void(GrantRecord&)>& change,
+                RecordDurability durability = RecordDurability::kDurable);
   bool recorded() const { return recorded_; }
   const GrantRecord& record() const { return record_; }
   Status forget();

@@ -13,10 +13,11 @@ Status RunJournal::open(const StateDir& state, GrantRecord first) {
   return ok_status();
 }
 
-Status RunJournal::update(const std::function<void(GrantRecord&)>& change, DirSync dir_sync) {
+Status RunJournal::update(const std::function<void(GrantRecord&)>& change,
+                          RecordDurability durability) {
   change(record_);
   if (!journal_) return Error::make("grant journal: not open");
-  SEALRUN_TRY(journal_->record(record_, dir_sync));
+  SEALRUN_TRY(journal_->record(record_, durability));
   recorded_ = true;
   return ok_status();
 }

@@ -136,9 +136,9 @@ StageStatus stage_acquire_grant(RunContext& run) {
       plan_view(g.spec, g.mechanism == "podman" ? ViewRoot::kImage : ViewRoot::kEmptyTmpfs));
   // Locators name what the mechanism will make that outlives a reboot (podman's storage): the
   // record of them is durable before they exist. Without any (bwrap: namespaces and mounts, gone
-  // with a reboot), the update only adds the mechanism's name and needs no directory fsync.
+  // with a reboot), the update only adds the mechanism's name and needs no fsync (the live record).
   auto locators = run.chosen->journal_locators(g.spec);
-  DirSync sync = locators.empty() ? DirSync::kLater : DirSync::kNow;
+  auto sync = locators.empty() ? RecordDurability::kUntilReboot : RecordDurability::kDurable;
   auto recorded = run.journal.update(
       [&](GrantRecord& r) {
         r.mechanism = g.mechanism;
@@ -168,15 +168,15 @@ StageStatus stage_create_group(RunContext& run) {
   }
   run.group = std::move(*group);
   // Recorded at once: the group exists from here on, and sweep must be able to find it.
-  // (Should this fail, sweep still finds the group by its name: sweep_stray_groups.) No directory
-  // fsync: a group (a cgroup, a transient systemd scope) does not outlive a reboot; until then the
-  // renamed record is what every reader (sweep) sees.
+  // (Should this fail, sweep still finds the group by its name: sweep_stray_groups.) Not fsync'd
+  // (the live record): a group (a cgroup, a transient systemd scope) does not outlive a reboot;
+  // until then the renamed record is what every reader (sweep) sees.
   if (auto st = run.journal.update(
           [&](GrantRecord& r) {
             r.group_backend = std::string(resgroup::backend_name(run.group->backend()));
             r.group_locators = run.group->locators();
           },
-          DirSync::kLater);
+          RecordDurability::kUntilReboot);
       !st)
     run.warn("grant journal: " + st.error().message());
   receipt::MemoryRecord memory;

@@ -115,14 +115,14 @@ StageStatus stage_run_job(RunContext& run) {
   out->reset();
   err->reset();
   // Now sweep can also find the job's outermost process; its starttime with the pid names it, so
-  // a recycled pid is never mistaken for the job. No directory fsync: a process does not outlive
-  // a reboot, and until then the renamed record is what sweep reads.
+  // a recycled pid is never mistaken for the job. Not fsync'd (the live record): a process does not
+  // outlive a reboot, and until then the renamed record is what sweep reads.
   if (auto st = run.journal.update(
           [&](GrantRecord& r) {
             r.job_pid = run.job->pid();
             if (auto start = process_starttime(run.job->pid()); start) r.job_start = *start;
           },
-          DirSync::kLater);
+          RecordDurability::kUntilReboot);
       !st)
     run.warn("grant journal: " + st.error().message());
 

@@ -22,8 +22,11 @@ Status write_file_atomic(const std::string& path, std::string_view bytes, mode_t
   return write_file_atomic_in(dirfd.get(), name, bytes, mode, path);
 }
 
-Status write_file_atomic_in(int dirfd, const std::string& name, std::string_view bytes, mode_t mode,
-                            const std::string& what, DirSync dir_sync) {
+namespace {
+
+// kNow/kLater as in the header; `file_fsync` false: no fsync at all (write_file_volatile_in).
+Status write_replace(int dirfd, const std::string& name, std::string_view bytes, mode_t mode,
+                     const std::string& what, bool file_fsync, DirSync dir_sync) {
   if (name.empty() || name == "." || name == ".." || name.find('/') != std::string::npos)
     return Error::make(fmt::format("{}: not a file name", what));
   std::random_device rd;
@@ -36,15 +39,27 @@ Status write_file_atomic_in(int dirfd, const std::string& name, std::string_view
   };
   if (auto st = write_all(fd.get(), bytes, tmp); !st) return fail(std::move(st).error());
   if (::fchmod(fd.get(), mode) != 0) return fail(Error::from_errno("fchmod " + tmp));
-  if (::fsync(fd.get()) != 0) return fail(Error::from_errno("fsync " + tmp));
+  if (file_fsync && ::fsync(fd.get()) != 0) return fail(Error::from_errno("fsync " + tmp));
   // close(2) can report a deferred write error (NFS, quota); treat it as a failure.
   if (::close(fd.release()) != 0) return fail(Error::from_errno("close " + tmp));
   if (::renameat(dirfd, tmp.c_str(), dirfd, name.c_str()) != 0)
     return fail(Error::from_errno(fmt::format("rename {} to {}", tmp, name)));
-  if (dir_sync == DirSync::kNow && ::fsync(dirfd) != 0)
+  if (file_fsync && dir_sync == DirSync::kNow && ::fsync(dirfd) != 0)
     return Error::from_errno(fmt::format("fsync the directory of {}", what))
         .context(fmt::format("write {} atomically", what));
   return ok_status();
+}
+
+}  // namespace
+
+Status write_file_atomic_in(int dirfd, const std::string& name, std::string_view bytes, mode_t mode,
+                            const std::string& what, DirSync dir_sync) {
+  return write_replace(dirfd, name, bytes, mode, what, true, dir_sync);
+}
+
+Status write_file_volatile_in(int dirfd, const std::string& name, std::string_view bytes,
+                              mode_t mode, const std::string& what) {
+  return write_replace(dirfd, name, bytes, mode, what, false, DirSync::kLater);
 }
 
 }  // namespace sealrun

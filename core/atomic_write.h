@@ -1,7 +1,7 @@
 // Writing a file so that a reader sees either the old complete file or the new complete file, and
 // a crash or a full disk leaves the old one intact: write a temporary in the same directory, fsync
 // it, rename it over the target, fsync the directory (rename(2) is atomic within a filesystem
-// only).
+// only). And the same without any fsync, for a file that only describes what a reboot destroys.
 #pragma once
 
 #include <sys/types.h>
@@ -28,5 +28,13 @@ Status write_file_atomic(const std::string& path, std::string_view bytes, mode_t
 // The same for the file `name` (no '/') in the directory `dirfd`; `what` names it in errors.
 Status write_file_atomic_in(int dirfd, const std::string& name, std::string_view bytes, mode_t mode,
                             const std::string& what, DirSync dir_sync = DirSync::kNow);
+
+// Atomic for every reader while the machine runs (temporary + rename, so a killed writer leaves the
+// old complete file or the new one), but nothing is fsynced: after a power failure the file may be
+// missing, old, empty or torn. Only for a file whose content names what does not survive a reboot
+// (processes, cgroups, mounts, loop devices), so that a lost version costs nothing, and whose
+// reader knows that (e.g. by a boot id kept in a durable companion).
+Status write_file_volatile_in(int dirfd, const std::string& name, std::string_view bytes,
+                              mode_t mode, const std::string& what);
 
 }  // namespace sealrun

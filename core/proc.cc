@@ -65,6 +65,14 @@ bool process_is_alive(pid_t pid, std::string_view starttime, const std::string& 
 
 Result<std::string> own_starttime() { return process_starttime(::getpid()); }
 
+Result<std::string> current_boot_id(const std::string& proc_root) {
+  std::string path = proc_root + "/sys/kernel/random/boot_id";
+  std::string text = SEALRUN_TRY(read_proc_file(path, kMaxProcFile));
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+  if (text.empty()) return Error::make(path + ": empty");
+  return text;
+}
+
 Result<uid_t> process_real_uid(pid_t pid, const std::string& proc_root) {
   std::string path = fmt::format("{}/{}/status", proc_root, pid);
   std::string text = SEALRUN_TRY(read_proc_file(path, kMaxProcFile));

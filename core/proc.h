@@ -34,6 +34,10 @@ bool process_is_alive(pid_t pid, std::string_view starttime,
                       const std::string& proc_root = kProcRoot);
 // The start time of the calling process.
 Result<std::string> own_starttime();
+// This boot's id (/proc/sys/kernel/random/boot_id, without its newline): what a record compares
+// to know whether the processes, groups, mounts and loop devices it names can still exist (none
+// survives a reboot).
+Result<std::string> current_boot_id(const std::string& proc_root = kProcRoot);
 // The real uid ("Uid:" line of /proc/<pid>/status).
 Result<uid_t> process_real_uid(pid_t pid, const std::string& proc_root = kProcRoot);
 // The direct children of every thread of `pid` (/proc/<pid>/task/*/children; Linux >= 3.5 with

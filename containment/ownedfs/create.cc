@@ -1,6 +1,6 @@
 // create_owned_fs(): see ownedfs.h. The order is what makes it safe to kill at any point:
 //
-//   record (fsync'd) → image (O_EXCL, sparse) → the shape's template or mkfs.ext4 → loop device
+//   record → image (O_EXCL, sparse) → the shape's template or mkfs.ext4 → loop device
 //   (autoclear) → record with the loop device → fsopen/fsconfig/fsmount: a mount that is attached
 //   nowhere yet → prepare its root through the mount's descriptor (marker, filler inodes, owner,
 //   mode) → move_mount onto the mount point.
@@ -8,6 +8,11 @@
 // Killed before move_mount, the detached mount dies with the controller's descriptors and the
 // kernel then detaches the loop device itself (autoclear): only the image and its record are left,
 // which sweep removes. Killed after, the mount is left too, and sweep finds it through the record.
+//
+// The record is not fsync'd. A killed controller leaves it complete (the page cache outlives the
+// process). A power failure may lose it, but the run's grant record was made durable before this
+// file system was begun and names the run, so `sweep` still finds the image (sweep_owned_fs_of_run);
+// the loop device and the mount, the record's other contents, do not outlive a reboot.
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <sys/mount.h>
@@ -173,7 +178,7 @@ Result<OwnedFs> create_owned_fs(const OwnedFsSpec& spec) {
   Record rec{spec.id, ::getpid(),    "",        fs.image_path,      mount_point,
              "",      fs.size_bytes, fs.inodes, utc_timestamp_now()};
   rec.controller_start = SEALRUN_TRY_CTX(own_starttime(), "owned file system");
-  SEALRUN_TRY_CTX(write_record(dir.get(), rec, false, true),
+  SEALRUN_TRY_CTX(write_record(dir.get(), rec, false, false),
                   "owned file system: record before creating");
   made.record = true;
 
@@ -198,8 +203,8 @@ Result<OwnedFs> create_owned_fs(const OwnedFsSpec& spec) {
   fs.loop_device = loop->path;
   fs.direct_io = loop->direct_io;
   rec.loop_device = loop->path;
-  // Not fsync'd: the record was made durable before the image existed; the loop device is a
-  // convenience for sweep (which finds the device through the mount) and dies with a crash anyway.
+  // The loop device is a convenience for sweep (which finds the device through the mount) and dies
+  // with a reboot anyway.
   if (auto st = write_record(dir.get(), rec, true, false); !st)
     return made.undo(std::move(st).error().context("owned file system: record the loop device"));
 

@@ -111,9 +111,14 @@ std::vector<Step> remove_owned_fs(const OwnedFs& fs, int64_t busy_wait_ms = 1000
 // device is that loop device; an image without a record is reported, never removed.
 std::vector<Step> sweep_owned_fs(const std::string& state_dir, const Host& host = {});
 
-// The same for one run's record only (none: nothing is reported). `sweep` calls it for a killed
-// run once its processes are stopped (what they kept open in the file system, e.g. podman's pause
-// process, would hold it) and before its owned root is removed.
+// The same for one run's record only. `sweep` calls it for a run whose grant record says its
+// controller is dead, once its processes are stopped (what they kept open in the file system, e.g.
+// podman's pause process, would hold it) and before its owned root is removed. The ownedfs record
+// is not fsync'd (create.cc): when a power failure took it (missing or unreadable) but the run's
+// image is there, the grant record vouches for the id and the image is torn down all the same,
+// with the same proofs (the mount point and image path derived from the state directory and the
+// id, the mount touched only when it is a loop device bound to that image). Neither record nor
+// image: nothing is reported.
 std::vector<Step> sweep_owned_fs_of_run(const std::string& state_dir, const std::string& id,
                                         const Host& host = {});
 

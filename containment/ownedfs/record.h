@@ -1,5 +1,6 @@
-// The owned file system's record: STATE/ownedfs/<id>.json, written (atomically, fsync'd) before the
-// image exists and rewritten once the loop device is known, removed last. It names the controller
+// The owned file system's record: STATE/ownedfs/<id>.json, written (atomically, not fsync'd: the
+// run's grant record is the durable anchor, see create.cc) before the image exists and rewritten
+// once the loop device is known, removed last. It names the controller
 // (pid + starttime, so sweep can tell a dead controller from a live one) and what was made. The
 // directory STATE/ownedfs is root's own (0700): a record or image there was put there by sealrun.
 #pragma once

@@ -295,8 +295,24 @@ std::vector<Step> sweep_owned_fs_of_run(const std::string& state_dir, const std:
   auto& [state, fd] = *dir;
   if (!fd) return {{"owned file systems " + state + "/ownedfs", fd.error().message(), true}};
   struct stat st {};
-  if (::fstatat(fd->get(), record_name(id).c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return steps;
-  sweep_record(fd->get(), state, record_name(id), host, steps);
+  bool has_record =
+      ::fstatat(fd->get(), record_name(id).c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;
+  if (has_record && read_record(fd->get(), record_name(id))) {
+    sweep_record(fd->get(), state, record_name(id), host, steps);
+    return steps;
+  }
+  if (::fstatat(fd->get(), image_name(id).c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+    if (has_record) sweep_record(fd->get(), state, record_name(id), host, steps);  // reported
+    return steps;
+  }
+  // The image without a readable record: what a power failure leaves of a record never fsync'd.
+  steps.push_back({"owned file system record " + record_name(id),
+                   has_record ? "unreadable; the run's grant record vouches for its image"
+                              : "missing; the run's grant record vouches for its image",
+                   false});
+  std::error_code ec;
+  std::string mount_point = std::filesystem::weakly_canonical(state + "/owned/" + id, ec);
+  for (auto& s : tear_down({fd->get(), id, mount_point, ""}, 1000, host)) steps.push_back(s);
   return steps;
 }
 

@@ -52,6 +52,22 @@ TEST(AtomicWrite, DirSyncLaterStillReplacesAtomically) {
       write_file_atomic_in(dirfd.get(), "a/b", "x", 0600, "a/b", DirSync::kLater).ok());
 }
 
+// The volatile write (no fsync at all) is as atomic for readers: the new complete file replaces
+// the old one, with its mode, and no temporary is left; a bad name is refused.
+TEST(AtomicWrite, AVolatileWriteStillReplacesAtomically) {
+  TempDir dir;
+  UniqueFd dirfd(::open(dir.str().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  ASSERT_TRUE(dirfd);
+  ASSERT_TRUE(write_file_volatile_in(dirfd.get(), "r.live", "one", 0600, "r").ok());
+  ASSERT_TRUE(write_file_volatile_in(dirfd.get(), "r.live", "two", 0640, "r").ok());
+  EXPECT_EQ(read_text(dir / "r.live"), "two");
+  struct stat st {};
+  ASSERT_EQ(::stat((dir / "r.live").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0640u);
+  EXPECT_EQ(entries_in(dir.str()), 1u);
+  EXPECT_FALSE(write_file_volatile_in(dirfd.get(), "..", "x", 0600, "..").ok());
+}
+
 // A write that fails (the disk is full) leaves the previous file: atomic_write_full_disk_test.cc.
 
 }  // namespace

@@ -130,5 +130,60 @@ TEST_F(OwnedFsTest, AnImageWithoutARecordIsReportedNotRemoved) {
   EXPECT_TRUE(exists(state_ + "/ownedfs/stray.img"));
 }
 
+// The ownedfs record is not fsync'd: after a power failure the image may be there with its record
+// missing or torn. For a run whose grant record names it (the caller's proof, durable before the
+// image existed), sweep_owned_fs_of_run removes the image and the torn record all the same; for
+// any other id, nothing is touched.
+TEST_F(OwnedFsTest, AnImageWhoseRecordAPowerFailureTookIsRemovedForItsRun) {
+  auto dir = open_ownedfs_dir(state_, true);
+  ASSERT_TRUE(dir.ok());
+  make_mount_point("lost");
+  make_mount_point("torn");
+  for (const char* img : {"lost.img", "torn.img"}) {
+    int fd = ::openat(dir->get(), img, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(::ftruncate(fd, 64 << 20), 0);
+    ::close(fd);
+  }
+  int torn = ::openat(dir->get(), "torn.json", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  ASSERT_GE(torn, 0);  // empty: a record whose data never reached the disk
+  ::close(torn);
+
+  EXPECT_TRUE(sweep_owned_fs_of_run(state_, "other").empty());
+  auto lost = sweep_owned_fs_of_run(state_, "lost");
+  expect_clean(lost);
+  std::string text = describe(lost);
+  EXPECT_NE(text.find("missing; the run's grant record vouches"), std::string::npos) << text;
+  EXPECT_NE(text.find("image lost.img: removed"), std::string::npos) << text;
+  EXPECT_FALSE(exists(state_ + "/ownedfs/lost.img"));
+
+  auto gone = sweep_owned_fs_of_run(state_, "torn");
+  expect_clean(gone);
+  text = describe(gone);
+  EXPECT_NE(text.find("unreadable; the run's grant record vouches"), std::string::npos) << text;
+  EXPECT_FALSE(exists(state_ + "/ownedfs/torn.img"));
+  EXPECT_FALSE(exists(state_ + "/ownedfs/torn.json"));
+}
+
+// Without a record, the mount at the run's mount point is still touched only when it is a loop
+// device bound to that very image.
+TEST_F(OwnedFsTest, WithoutARecordAForeignMountIsStillRefused) {
+  std::string mp = make_mount_point("nameless");
+  auto dir = open_ownedfs_dir(state_, true);
+  ASSERT_TRUE(dir.ok());
+  int img = ::openat(dir->get(), "nameless.img", O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  ASSERT_GE(img, 0);
+  ::close(img);
+  ASSERT_EQ(::mount("tmpfs", mp.c_str(), "tmpfs", 0, "size=1m"), 0);
+  auto steps = sweep_owned_fs_of_run(state_, "nameless");
+  std::string text = describe(steps);
+  ASSERT_FALSE(steps.empty());
+  EXPECT_TRUE(steps.back().left) << text;
+  EXPECT_NE(text.find("refused: what is mounted there (tmpfs"), std::string::npos) << text;
+  EXPECT_TRUE(mounted(mp));
+  EXPECT_TRUE(exists(state_ + "/ownedfs/nameless.img"));
+  ASSERT_EQ(::umount2(mp.c_str(), 0), 0);
+}
+
 }  // namespace
 }  // namespace sealrun::ownedfs::testing
