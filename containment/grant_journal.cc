@@ -233,6 +233,23 @@ Status GrantJournal::forget(const std::string& id) {
   return ok_status();
 }
 
+Result<bool> GrantJournal::remove_dead_temporary(const std::string& name,
+                                                 const std::string& proc_root) {
+  size_t at = name.find(".tmp-");
+  if (name.empty() || name[0] != '.' || at == std::string::npos ||
+      name.find('/') != std::string::npos)
+    return Error::make(fmt::format("grant journal: {} is not a temporary of a record write", name));
+  std::string pid = name.substr(at + 5, name.find('-', at + 5) - (at + 5));
+  if (pid.empty() || pid.find_first_not_of("0123456789") != std::string::npos)
+    return Error::make(fmt::format("grant journal: {} names no writer pid", name));
+  auto lock = SEALRUN_TRY_CTX(JournalLock::take(dirfd_.get(), dir_, true), "grant journal");
+  struct stat st {};
+  if (::stat((proc_root + "/" + pid).c_str(), &st) == 0) return false;  // its writer may be alive
+  if (::unlinkat(dirfd_.get(), name.c_str(), 0) != 0 && errno != ENOENT)
+    return Error::from_errno(fmt::format("grant journal: remove {}/{}", dir_, name));
+  return true;
+}
+
 Result<GrantRecord> GrantJournal::read_entry(const std::string& name) const {
   auto text = read_bounded_file(dirfd_.get(), name, kMaxRecordBytes);
   if (!text) return Error::make("unreadable: " + text.error().message());
@@ -274,9 +291,9 @@ Result<std::vector<JournalEntry>> GrantJournal::list() {
     }
     bool json_name = ends_with(n, ".json") && n[0] != '.';
     if (!json_name) {
-      e.problem = n.find(".tmp-") != std::string::npos
-                      ? "leftover temporary file of an interrupted record write"
-                      : "unexpected file in the grant journal (not <id>.json)";
+      e.temporary = n[0] == '.' && n.find(".tmp-") != std::string::npos;
+      e.problem = e.temporary ? "leftover temporary file of an interrupted record write"
+                              : "unexpected file in the grant journal (not <id>.json)";
       out.push_back(std::move(e));
       continue;
     }

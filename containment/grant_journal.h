@@ -55,7 +55,8 @@ enum class RecordDurability { kDurable, kUntilReboot };
 struct JournalEntry {
   std::string file;  // path of the record
   bool readable = false;
-  std::string problem;  // why it could not be read (corrupt, too large, ...)
+  std::string problem;     // why it could not be read (corrupt, too large, ...)
+  bool temporary = false;  // a temporary of an interrupted write (remove_dead_temporary)
   GrantRecord record;
 };
 
@@ -91,6 +92,12 @@ class GrantJournal {
   // there; one that cannot be read is reported, unless the durable record is from another boot
   // (then everything the live one could add is gone, and the durable one is listed).
   Result<std::vector<JournalEntry>> list();
+  // Removes the temporary `name` (a JournalEntry with `temporary`, ".<record>.tmp-<pid>-<random>")
+  // when the process that wrote it is gone: a write it never renamed changed no record, and the
+  // record it was to replace, if any, is whole. Returns false (and keeps it) while a process of
+  // that pid runs.
+  Result<bool> remove_dead_temporary(const std::string& name,
+                                     const std::string& proc_root = "/proc");
   const std::string& dir() const { return dir_; }
 
  private:

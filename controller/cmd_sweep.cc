@@ -64,6 +64,15 @@ void sweep_records(const run::StateDir& state, const SweepOptions& opt,
     return;
   }
   for (const auto& e : *entries) {
+    if (e.temporary) {  // a write its controller never finished (killed mid-write)
+      auto removed = journal->remove_dead_temporary(e.file.substr(e.file.rfind('/') + 1));
+      if (removed && *removed) {
+        report.push_back(
+            {"",
+             {"record " + e.file, "removed (an interrupted write; its writer is gone)", false}});
+        continue;
+      }
+    }
     if (!e.readable) {
       report.push_back(
           {"", {"record " + e.file, e.problem + "; kept for a person to inspect", true}});

@@ -295,8 +295,7 @@ std::vector<Step> sweep_owned_fs_of_run(const std::string& state_dir, const std:
   auto& [state, fd] = *dir;
   if (!fd) return {{"owned file systems " + state + "/ownedfs", fd.error().message(), true}};
   struct stat st {};
-  bool has_record =
-      ::fstatat(fd->get(), record_name(id).c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;
+  bool has_record = ::fstatat(fd->get(), record_name(id).c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;
   if (has_record && read_record(fd->get(), record_name(id))) {
     sweep_record(fd->get(), state, record_name(id), host, steps);
     return steps;

@@ -125,5 +125,31 @@ TEST(GrantJournalLive, ALiveRecordAloneIsReportedAndAnIdEndingInLiveIsItsOwnReco
   EXPECT_EQ(by_file["x.live.json"].record.job_pid, 0);
 }
 
+// A temporary of a write whose controller was killed before the rename is removed once its writer
+// is gone; one whose writer runs (here: this process) is kept.
+TEST(GrantJournalLive, ATemporaryOfADeadWriterIsRemovedAndOfALiveOneKept) {
+  TempDir tmp;
+  auto j = GrantJournal::open(tmp.str());
+  ASSERT_TRUE(j.ok());
+  std::string dead = ".r.json.tmp-999999999-0000abcd";  // beyond pid_max: no such process
+  std::string alive = ".r.json.tmp-" + std::to_string(::getpid()) + "-0000abcd";
+  write_text(j->dir() + "/" + dead, "{");
+  write_text(j->dir() + "/" + alive, "{");
+  auto list = j->list();
+  ASSERT_TRUE(list.ok());
+  ASSERT_EQ(list->size(), 2u);
+  for (const auto& e : *list) EXPECT_TRUE(e.temporary) << e.file;
+  auto gone = j->remove_dead_temporary(dead);
+  ASSERT_TRUE(gone.ok()) << gone.error().message();
+  EXPECT_TRUE(*gone);
+  EXPECT_FALSE(fs::exists(j->dir() + "/" + dead));
+  auto kept = j->remove_dead_temporary(alive);
+  ASSERT_TRUE(kept.ok());
+  EXPECT_FALSE(*kept);
+  EXPECT_TRUE(fs::exists(j->dir() + "/" + alive));
+  EXPECT_FALSE(j->remove_dead_temporary("r.json").ok());
+  EXPECT_FALSE(j->remove_dead_temporary(".r.json.tmp-x-1").ok());
+}
+
 }  // namespace
 }  // namespace sealrun

@@ -17,6 +17,7 @@
 #include "containment/grant_journal.h"
 #include "containment/resgroup/cgroupfs_io.h"
 #include "containment/resgroup/resource_group.h"
+#include "core/proc.h"
 #include "core/process.h"
 #include "core/syscall.h"
 #include "tests/support/temp_dir.h"
@@ -234,6 +235,37 @@ TEST(SweepReal, AJobPidWithAnotherStarttimeIsARecycledPidAndNotTouched) {
   ASSERT_TRUE(c.ok());
   EXPECT_NE(c->out.find("started at another time than the job"), std::string::npos) << c->out;
   EXPECT_FALSE(other->wait_for(200)->has_value()) << "sweep killed a process that was not the job";
+  other->kill_and_reap();
+}
+
+TEST(SweepReal, AJobOfAnotherBootIsNotLookedUpEvenWithTheSamePidAndStarttime) {
+  // Start times count from boot: after a reboot, the recorded pid and start time may name a new
+  // process. The record's boot id tells sweep that its job is gone.
+  testing::TempDir tmp;
+  std::string state = tmp / "state";
+  auto sleeper = find_program("sleep");
+  ASSERT_TRUE(sleeper.ok());
+  SpawnOptions o;
+  o.argv = {*sleeper, "1000"};
+  auto other = spawn(o);
+  ASSERT_TRUE(other.ok()) << other.error().message();
+  auto start = process_starttime(other->pid());
+  ASSERT_TRUE(start.ok());
+  auto journal = GrantJournal::open(state);
+  ASSERT_TRUE(journal.ok());
+  GrantRecord r;
+  r.id = "rebooted";
+  r.controller_pid = 999999;  // not running
+  r.controller_start = "0";
+  r.job_pid = other->pid();
+  r.job_start = *start;  // exactly this process's, as a recycled pid after a reboot could be
+  r.boot_id = "00000000-0000-0000-0000-000000000000";
+  ASSERT_TRUE(journal->record(r).ok());
+  auto c = run_sweep(state);
+  ASSERT_TRUE(c.ok());
+  EXPECT_NE(c->out.find("gone with the reboot"), std::string::npos) << c->out;
+  EXPECT_FALSE(other->wait_for(200)->has_value()) << "sweep killed a process of this boot";
+  EXPECT_FALSE(fs::exists(state + "/grants/rebooted.json")) << c->out;
   other->kill_and_reap();
 }
 
