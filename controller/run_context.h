@@ -67,6 +67,10 @@ class RunJournal {
   // change that names nothing that outlives a reboot (RecordDurability, GrantJournal::record).
   Status update(const std::function<void(GrantRecord&)>& change,
                 RecordDurability durability = RecordDurability::kDurable);
+  // Changes the record in memory only; the next update() writes it. For a change that names
+  // nothing that exists yet and nothing `sweep` would act on (bwrap's name: it leaves nothing of
+  // its own to sweep), so that it costs no write of its own.
+  void note(const std::function<void(GrantRecord&)>& change) { change(record_); }
   bool recorded() const { return recorded_; }
   const GrantRecord& record() const { return record_; }
   Status forget();

@@ -136,16 +136,19 @@ StageStatus stage_acquire_grant(RunContext& run) {
       plan_view(g.spec, g.mechanism == "podman" ? ViewRoot::kImage : ViewRoot::kEmptyTmpfs));
   // Locators name what the mechanism will make that outlives a reboot (podman's storage): the
   // record of them is durable before they exist. Without any (bwrap: namespaces and mounts, gone
-  // with a reboot), the update only adds the mechanism's name and needs no fsync (the live record).
+  // with a reboot, and nothing for sweep to do by the mechanism's name), the name is written with
+  // the next update (the resource group's or the job's): no write of its own.
   auto locators = run.chosen->journal_locators(g.spec);
-  auto sync = locators.empty() ? RecordDurability::kUntilReboot : RecordDurability::kDurable;
-  auto recorded = run.journal.update(
-      [&](GrantRecord& r) {
-        r.mechanism = g.mechanism;
-        r.mechanism_locators = std::move(locators);
-      },
-      sync);
-  if (!recorded)  // what the mechanism makes could not be found by `sweep`: make nothing
+  auto change = [&](GrantRecord& r) {
+    r.mechanism = g.mechanism;
+    r.mechanism_locators = std::move(locators);
+  };
+  if (locators.empty()) {
+    run.journal.note(change);
+    return stage_ok();
+  }
+  if (auto recorded = run.journal.update(change, RecordDurability::kDurable); !recorded)
+    // what the mechanism makes could not be found by `sweep`: make nothing
     return stage_fail(
         kExitContainmentUnavailable,
         "the grant could not be recorded for `sealrun sweep`: " + recorded.error().message());
