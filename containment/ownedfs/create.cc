@@ -201,6 +201,7 @@ Result<OwnedFs> create_owned_fs(const OwnedFsSpec& spec) {
   auto loop = attach_loop(spec.host.dev_dir, image->get(), image_name(spec.id));
   if (!loop) return made.undo(std::move(loop).error().context("owned file system: loop device"));
   fs.loop_device = loop->path;
+  fs.direct_io = loop->direct_io;
   rec.loop_device = loop->path;
   // The loop device is a convenience for sweep (which finds the device through the mount) and dies
   // with a reboot anyway.

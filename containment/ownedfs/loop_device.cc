@@ -35,14 +35,21 @@ Result<LoopDevice> attach_loop(const std::string& dev_dir, int image_fd,
     struct loop_config cfg {};
     cfg.fd = static_cast<uint32_t>(image_fd);
     cfg.block_size = 4096;
-    // Buffered, not LO_FLAGS_DIRECT_IO (loop_device.h says why).
-    cfg.info.lo_flags = LO_FLAGS_AUTOCLEAR;
+    cfg.info.lo_flags = LO_FLAGS_AUTOCLEAR | LO_FLAGS_DIRECT_IO;
     std::strncpy(reinterpret_cast<char*>(cfg.info.lo_file_name), image_name.c_str(),
                  LO_NAME_SIZE - 1);
-    if (::ioctl(loop.fd.get(), LOOP_CONFIGURE, &cfg) != 0) {
+    int rc = ::ioctl(loop.fd.get(), LOOP_CONFIGURE, &cfg);
+    if (rc != 0 && errno == EINVAL) {  // no direct I/O on this backing filesystem
+      cfg.info.lo_flags = LO_FLAGS_AUTOCLEAR;
+      rc = ::ioctl(loop.fd.get(), LOOP_CONFIGURE, &cfg);
+    }
+    if (rc != 0) {
       if (errno == EBUSY) continue;  // taken meanwhile: ask for another
       return Error::from_errno("LOOP_CONFIGURE " + loop.path);
     }
+    struct loop_info64 info {};
+    if (::ioctl(loop.fd.get(), LOOP_GET_STATUS64, &info) == 0)
+      loop.direct_io = (info.lo_flags & LO_FLAGS_DIRECT_IO) != 0;
     return loop;
   }
   return Error::make(fmt::format("no free loop device after {} attempts", kAttachAttempts));

@@ -19,17 +19,14 @@ namespace sealrun::ownedfs {
 struct LoopDevice {
   std::string path;  // /dev/loopN
   UniqueFd fd;       // held until the file system holds the device itself
+  bool direct_io = false;
 };
 
-// Binds `image_fd` to a free loop device with autoclear, 4096-byte sectors, buffered I/O on the
-// image. Not LO_FLAGS_DIRECT_IO: switching a device to direct I/O makes the kernel fsync the image
-// first (the template just written and the host journal's commit of the new inode: up to 124 ms
-// behind another writer's I/O), and every read of the new file system's metadata at mount, every
-// write at unmount and every extent the image allocates then goes to the disk synchronously.
-// Buffered, a short run's owned file system is made, used and removed in the page cache and never
-// reaches the disk (the image's dirty pages die with its unlink). The price is a second cached
-// copy of what the job writes there, which the host writes back and reclaims like any file's
-// pages (docs/growth.md).
+// Binds `image_fd` to a free loop device with autoclear (and direct I/O where the backing
+// filesystem allows it, so written data is not cached twice), 4096-byte sectors. Buffered I/O was
+// measured as the alternative (no fsync of the image at LOOP_CONFIGURE, the mount's metadata read
+// from the page cache) and won nothing measurable, quiet or behind another writer, while it
+// caches the job's data twice (bench/README.md, "The disk-sensitive steps").
 Result<LoopDevice> attach_loop(const std::string& dev_dir, int image_fd,
                                const std::string& image_name);
 

@@ -87,6 +87,7 @@ struct OwnedFs {
   // Inodes in use on the file system that are not the owned space's (ext4's reserved inodes and
   // the filler that makes the inode bound exact): the census subtracts them from statfs's figure.
   uint64_t reserved_inodes = 0;
+  bool direct_io = false;  // the loop device reads and writes the image with O_DIRECT
   int64_t create_ms = 0;   // record to mounted, all included
   std::string made_by;     // "template <key>" or "mkfs.ext4 (...)": template.h
 };
