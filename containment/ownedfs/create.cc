@@ -11,8 +11,9 @@
 //
 // The record is not fsync'd. A killed controller leaves it complete (the page cache outlives the
 // process). A power failure may lose it, but the run's grant record was made durable before this
-// file system was begun and names the run, so `sweep` still finds the image (sweep_owned_fs_of_run);
-// the loop device and the mount, the record's other contents, do not outlive a reboot.
+// file system was begun and names the run, so `sweep` still finds the image
+// (sweep_owned_fs_of_run); the loop device and the mount, the record's other contents, do not
+// outlive a reboot.
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <sys/mount.h>

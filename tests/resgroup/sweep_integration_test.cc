@@ -211,62 +211,57 @@ TEST(SweepReal, NeverTouchesALiveControllersRun) {
   ASSERT_TRUE((*g)->remove().ok());
 }
 
+// A live `sleep` (not the job of any run) and a journal in `state` whose record of run `id`,
+// under a dead controller, names it as the job with `job_start`, or its real start time when that
+// is empty, and `boot_id`. Sweep must leave it alone.
+Child record_sleeper_as_job(const std::string& state, const std::string& id,
+                            const std::string& job_start, const std::string& boot_id) {
+  auto sleeper = find_program("sleep");
+  EXPECT_TRUE(sleeper.ok());
+  SpawnOptions o;
+  o.argv = {*sleeper, "1000"};
+  auto other = spawn(o);
+  EXPECT_TRUE(other.ok()) << other.error().message();
+  auto journal = GrantJournal::open(state);
+  EXPECT_TRUE(journal.ok());
+  GrantRecord r;
+  r.id = id;
+  r.controller_pid = 999999;  // not running
+  r.controller_start = "0";
+  r.job_pid = other->pid();
+  r.job_start = job_start.empty() ? *process_starttime(other->pid()) : job_start;
+  r.boot_id = boot_id;
+  EXPECT_TRUE(journal->record(r).ok());
+  return std::move(*other);
+}
+
 TEST(SweepReal, AJobPidWithAnotherStarttimeIsARecycledPidAndNotTouched) {
   // The record's controller is dead and the pid is alive and started after it: only the recorded
   // starttime tells that this process is not the job.
   testing::TempDir tmp;
   std::string state = tmp / "state";
-  auto sleeper = find_program("sleep");
-  ASSERT_TRUE(sleeper.ok());
-  SpawnOptions o;
-  o.argv = {*sleeper, "1000"};
-  auto other = spawn(o);
-  ASSERT_TRUE(other.ok()) << other.error().message();
-  auto journal = GrantJournal::open(state);
-  ASSERT_TRUE(journal.ok());
-  GrantRecord r;
-  r.id = "recycled";
-  r.controller_pid = 999999;  // not running
-  r.controller_start = "0";
-  r.job_pid = other->pid();
-  r.job_start = "1";  // the recorded job started long before this process
-  ASSERT_TRUE(journal->record(r).ok());
+  // The recorded job started long before this process.
+  Child other = record_sleeper_as_job(state, "recycled", "1", "");
   auto c = run_sweep(state);
   ASSERT_TRUE(c.ok());
   EXPECT_NE(c->out.find("started at another time than the job"), std::string::npos) << c->out;
-  EXPECT_FALSE(other->wait_for(200)->has_value()) << "sweep killed a process that was not the job";
-  other->kill_and_reap();
+  EXPECT_FALSE(other.wait_for(200)->has_value()) << "sweep killed a process that was not the job";
+  other.kill_and_reap();
 }
 
 TEST(SweepReal, AJobOfAnotherBootIsNotLookedUpEvenWithTheSamePidAndStarttime) {
   // Start times count from boot: after a reboot, the recorded pid and start time may name a new
-  // process. The record's boot id tells sweep that its job is gone.
+  // process (here: exactly this one's). The record's boot id tells sweep that its job is gone.
   testing::TempDir tmp;
   std::string state = tmp / "state";
-  auto sleeper = find_program("sleep");
-  ASSERT_TRUE(sleeper.ok());
-  SpawnOptions o;
-  o.argv = {*sleeper, "1000"};
-  auto other = spawn(o);
-  ASSERT_TRUE(other.ok()) << other.error().message();
-  auto start = process_starttime(other->pid());
-  ASSERT_TRUE(start.ok());
-  auto journal = GrantJournal::open(state);
-  ASSERT_TRUE(journal.ok());
-  GrantRecord r;
-  r.id = "rebooted";
-  r.controller_pid = 999999;  // not running
-  r.controller_start = "0";
-  r.job_pid = other->pid();
-  r.job_start = *start;  // exactly this process's, as a recycled pid after a reboot could be
-  r.boot_id = "00000000-0000-0000-0000-000000000000";
-  ASSERT_TRUE(journal->record(r).ok());
+  Child other =
+      record_sleeper_as_job(state, "rebooted", "", "00000000-0000-0000-0000-000000000000");
   auto c = run_sweep(state);
   ASSERT_TRUE(c.ok());
   EXPECT_NE(c->out.find("gone with the reboot"), std::string::npos) << c->out;
-  EXPECT_FALSE(other->wait_for(200)->has_value()) << "sweep killed a process of this boot";
+  EXPECT_FALSE(other.wait_for(200)->has_value()) << "sweep killed a process of this boot";
   EXPECT_FALSE(fs::exists(state + "/grants/rebooted.json")) << c->out;
-  other->kill_and_reap();
+  other.kill_and_reap();
 }
 
 TEST(SweepReal, ATamperedRecordIsRefusedAndKept) {
