@@ -198,6 +198,19 @@ std::vector<std::string> sealrun_groups(const std::string& run_id) {
   return found;
 }
 
+std::string describe_processes(const std::vector<pid_t>& pids) {
+  std::string out;
+  for (pid_t pid : pids) {
+    const fs::path proc = fs::path("/proc") / std::to_string(pid);
+    std::string cmdline = read_text(proc / "cmdline");
+    for (char& c : cmdline)
+      if (c == '\0') c = ' ';
+    out += "  pid " + std::to_string(pid) + ": " + cmdline +
+           "\n    stat: " + read_text(proc / "stat") + "\n";
+  }
+  return out.empty() ? "  (none)\n" : out;
+}
+
 std::vector<pid_t> processes_with(const std::string& marker) {
   std::vector<pid_t> found;
   for (const auto& e : fs::directory_iterator("/proc")) {

@@ -82,6 +82,8 @@ class Workspace {
 std::vector<std::string> sealrun_groups(const std::string& run_id);
 // Pids whose command line contains `marker` (zombies and this process excepted).
 std::vector<pid_t> processes_with(const std::string& marker);
+// Each pid with its command line and /proc stat line, for a failure message.
+std::string describe_processes(const std::vector<pid_t>& pids);
 // Asserts what a receipt of an enforced run shows: every required dimension enforced, memory and
 // pids limits applied as read back.
 void expect_fully_enforced(const nlohmann::json& receipt);

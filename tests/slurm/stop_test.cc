@@ -7,6 +7,7 @@
 #include <signal.h>
 
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 
 #include "tests/slurm/cluster_support.h"
@@ -83,6 +84,26 @@ TEST_F(StopTest, AfterANodeRestartSweepRemovesWhatTheRunLeft) {
   auto job = ws.sbatch(ws.run_line(a, "restart"), &err);
   ASSERT_TRUE(job.has_value()) << err;
   ASSERT_TRUE(wait_until([] { return job_running("restart"); }, 60000)) << "the job never ran";
+  // bwrap's init (the sandbox's pid 1, the job's parent) asks for its death signal only after it
+  // has forked the job, just before it starts waiting for it: a crash in between would leave it
+  // (bwrap's own window, not sealrun's). Wait until it waits.
+  ASSERT_TRUE(wait_until(
+      [] {
+        for (pid_t job : processes_with("1802.25")) {
+          const std::string proc = "/proc/" + std::to_string(job);
+          if (read_text(proc + "/comm") != "sleep\n") continue;  // bwrap's lines name it too
+          const std::string stat = read_text(proc + "/stat");
+          const size_t close = stat.rfind(')');
+          pid_t parent = 0;
+          if (close == std::string::npos ||
+              std::sscanf(stat.c_str() + close + 1, " %*c %d", &parent) != 1)
+            continue;
+          if (read_text("/proc/" + std::to_string(parent) + "/wchan") == "do_wait") return true;
+        }
+        return false;
+      },
+      10000))
+      << "the sandbox's init never waited for the job";
 
   // The node "crashes": slurmd, the job's step daemon and the sealrun controller die at once.
   pid_t slurmd = std::stoi(read_text(cluster_dir() + "/run/slurmd.pid"));
@@ -99,7 +120,8 @@ TEST_F(StopTest, AfterANodeRestartSweepRemovesWhatTheRunLeft) {
       },
       10000));
   // bwrap dies with its parent (--die-with-parent): the job's processes go too.
-  EXPECT_TRUE(wait_until([] { return processes_with("1802.25").empty(); }, 10000));
+  EXPECT_TRUE(wait_until([] { return processes_with("1802.25").empty(); }, 10000))
+      << describe_processes(processes_with("1802.25"));
   // What the killed run leaves: its groups, its owned root and its grant record.
   EXPECT_FALSE(sealrun_groups("restart").empty());
   EXPECT_TRUE(fs::exists(ws.state() + "/grants/restart.json"));
