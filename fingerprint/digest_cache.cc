@@ -173,8 +173,17 @@ uint64_t digest_cache_path_hash(std::string_view path) {
 namespace {
 
 // A slot: the entry's index + 1 in the low 32 bits (0: empty), the path hash's high bits above.
+uint64_t slot_tag(uint64_t hash_or_slot) { return hash_or_slot & 0xffffffff00000000ull; }
+uint64_t slot_entry_number(uint64_t slot) { return slot & 0xffffffffu; }  // index + 1; 0: empty
 uint64_t slot_for(uint64_t hash, uint32_t index) {
-  return (hash & 0xffffffff00000000ull) | (static_cast<uint64_t>(index) + 1u);
+  return slot_tag(hash) | (static_cast<uint64_t>(index) + 1u);
+}
+
+// Whether `path` is `dir` ("." for the root) plus one more name.
+bool is_child_path(std::string_view path, std::string_view dir) {
+  const size_t slash = path.rfind('/');
+  if (dir == ".") return !path.empty() && slash == std::string_view::npos;
+  return slash == dir.size() && path.substr(0, slash) == dir && slash + 1 < path.size();
 }
 
 // Slots for `count` entries: a power of two, at most two thirds full (short probe sequences),
@@ -194,13 +203,9 @@ void DigestCacheContent::prefetch_slot(uint64_t hash) const {
 void DigestCacheContent::prefetch_entry(uint64_t hash) const {
   if (slots_.empty()) return;
   const uint64_t slot = slots_[hash & (slots_.size() - 1)];
-  const uint64_t index = slot & 0xffffffffu;
-  if ((slot & 0xffffffff00000000ull) != (hash & 0xffffffff00000000ull) || index == 0 ||
-      index > entries.size())
-    return;
-  const CachedEntry* e = &entries[index - 1];
-  __builtin_prefetch(e);
-  __builtin_prefetch(reinterpret_cast<const char*>(e) + 64);
+  const uint64_t number = slot_entry_number(slot);
+  if (slot_tag(slot) != slot_tag(hash) || number == 0 || number > entries.size()) return;
+  prefetch_cached_entry(&entries[number - 1]);
 }
 
 const CachedEntry* DigestCacheContent::find(std::string_view path) const {
@@ -209,15 +214,15 @@ const CachedEntry* DigestCacheContent::find(std::string_view path) const {
 
 const CachedEntry* DigestCacheContent::find_hashed(std::string_view path, uint64_t hash) const {
   if (slots_.empty()) return nullptr;
-  const uint64_t tag = hash & 0xffffffff00000000ull;
+  const uint64_t tag = slot_tag(hash);
   const size_t mask = slots_.size() - 1;
   // At most one round: check_body() makes sure the table has an empty slot, and every slot names
   // an entry; the bound is for the reader's peace of mind.
   for (size_t i = hash & mask, probes = 0; probes < slots_.size(); i = (i + 1) & mask, ++probes) {
     const uint64_t slot = slots_[i];
     if (slot == 0) return nullptr;
-    if ((slot & 0xffffffff00000000ull) != tag) continue;
-    const CachedEntry& e = entries[(slot & 0xffffffffu) - 1];
+    if (slot_tag(slot) != tag) continue;
+    const CachedEntry& e = entries[slot_entry_number(slot) - 1];
     if (this->path(e) == path) return &e;
   }
   return nullptr;
@@ -519,22 +524,18 @@ Status check_body(std::string_view body, DigestCacheContent& out, std::string_vi
     if (e.first_child != next_child || e.child_count > children.size() - next_child)
       return corrupt(fmt::format("bad children of entry {}", i));
     next_child += e.child_count;
-    const std::string_view prefix = path == "." ? std::string_view() : path;
     uint32_t before = 0;
     for (uint32_t c : children.subspan(e.first_child, e.child_count)) {
       if (c >= out.entries.size() || c <= i || c <= before)
         return corrupt(fmt::format("bad children of entry {}", i));
       before = c;
       const CachedEntry& child = out.entries[c];
+      // The child's own bounds are checked when the pass gets to it (it comes later).
       const std::string_view name =
           child.path_offset <= *path_bytes && child.path_size <= *path_bytes - child.path_offset
               ? paths.substr(child.path_offset, child.path_size)
               : std::string_view();
-      const size_t skip = prefix.empty() ? 0 : prefix.size() + 1;
-      if (name.size() <= skip ||
-          (!prefix.empty() &&
-           (name.substr(0, prefix.size()) != prefix || name[prefix.size()] != '/')) ||
-          name.find('/', skip) != std::string_view::npos)
+      if (!is_child_path(name, path))
         return corrupt(fmt::format("entry {} lists a child that is not one", i));
     }
   }
@@ -546,10 +547,10 @@ Status check_body(std::string_view body, DigestCacheContent& out, std::string_vi
   size_t used = 0;
   for (uint64_t slot : slots) {
     if (slot == 0) continue;
-    const uint64_t index = slot & 0xffffffffu;
-    if (index == 0 || index > out.entries.size() || named[index - 1])
+    const uint64_t number = slot_entry_number(slot);
+    if (number == 0 || number > out.entries.size() || named[number - 1])
       return corrupt("an index slot names no entry, or one named before");
-    named[index - 1] = true;
+    named[number - 1] = true;
     ++used;
   }
   if (used != out.entries.size()) return corrupt("the index leaves entries out");

@@ -14,10 +14,7 @@ namespace sealrun {
 
 Status list_names(int dirfd, bool rewind, const std::string& display, std::vector<char>& buffer,
                   NameList& out) {
-  out.bytes.clear();
-  out.starts.clear();
-  out.inodes.clear();
-  out.types.clear();
+  out.clear();
   // The root's descriptor belongs to the caller, who may have read it: from the start. (A
   // directory the walk opened itself is at its start already.)
   if (rewind && ::lseek(dirfd, 0, SEEK_SET) != 0)
@@ -35,11 +32,7 @@ Status list_names(int dirfd, bool rewind, const std::string& display, std::vecto
       pos += de->d_reclen;
       const std::string_view name(de->d_name);
       if (name == "." || name == "..") continue;
-      out.starts.push_back(static_cast<uint32_t>(out.bytes.size()));
-      out.inodes.push_back(de->d_ino);
-      out.types.push_back(de->d_type);
-      out.bytes.insert(out.bytes.end(), name.begin(), name.end());
-      out.bytes.push_back('\0');
+      out.add(name, de->d_ino, de->d_type);
     }
   }
 }

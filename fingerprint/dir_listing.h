@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/result.h"
@@ -21,6 +22,19 @@ struct NameList {
   std::vector<uint64_t> inodes;  // d_ino
   std::vector<uint8_t> types;    // d_type (DT_UNKNOWN where the file system does not say)
   const char* at(size_t i) const { return bytes.data() + starts[i]; }
+  void clear() {
+    bytes.clear();
+    starts.clear();
+    inodes.clear();
+    types.clear();
+  }
+  void add(std::string_view name, uint64_t inode, uint8_t type) {
+    starts.push_back(static_cast<uint32_t>(bytes.size()));
+    inodes.push_back(inode);
+    types.push_back(type);
+    bytes.insert(bytes.end(), name.begin(), name.end());
+    bytes.push_back('\0');
+  }
 };
 
 // Lists `dirfd` into `out` ("." and ".." left out), with `buffer` as getdents64's. `rewind`: from

@@ -313,23 +313,16 @@ class Walker {
   // The children of `dir` as a listing would give them, each with its cache entry.
   static void names_from_cache(const DigestCacheContent& cache, const CachedEntry& dir,
                                NameList& out, std::vector<const CachedEntry*>& cached) {
-    out.bytes.clear();
-    out.starts.clear();
-    out.inodes.clear();
-    out.types.clear();
+    out.clear();
     cached.clear();
     const std::string_view dir_path = cache.path(dir);
     const size_t skip = dir_path == "." ? 0 : dir_path.size() + 1;
     for (uint32_t index : cache.children(dir)) {
       const CachedEntry& child = cache.entries[index];
-      const std::string_view name = cache.path(child).substr(skip);
-      out.starts.push_back(static_cast<uint32_t>(out.bytes.size()));
-      out.bytes.insert(out.bytes.end(), name.begin(), name.end());
-      out.bytes.push_back('\0');
-      out.inodes.push_back(child.stamp.ino);
-      out.types.push_back(child.kind == EntryKind::kDirectory ? DT_DIR
-                          : child.kind == EntryKind::kSymlink ? DT_LNK
-                                                              : DT_REG);
+      out.add(cache.path(child).substr(skip), child.stamp.ino,
+              child.kind == EntryKind::kDirectory ? DT_DIR
+              : child.kind == EntryKind::kSymlink ? DT_LNK
+                                                  : DT_REG);
       cached.push_back(&child);
     }
   }
@@ -514,10 +507,7 @@ class Walker {
       }
       // The cache's entry is compared right after the stat, whose kernel work has likely pushed it
       // out of the CPU's caches again: fetched meanwhile.
-      if (const CachedEntry* c = scratch.cached[i]) {
-        __builtin_prefetch(c);
-        __builtin_prefetch(reinterpret_cast<const char*>(c) + 64);
-      }
+      if (const CachedEntry* c = scratch.cached[i]) prefetch_cached_entry(c);
       if (::fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0)
         return Error::from_errno(
             fmt::format("stat {} (did the tree change during the walk?)", display(child_rel)));
