@@ -64,17 +64,23 @@ inline bool stamp_is_settled(const FileStamp& s) {
 // Whether `cached` (a settled stamp taken on `cached_fs`) still describes the file whose lstat is
 // `now` on `now_fs`: same file system, inode, size, mtime and ctime to the nanosecond.
 // The same for an lstat kept as a stamp (its hashed_at_ns plays no part).
+// The stamp a stat gives, read at `read_at` (0 where the moment does not matter).
+inline FileStamp stamp_of(const struct stat& st, int64_t read_at = 0) {
+  return FileStamp{static_cast<uint64_t>(st.st_ino), static_cast<uint64_t>(st.st_size),
+                   timespec_ns(st.st_mtim), timespec_ns(st.st_ctim), read_at};
+}
+// Whether two stamps describe the same inode in the same state (the moments aside).
+inline bool same_inode_state(const FileStamp& a, const FileStamp& b) {
+  return a.ino == b.ino && a.size == b.size && a.mtime_ns == b.mtime_ns && a.ctime_ns == b.ctime_ns;
+}
 inline bool stamp_still_holds(const FileStamp& cached, const FsIdentity& cached_fs,
                               const FileStamp& now, const FsIdentity& now_fs) {
   return cached_fs == now_fs && ctime_is_trustworthy(now_fs.type) && stamp_is_settled(cached) &&
-         cached.ino == now.ino && cached.size == now.size && cached.mtime_ns == now.mtime_ns &&
-         cached.ctime_ns == now.ctime_ns;
+         same_inode_state(cached, now);
 }
 inline bool stamp_still_holds(const FileStamp& cached, const FsIdentity& cached_fs,
                               const struct stat& now, const FsIdentity& now_fs) {
-  const FileStamp seen{static_cast<uint64_t>(now.st_ino), static_cast<uint64_t>(now.st_size),
-                       timespec_ns(now.st_mtim), timespec_ns(now.st_ctim), 0};
-  return stamp_still_holds(cached, cached_fs, seen, now_fs);
+  return stamp_still_holds(cached, cached_fs, stamp_of(now), now_fs);
 }
 
 }  // namespace sealrun

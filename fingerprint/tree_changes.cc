@@ -42,10 +42,7 @@ std::vector<std::string> changes_since_record(const DigestCacheContent& recorded
       continue;
     }
     if (kind == EntryKind::kDirectory) continue;
-    bool same_stamp =
-        st.st_ino == e.stamp.ino && static_cast<uint64_t>(st.st_size) == e.stamp.size &&
-        timespec_ns(st.st_mtim) == e.stamp.mtime_ns && timespec_ns(st.st_ctim) == e.stamp.ctime_ns;
-    if (same_stamp) continue;
+    if (same_inode_state(stamp_of(st), e.stamp)) continue;
     if (kind == EntryKind::kSymlink) {
       note("changed", rel);
       continue;

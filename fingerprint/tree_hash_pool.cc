@@ -207,8 +207,7 @@ void HashPool::hash(Opened& job, FileHasher& hasher) {
   e.gid = st.st_gid;
   e.bytes = digest->bytes;
   e.sha256 = digest->raw;
-  e.stamp = FileStamp{static_cast<uint64_t>(st.st_ino), static_cast<uint64_t>(st.st_size),
-                      timespec_ns(st.st_mtim), timespec_ns(st.st_ctim), job.opened_at_ns};
+  e.stamp = stamp_of(st, job.opened_at_ns);
   done_files_.fetch_add(1, std::memory_order_relaxed);
 }
 

@@ -135,9 +135,7 @@ class Walker {
         }
         struct stat st {};
         if (::fstatat(fd->get(), "", &st, AT_EMPTY_PATH) != 0 || !S_ISLNK(st.st_mode) ||
-            static_cast<uint64_t>(st.st_ino) != e.stamp.ino ||
-            timespec_ns(st.st_ctim) != e.stamp.ctime_ns ||
-            static_cast<uint64_t>(st.st_size) != e.stamp.size) {
+            !same_inode_state(stamp_of(st), e.stamp)) {
           status = Error::make(fmt::format("symlink {} changed during the walk", shown));
           return;
         }
@@ -286,10 +284,6 @@ class Walker {
     e.mode = st.st_mode & 07777;
     e.uid = st.st_uid;
     e.gid = st.st_gid;
-  }
-  static FileStamp stamp_of(const struct stat& st, int64_t read_at) {
-    return FileStamp{static_cast<uint64_t>(st.st_ino), static_cast<uint64_t>(st.st_size),
-                     timespec_ns(st.st_mtim), timespec_ns(st.st_ctim), read_at};
   }
   int64_t stamp_now() const {
     return options_.stamp_clock ? options_.stamp_clock() : coarse_realtime_ns();
