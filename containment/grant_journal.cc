@@ -164,8 +164,8 @@ bool GrantJournal::has_record(const std::string& state_dir, const std::string& i
 bool GrantJournal::has_record_in(int state_dirfd, const std::string& id) {
   if (!is_valid_run_id(id)) return false;
   struct stat st {};
-  return ::fstatat(state_dirfd, ("grants/" + record_file(id)).c_str(), &st,
-                   AT_SYMLINK_NOFOLLOW) == 0;
+  return ::fstatat(state_dirfd, ("grants/" + record_file(id)).c_str(), &st, AT_SYMLINK_NOFOLLOW) ==
+         0;
 }
 
 Result<GrantJournal> GrantJournal::open(const std::string& state_dir) {
@@ -235,16 +235,13 @@ Status GrantJournal::forget(const std::string& id) {
 
 Result<bool> GrantJournal::remove_dead_temporary(const std::string& name,
                                                  const std::string& proc_root) {
-  size_t at = name.find(".tmp-");
-  if (name.empty() || name[0] != '.' || at == std::string::npos ||
-      name.find('/') != std::string::npos)
+  const std::optional<pid_t> writer = atomic_write_temporary_writer(name);
+  if (!writer)
     return Error::make(fmt::format("grant journal: {} is not a temporary of a record write", name));
-  std::string pid = name.substr(at + 5, name.find('-', at + 5) - (at + 5));
-  if (pid.empty() || pid.find_first_not_of("0123456789") != std::string::npos)
-    return Error::make(fmt::format("grant journal: {} names no writer pid", name));
   auto lock = SEALRUN_TRY_CTX(JournalLock::take(dirfd_.get(), dir_, true), "grant journal");
   struct stat st {};
-  if (::stat((proc_root + "/" + pid).c_str(), &st) == 0) return false;  // its writer may be alive
+  if (::stat(fmt::format("{}/{}", proc_root, *writer).c_str(), &st) == 0)
+    return false;  // its writer may be alive
   if (::unlinkat(dirfd_.get(), name.c_str(), 0) != 0 && errno != ENOENT)
     return Error::from_errno(fmt::format("grant journal: remove {}/{}", dir_, name));
   return true;
@@ -291,7 +288,7 @@ Result<std::vector<JournalEntry>> GrantJournal::list() {
     }
     bool json_name = ends_with(n, ".json") && n[0] != '.';
     if (!json_name) {
-      e.temporary = n[0] == '.' && n.find(".tmp-") != std::string::npos;
+      e.temporary = atomic_write_temporary_writer(n).has_value();
       e.problem = e.temporary ? "leftover temporary file of an interrupted record write"
                               : "unexpected file in the grant journal (not <id>.json)";
       out.push_back(std::move(e));

@@ -24,13 +24,15 @@ Status write_file_atomic(const std::string& path, std::string_view bytes, mode_t
 
 namespace {
 
+constexpr std::string_view kTemporaryMark = ".tmp-";
+
 // kNow/kLater as in the header; `file_fsync` false: no fsync at all (write_file_volatile_in).
 Status write_replace(int dirfd, const std::string& name, std::string_view bytes, mode_t mode,
                      const std::string& what, bool file_fsync, DirSync dir_sync) {
   if (name.empty() || name == "." || name == ".." || name.find('/') != std::string::npos)
     return Error::make(fmt::format("{}: not a file name", what));
   std::random_device rd;
-  std::string tmp = fmt::format(".{}.tmp-{}-{:08x}", name, ::getpid(), rd());
+  std::string tmp = fmt::format(".{}{}{}-{:08x}", name, kTemporaryMark, ::getpid(), rd());
   auto fd = SEALRUN_TRY(open_at(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode));
 
   auto fail = [&](Error e) -> Status {
@@ -60,6 +62,22 @@ Status write_file_atomic_in(int dirfd, const std::string& name, std::string_view
 Status write_file_volatile_in(int dirfd, const std::string& name, std::string_view bytes,
                               mode_t mode, const std::string& what) {
   return write_replace(dirfd, name, bytes, mode, what, false, DirSync::kLater);
+}
+
+std::optional<pid_t> atomic_write_temporary_writer(std::string_view name) {
+  const size_t at = name.rfind(kTemporaryMark);
+  if (name.size() < 2 || name[0] != '.' || at == std::string_view::npos || at == 0 ||
+      name.find('/') != std::string_view::npos)
+    return std::nullopt;
+  const std::string_view rest = name.substr(at + kTemporaryMark.size());  // "<pid>-<random>"
+  const size_t dash = rest.find('-');
+  const std::string_view pid = rest.substr(0, dash);
+  if (dash == std::string_view::npos || pid.empty() || pid.size() > 9 ||
+      pid.find_first_not_of("0123456789") != std::string_view::npos)
+    return std::nullopt;
+  pid_t value = 0;
+  for (char c : pid) value = value * 10 + (c - '0');
+  return value;
 }
 
 }  // namespace sealrun

@@ -6,6 +6,7 @@
 
 #include <sys/types.h>
 
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -36,5 +37,10 @@ Status write_file_atomic_in(int dirfd, const std::string& name, std::string_view
 // reader knows that (e.g. by a boot id kept in a durable companion).
 Status write_file_volatile_in(int dirfd, const std::string& name, std::string_view bytes,
                               mode_t mode, const std::string& what);
+
+// The pid of the process that was writing `name`, when `name` is a temporary these writes make
+// (".<target>.tmp-<pid>-<random>", left behind only by a writer killed mid-write); else nullopt.
+// For a sweep: once no process of that pid runs, the temporary is garbage.
+std::optional<pid_t> atomic_write_temporary_writer(std::string_view name);
 
 }  // namespace sealrun

@@ -22,6 +22,7 @@
 #include "containment/ownedfs/ownedfs.h"
 #include "containment/ownedfs/record.h"
 #include "containment/ownedfs/template.h"
+#include "core/atomic_write.h"
 #include "core/proc.h"
 #include "core/syscall.h"
 #include "core/unique_fd.h"
@@ -142,8 +143,7 @@ bool release_loop(const std::string& loop, const Identity& image, bool expect_bu
           elsewhere_only = elsewhere_only && h.find(kOtherNamespaceHolder) != std::string::npos;
         if (elsewhere_only) {
           s.outcome = "gone from this mount namespace; still mounted in another one (" +
-                      holders.front() +
-                      (holders.size() > 1 ? ", ..." : "") +
+                      holders.front() + (holders.size() > 1 ? ", ..." : "") +
                       "): the kernel releases it when that process exits (autoclear)";
           break;
         }
@@ -325,12 +325,11 @@ void sweep_template_temporaries(int ownedfs_dirfd, const Host& host, std::vector
   auto names = list_names(dir->get());
   if (!names) return;
   for (const auto& n : *names) {
-    size_t at = n.find(".tmp-");
-    if (n[0] != '.' || at == std::string::npos) continue;
-    std::string pid = n.substr(at + 5, n.find('-', at + 5) - (at + 5));
-    if (pid.empty() || pid.find_first_not_of("0123456789") != std::string::npos) continue;
+    const std::optional<pid_t> writer = atomic_write_temporary_writer(n);
+    if (!writer) continue;
     struct stat st {};
-    if (::stat((host.proc_dir + "/" + pid).c_str(), &st) == 0) continue;  // its writer may be alive
+    if (::stat(fmt::format("{}/{}", host.proc_dir, *writer).c_str(), &st) == 0)
+      continue;  // its writer may be alive
     bool ok = ::unlinkat(dir->get(), n.c_str(), 0) == 0;
     steps.push_back(
         {"template temporary " + n, ok ? "removed (its writer is gone)" : "remove failed", !ok});

@@ -1,7 +1,7 @@
 #include "core/atomic_write.h"
 
-#include <gtest/gtest.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -48,8 +48,7 @@ TEST(AtomicWrite, DirSyncLaterStillReplacesAtomically) {
   ASSERT_EQ(::stat((dir / "r.json").c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 07777, 0640u);
   EXPECT_EQ(entries_in(dir.str()), 1u);
-  EXPECT_FALSE(
-      write_file_atomic_in(dirfd.get(), "a/b", "x", 0600, "a/b", DirSync::kLater).ok());
+  EXPECT_FALSE(write_file_atomic_in(dirfd.get(), "a/b", "x", 0600, "a/b", DirSync::kLater).ok());
 }
 
 // The volatile write (no fsync at all) is as atomic for readers: the new complete file replaces
@@ -66,6 +65,18 @@ TEST(AtomicWrite, AVolatileWriteStillReplacesAtomically) {
   EXPECT_EQ(st.st_mode & 07777, 0640u);
   EXPECT_EQ(entries_in(dir.str()), 1u);
   EXPECT_FALSE(write_file_volatile_in(dirfd.get(), "..", "x", 0600, "..").ok());
+}
+
+// The temporaries a killed writer leaves (".<target>.tmp-<pid>-<random>") are told by name, with
+// their writer's pid, for sweeps; nothing else is taken for one.
+TEST(AtomicWrite, ATemporaryIsToldByNameWithItsWriter) {
+  EXPECT_EQ(atomic_write_temporary_writer(".r.json.tmp-4242-0000abcd"), 4242);
+  EXPECT_EQ(atomic_write_temporary_writer(".a.tmp-b.json.tmp-17-ffffffff"), 17);  // the last mark
+  EXPECT_EQ(atomic_write_temporary_writer(".k.data.tmp-999999999-0000abcd"), 999999999);
+  for (const char* not_one :
+       {"r.json", "r.json.tmp-1-2", ".r.json", ".r.json.tmp-x-1", ".r.json.tmp-12",
+        ".r.json.tmp--1", ".r.json.tmp-1234567890-1", "a/.r.json.tmp-1-2", ".tmp-1-2"})
+    EXPECT_EQ(atomic_write_temporary_writer(not_one), std::nullopt) << not_one;
 }
 
 // A write that fails (the disk is full) leaves the previous file: atomic_write_full_disk_test.cc.
