@@ -46,10 +46,11 @@ class JournalLock {
 };
 
 // Not ".live.json": a run id may end in ".live", and its record must not be another run's live one.
-constexpr const char* kLiveSuffix = ".json.live";
+constexpr std::string_view kRecordSuffix = ".json";
+constexpr std::string_view kLiveSuffix = ".json.live";
 
-std::string record_file(const std::string& id) { return id + ".json"; }
-std::string live_file(const std::string& id) { return id + kLiveSuffix; }
+std::string record_file(const std::string& id) { return id + std::string(kRecordSuffix); }
+std::string live_file(const std::string& id) { return id + std::string(kLiveSuffix); }
 
 bool ends_with(const std::string& s, std::string_view tail) {
   return s.size() > tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
@@ -280,13 +281,13 @@ Result<std::vector<JournalEntry>> GrantJournal::list() {
     e.file = dir_ + "/" + n;
     bool live_name = ends_with(n, kLiveSuffix) && n[0] != '.';
     if (live_name) {  // read with its durable record; alone, it is reported
-      std::string durable = n.substr(0, n.size() - 5);  // "<id>.json"
+      const std::string durable = record_file(n.substr(0, n.size() - kLiveSuffix.size()));
       if (std::binary_search(names.begin(), names.end(), durable)) continue;
       e.problem = "live record without its durable record (<id>.json)";
       out.push_back(std::move(e));
       continue;
     }
-    bool json_name = ends_with(n, ".json") && n[0] != '.';
+    bool json_name = ends_with(n, kRecordSuffix) && n[0] != '.';
     if (!json_name) {
       e.temporary = atomic_write_temporary_writer(n).has_value();
       e.problem = e.temporary ? "leftover temporary file of an interrupted record write"
@@ -300,7 +301,7 @@ Result<std::vector<JournalEntry>> GrantJournal::list() {
       out.push_back(std::move(e));
       continue;
     }
-    std::string live = n + ".live";
+    const std::string live = live_file(n.substr(0, n.size() - kRecordSuffix.size()));
     if (std::binary_search(names.begin(), names.end(), live)) {
       auto newer = read_entry(live);
       if (newer) {
