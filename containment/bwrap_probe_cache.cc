@@ -13,6 +13,7 @@
 #include "containment/probe_json.h"
 #include "containment/seccomp_policy.h"
 #include "core/atomic_write.h"
+#include "core/proc.h"
 #include "core/strict_json.h"
 #include "core/syscall.h"
 #include "core/version.h"
@@ -79,9 +80,10 @@ Result<ProbeCacheKey> probe_cache_key(const std::string& bwrap_path,
   struct utsname u {};
   if (::uname(&u) != 0) return Error::from_errno("uname");
   k.kernel_release = u.release;
-  k.boot_id = read_small(proc_sys + "/kernel/random/boot_id");
-  if (k.boot_id.empty())
+  auto boot_id = read_boot_id(proc_sys + "/kernel/random/boot_id");
+  if (!boot_id)
     return Error::make("no boot id at " + proc_sys + "/kernel/random/boot_id: nothing to cache by");
+  k.boot_id = std::move(*boot_id);
   k.id_maps = run_as ? fmt::format("uid {} gid {}", run_as->uid, run_as->gid)
                      : fmt::format("uid {} gid {}", ::geteuid(), ::getegid());
   k.userns_sysctls = fmt::format("max_user_namespaces={} unprivileged_userns_clone={}",

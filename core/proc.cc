@@ -66,7 +66,10 @@ bool process_is_alive(pid_t pid, std::string_view starttime, const std::string& 
 Result<std::string> own_starttime() { return process_starttime(::getpid()); }
 
 Result<std::string> current_boot_id(const std::string& proc_root) {
-  std::string path = proc_root + "/sys/kernel/random/boot_id";
+  return read_boot_id(proc_root + "/sys/kernel/random/boot_id");
+}
+
+Result<std::string> read_boot_id(const std::string& path) {
   std::string text = SEALRUN_TRY(read_proc_file(path, kMaxProcFile));
   while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
   if (text.empty()) return Error::make(path + ": empty");
@@ -81,7 +84,8 @@ Result<uid_t> process_real_uid(pid_t pid, const std::string& proc_root) {
   size_t start = text.find_first_not_of(" \t", at + 5);
   size_t end = text.find_first_of(" \t\n", start);
   uid_t uid = 0;
-  if (start == std::string::npos || !parse_number(std::string_view(text).substr(start, end - start), uid))
+  if (start == std::string::npos ||
+      !parse_number(std::string_view(text).substr(start, end - start), uid))
     return Error::make(fmt::format("{}: malformed Uid line", path));
   return uid;
 }

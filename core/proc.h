@@ -38,6 +38,8 @@ Result<std::string> own_starttime();
 // to know whether the processes, groups, mounts and loop devices it names can still exist (none
 // survives a reboot).
 Result<std::string> current_boot_id(const std::string& proc_root = kProcRoot);
+// The same from the boot_id file at `path` (a test's stand-in for /proc/sys).
+Result<std::string> read_boot_id(const std::string& path);
 // The real uid ("Uid:" line of /proc/<pid>/status).
 Result<uid_t> process_real_uid(pid_t pid, const std::string& proc_root = kProcRoot);
 // The direct children of every thread of `pid` (/proc/<pid>/task/*/children; Linux >= 3.5 with
