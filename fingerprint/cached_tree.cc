@@ -9,7 +9,6 @@
 #include <atomic>
 #include <optional>
 #include <thread>
-#include <unordered_set>
 
 #include "core/hex.h"
 #include "fingerprint/digest_cache.h"
@@ -37,22 +36,16 @@ DigestCacheInput cache_of(const std::string& root, const DigestedTree& walked) {
     std::copy(digest.begin(), digest.end(), out.tree_sha256.begin());
   out.filesystems = walked.tree.filesystems;
   out.entries.reserve(walked.tree.entries);
-  // A directory is listed in the cache (its listing then need not be read again while its stamp
-  // holds) only if every child of it is stored.
-  std::unordered_set<std::string_view> incomplete;
-  for (const TreeEntry* e : walked.tree.order) {
-    if (e->path == "." || storable(*e, out.filesystems)) continue;
-    const size_t slash = e->path.rfind('/');
-    incomplete.insert(slash == std::string_view::npos ? std::string_view(".")
-                                                      : e->path.substr(0, slash));
-  }
+  // Every directory may be listed; the encoder does not list one with a child left out.
   auto add = [&](const TreeEntry* e) {
-    if (!storable(*e, out.filesystems)) return;
+    if (!storable(*e, out.filesystems)) {
+      out.left_out.push_back(e->path);
+      return;
+    }
     DigestCacheInput::Entry& c = out.entries.emplace_back();
     c.path = e->path;
     c.record.kind = e->kind;
-    if (e->kind == EntryKind::kDirectory && !incomplete.contains(e->path))
-      c.record.flags = CachedEntry::kListed;
+    if (e->kind == EntryKind::kDirectory) c.record.flags = CachedEntry::kListed;
     c.record.mode = e->mode;
     c.record.uid = e->uid;
     c.record.gid = e->gid;

@@ -232,7 +232,7 @@ namespace {
 
 // The children table of the entries to be stored: each directory's children (indices into
 // `kept`, increasing), for the directories whose every child is stored (kListed in the input,
-// and none of its children left out here).
+// and none of its children among `left_out`: not stored, or with a path over the limit).
 struct ChildTable {
   std::vector<bool> listed;
   std::vector<uint32_t> first, count;  // per entry
@@ -264,7 +264,7 @@ ChildTable child_table(const std::vector<const DigestCacheInput::Entry*>& kept,
     const auto it = index.find(parent_path(kept[i]->path));
     if (it != index.end()) parent[i] = it->second;
   }
-  // A listed directory that lost a child on the way (a path over the limit) is listed no more.
+  // A listed directory with a child that is not stored is listed no more.
   for (std::string_view path : left_out) {
     const auto it = index.find(parent_path(path));
     if (it != index.end()) t.listed[it->second] = false;
@@ -305,7 +305,7 @@ DigestCacheInput input_of(const DigestCacheContent& content) {
 std::string encode_digest_cache(const DigestCacheInput& content) {
   std::vector<const DigestCacheInput::Entry*> kept;
   kept.reserve(content.entries.size());
-  std::vector<std::string_view> left_out;
+  std::vector<std::string_view> left_out = content.left_out;
   size_t path_bytes = 0;
   for (const auto& e : content.entries) {
     if (e.path.size() > kDigestCacheMaxPathBytes) {

@@ -130,9 +130,12 @@ struct DigestCacheInput {
   std::array<uint8_t, 32> tree_sha256{};
   std::vector<FsIdentity> filesystems;
   std::vector<Entry> entries;
+  // Entries of the tree that are not stored (their stamps cannot be trusted later): a directory
+  // with such a child is not listed. (One whose path is over the limit is left out likewise.)
+  std::vector<std::string_view> left_out;
 };
 // A loaded cache as input again (to store it changed: tests, repairs). Its paths point into
-// `content`, which must outlive it.
+// `content`, which must outlive it; what the cache did not list stays unlisted.
 DigestCacheInput input_of(const DigestCacheContent& content);
 
 // Bounds: a cache file larger than this is neither read nor written (about 1.4 million entries:
