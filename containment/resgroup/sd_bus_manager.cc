@@ -20,71 +20,97 @@ struct FreeDeleter {
   void operator()(char* p) const { std::free(p); }
 };
 
-int on_job_removed(sd_bus_message* m, void* userdata, sd_bus_error* /*ret_error*/) {
-  auto* finished = static_cast<std::map<std::string, std::string>*>(userdata);
-  uint32_t id = 0;
-  const char* job = nullptr;
-  const char* unit = nullptr;
-  const char* result = nullptr;
-  if (sd_bus_message_read(m, "uoss", &id, &job, &unit, &result) >= 0 && job && result) {
-    (*finished)[job] = result;
-  }
-  return 0;
-}
-
 // Appends one (sv) entry of a property array.
-int append_property(sd_bus_message* m, const systemd::UnitProperty& p) {
+int append_property(const SdBusApi& api, sd_bus_message* m, const systemd::UnitProperty& p) {
   std::string sig = p.signature();
-  int r = sd_bus_message_open_container(m, SD_BUS_TYPE_STRUCT, "sv");
+  int r = api.sd_bus_message_open_container(m, SD_BUS_TYPE_STRUCT, "sv");
   if (r < 0) return r;
-  if ((r = sd_bus_message_append(m, "s", p.name.c_str())) < 0) return r;
-  if ((r = sd_bus_message_open_container(m, SD_BUS_TYPE_VARIANT, sig.c_str())) < 0) return r;
+  if ((r = api.sd_bus_message_append_basic(m, 's', p.name.c_str())) < 0) return r;
+  if ((r = api.sd_bus_message_open_container(m, SD_BUS_TYPE_VARIANT, sig.c_str())) < 0) return r;
   if (const auto* u = std::get_if<uint64_t>(&p.value)) {
-    r = sd_bus_message_append(m, "t", *u);
+    r = api.sd_bus_message_append_basic(m, 't', u);
   } else if (const auto* b = std::get_if<bool>(&p.value)) {
-    r = sd_bus_message_append(m, "b", static_cast<int>(*b));
+    int boolean = *b ? 1 : 0;  // D-Bus 'b' is a 32-bit int in sd-bus's C interface
+    r = api.sd_bus_message_append_basic(m, 'b', &boolean);
   } else if (const auto* s = std::get_if<std::string>(&p.value)) {
-    r = sd_bus_message_append(m, "s", s->c_str());
+    r = api.sd_bus_message_append_basic(m, 's', s->c_str());
   } else {
     const auto& pids = std::get<std::vector<uint32_t>>(p.value);
-    r = sd_bus_message_append_array(m, 'u', pids.data(), pids.size() * sizeof(uint32_t));
+    r = api.sd_bus_message_append_array(m, 'u', pids.data(), pids.size() * sizeof(uint32_t));
   }
   if (r < 0) return r;
-  if ((r = sd_bus_message_close_container(m)) < 0) return r;
-  return sd_bus_message_close_container(m);
+  if ((r = api.sd_bus_message_close_container(m)) < 0) return r;
+  return api.sd_bus_message_close_container(m);
 }
 
 }  // namespace
 
-SystemdManagerClient::SystemdManagerClient(SdBusPtr bus, std::string address)
-    : finished_jobs_(std::make_unique<std::map<std::string, std::string>>()),
+SystemdManagerClient::SystemdManagerClient(const SdBusApi& api, SdBusPtr bus, std::string address)
+    : api_(&api),
+      jobs_(std::make_unique<JobWatch>(JobWatch{&api, {}})),
       bus_(std::move(bus)),
-      address_(std::move(address)) {}
+      address_(std::move(address)),
+      job_removed_slot_(nullptr, SdBusSlotUnref{&api}) {}
+
+int SystemdManagerClient::on_job_removed(sd_bus_message* m, void* userdata,
+                                         sd_bus_error* /*ret_error*/) {
+  auto* watch = static_cast<JobWatch*>(userdata);
+  const SdBusApi& api = *watch->api;
+  uint32_t id = 0;
+  const char* job = nullptr;
+  const char* unit = nullptr;
+  const char* result = nullptr;
+  if (api.sd_bus_message_read_basic(m, 'u', &id) > 0 &&
+      api.sd_bus_message_read_basic(m, 'o', &job) > 0 &&
+      api.sd_bus_message_read_basic(m, 's', &unit) > 0 &&
+      api.sd_bus_message_read_basic(m, 's', &result) > 0 && job && result) {
+    watch->finished[job] = result;
+  }
+  return 0;
+}
 
 Result<SystemdManagerClient> SystemdManagerClient::connect(const std::string& address) {
+  const SdBusApi* api = SEALRUN_TRY(sd_bus_api());
   sd_bus* raw = nullptr;
   if (address.empty()) {
     bool root = geteuid() == 0;
-    int r = root ? sd_bus_open_system(&raw) : sd_bus_open_user(&raw);
-    SdBusPtr bus(raw);
+    int r = root ? api->sd_bus_open_system(&raw) : api->sd_bus_open_user(&raw);
+    SdBusPtr bus(raw, SdBusCloser{api});
     if (r < 0) {
       return Error::with_errno(-r, root ? "connect to the system bus" : "connect to the user bus");
     }
-    return SystemdManagerClient(std::move(bus), root ? "system bus" : "user bus");
+    return SystemdManagerClient(*api, std::move(bus), root ? "system bus" : "user bus");
   }
-  int r = sd_bus_new(&raw);
-  SdBusPtr bus(raw);
+  int r = api->sd_bus_new(&raw);
+  SdBusPtr bus(raw, SdBusCloser{api});
   if (r < 0) return Error::with_errno(-r, "sd_bus_new");
-  if ((r = sd_bus_set_address(bus.get(), address.c_str())) < 0) {
+  if ((r = api->sd_bus_set_address(bus.get(), address.c_str())) < 0) {
     return Error::with_errno(-r, fmt::format("bus address \"{}\"", address));
   }
-  if ((r = sd_bus_set_bus_client(bus.get(), 1)) < 0) {
+  if ((r = api->sd_bus_set_bus_client(bus.get(), 1)) < 0) {
     return Error::with_errno(-r, "sd_bus_set_bus_client");
   }
-  if ((r = sd_bus_start(bus.get())) < 0) {
+  if ((r = api->sd_bus_start(bus.get())) < 0) {
     return Error::with_errno(-r, fmt::format("connect to the bus at \"{}\"", address));
   }
-  return SystemdManagerClient(std::move(bus), address);
+  return SystemdManagerClient(*api, std::move(bus), address);
+}
+
+int SystemdManagerClient::call_manager(const char* method, std::initializer_list<Arg> args,
+                                       SdBusError& error, SdBusMessagePtr& reply) {
+  sd_bus_message* raw = nullptr;
+  int r = api_->sd_bus_message_new_method_call(bus_.get(), &raw, kDestination, kManagerPath,
+                                               kManagerInterface, method);
+  SdBusMessagePtr call(raw, SdBusMessageUnref{api_});
+  if (r < 0) return r;
+  for (const Arg& a : args) {
+    if ((r = api_->sd_bus_message_append_basic(call.get(), a.type, a.value)) < 0) return r;
+  }
+  sd_bus_message* reply_raw = nullptr;
+  // Timeout 0: sd-bus's default (25 s), the bound sd_bus_call_method gave these calls.
+  r = api_->sd_bus_call(bus_.get(), call.get(), 0, error.ptr(), &reply_raw);
+  reply = SdBusMessagePtr(reply_raw, SdBusMessageUnref{api_});
+  return r;
 }
 
 Result<std::string> SystemdManagerClient::version() {
@@ -94,18 +120,16 @@ Result<std::string> SystemdManagerClient::version() {
 Status SystemdManagerClient::ensure_job_watch() {
   if (job_removed_slot_) return ok_status();
   sd_bus_slot* slot = nullptr;
-  int r = sd_bus_match_signal(bus_.get(), &slot, kDestination, kManagerPath, kManagerInterface,
-                              "JobRemoved", on_job_removed, finished_jobs_.get());
+  int r = api_->sd_bus_match_signal(bus_.get(), &slot, kDestination, kManagerPath,
+                                    kManagerInterface, "JobRemoved", on_job_removed, jobs_.get());
   if (r < 0) return Error::with_errno(-r, "watch the manager's JobRemoved signal");
   job_removed_slot_.reset(slot);
   if (subscribed_) return ok_status();
   // Subscribe makes the manager emit job signals even where it would not track us as the job's
   // requester (e.g. a private connection). Once per connection: a second call is an error.
-  SdBusError error;
-  sd_bus_message* reply = nullptr;
-  r = sd_bus_call_method(bus_.get(), kDestination, kManagerPath, kManagerInterface, "Subscribe",
-                         error.ptr(), &reply, "");
-  SdBusMessagePtr owned(reply);
+  SdBusError error(*api_);
+  SdBusMessagePtr reply;
+  r = call_manager("Subscribe", {}, error, reply);
   if (r < 0 && !error.has_name("org.freedesktop.systemd1.AlreadySubscribed")) {
     return error.to_error(r, "Subscribe to the systemd manager");
   }
@@ -117,7 +141,7 @@ void SystemdManagerClient::end_job_watch() {
   // Between our own jobs nobody reads the bus, so other units' JobRemoved signals would pile up
   // in sd-bus's read queue for the whole run: watch only while waiting.
   job_removed_slot_.reset();
-  finished_jobs_->clear();
+  jobs_->finished.clear();
 }
 
 Result<std::string> SystemdManagerClient::wait_for_job(const std::string& job_path,
@@ -125,13 +149,13 @@ Result<std::string> SystemdManagerClient::wait_for_job(const std::string& job_pa
                                                        const std::string& what) {
   int64_t deadline = monotonic_ms() + timeout_ms;
   for (;;) {
-    auto it = finished_jobs_->find(job_path);
-    if (it != finished_jobs_->end()) {
+    auto it = jobs_->finished.find(job_path);
+    if (it != jobs_->finished.end()) {
       std::string result = it->second;
-      finished_jobs_->erase(it);
+      jobs_->finished.erase(it);
       return result;
     }
-    int r = sd_bus_process(bus_.get(), nullptr);
+    int r = api_->sd_bus_process(bus_.get(), nullptr);
     if (r < 0) return Error::with_errno(-r, what + ": processing the bus");
     if (r > 0) continue;
     int64_t left = deadline - monotonic_ms();
@@ -139,7 +163,7 @@ Result<std::string> SystemdManagerClient::wait_for_job(const std::string& job_pa
       return Error::make(
           fmt::format("{}: job {} did not finish within {} ms", what, job_path, timeout_ms));
     }
-    r = sd_bus_wait(bus_.get(), static_cast<uint64_t>(left) * 1000);
+    r = api_->sd_bus_wait(bus_.get(), static_cast<uint64_t>(left) * 1000);
     if (r < 0 && r != -EINTR) return Error::with_errno(-r, what + ": waiting on the bus");
   }
 }
@@ -150,30 +174,33 @@ Result<std::string> SystemdManagerClient::start_transient_unit(
   if (submitted) *submitted = false;
   std::string what = fmt::format("StartTransientUnit {}", name);
   SEALRUN_TRY_CTX(ensure_job_watch(), what);
+  const SdBusApi& api = *api_;
   sd_bus_message* raw = nullptr;
-  int r = sd_bus_message_new_method_call(bus_.get(), &raw, kDestination, kManagerPath,
-                                         kManagerInterface, "StartTransientUnit");
-  SdBusMessagePtr call(raw);
+  int r = api.sd_bus_message_new_method_call(bus_.get(), &raw, kDestination, kManagerPath,
+                                             kManagerInterface, "StartTransientUnit");
+  SdBusMessagePtr call(raw, SdBusMessageUnref{api_});
   if (r < 0) return Error::with_errno(-r, what);
-  r = sd_bus_message_append(call.get(), "ss", name.c_str(), "fail");
-  if (r >= 0) r = sd_bus_message_open_container(call.get(), SD_BUS_TYPE_ARRAY, "(sv)");
+  r = api.sd_bus_message_append_basic(call.get(), 's', name.c_str());
+  if (r >= 0) r = api.sd_bus_message_append_basic(call.get(), 's', "fail");
+  if (r >= 0) r = api.sd_bus_message_open_container(call.get(), SD_BUS_TYPE_ARRAY, "(sv)");
   for (const auto& p : properties) {
     if (r < 0) break;
-    r = append_property(call.get(), p);
+    r = append_property(api, call.get(), p);
     if (r < 0) return Error::with_errno(-r, fmt::format("{}: property {}", what, p.name));
   }
-  if (r >= 0) r = sd_bus_message_close_container(call.get());
-  // No auxiliary units.
-  if (r >= 0) r = sd_bus_message_append(call.get(), "a(sa(sv))", 0);
+  if (r >= 0) r = api.sd_bus_message_close_container(call.get());
+  // No auxiliary units: an empty a(sa(sv)).
+  if (r >= 0) r = api.sd_bus_message_open_container(call.get(), SD_BUS_TYPE_ARRAY, "(sa(sv))");
+  if (r >= 0) r = api.sd_bus_message_close_container(call.get());
   if (r < 0) return Error::with_errno(-r, what + ": building the message");
 
-  SdBusError error;
+  SdBusError error(api);
   sd_bus_message* reply_raw = nullptr;
-  r = sd_bus_call(bus_.get(), call.get(), kCallTimeoutUs, error.ptr(), &reply_raw);
-  SdBusMessagePtr reply(reply_raw);
+  r = api.sd_bus_call(bus_.get(), call.get(), kCallTimeoutUs, error.ptr(), &reply_raw);
+  SdBusMessagePtr reply(reply_raw, SdBusMessageUnref{api_});
   if (r < 0) return error.to_error(r, what);
   const char* job = nullptr;
-  r = sd_bus_message_read(reply.get(), "o", &job);
+  r = api.sd_bus_message_read_basic(reply.get(), 'o', &job);
   if (r < 0 || !job) return Error::with_errno(-r, what + ": reading the job path");
   if (submitted) *submitted = true;
   auto result = wait_for_job(job, timeout_ms, what);
@@ -183,11 +210,11 @@ Result<std::string> SystemdManagerClient::start_transient_unit(
 
 Status SystemdManagerClient::kill_unit(const std::string& name, const std::string& who,
                                        int signal) {
-  SdBusError error;
-  sd_bus_message* reply = nullptr;
-  int r = sd_bus_call_method(bus_.get(), kDestination, kManagerPath, kManagerInterface, "KillUnit",
-                             error.ptr(), &reply, "ssi", name.c_str(), who.c_str(), signal);
-  SdBusMessagePtr owned(reply);
+  SdBusError error(*api_);
+  SdBusMessagePtr reply;
+  int32_t sig = signal;
+  int r = call_manager("KillUnit", {{'s', name.c_str()}, {'s', who.c_str()}, {'i', &sig}}, error,
+                       reply);
   if (r < 0) return error.to_error(r, fmt::format("KillUnit {} {} signal {}", name, who, signal));
   return ok_status();
 }
@@ -195,14 +222,12 @@ Status SystemdManagerClient::kill_unit(const std::string& name, const std::strin
 Result<std::string> SystemdManagerClient::stop_unit(const std::string& name, int64_t timeout_ms) {
   std::string what = fmt::format("StopUnit {}", name);
   SEALRUN_TRY_CTX(ensure_job_watch(), what);
-  SdBusError error;
-  sd_bus_message* reply_raw = nullptr;
-  int r = sd_bus_call_method(bus_.get(), kDestination, kManagerPath, kManagerInterface, "StopUnit",
-                             error.ptr(), &reply_raw, "ss", name.c_str(), "replace");
-  SdBusMessagePtr reply(reply_raw);
+  SdBusError error(*api_);
+  SdBusMessagePtr reply;
+  int r = call_manager("StopUnit", {{'s', name.c_str()}, {'s', "replace"}}, error, reply);
   if (r < 0) return error.to_error(r, what);
   const char* job = nullptr;
-  r = sd_bus_message_read(reply.get(), "o", &job);
+  r = api_->sd_bus_message_read_basic(reply.get(), 'o', &job);
   if (r < 0 || !job) return Error::with_errno(-r, what + ": reading the job path");
   auto result = wait_for_job(job, timeout_ms, what);
   end_job_watch();
@@ -210,21 +235,17 @@ Result<std::string> SystemdManagerClient::stop_unit(const std::string& name, int
 }
 
 Status SystemdManagerClient::reset_failed_unit(const std::string& name) {
-  SdBusError error;
-  sd_bus_message* reply = nullptr;
-  int r = sd_bus_call_method(bus_.get(), kDestination, kManagerPath, kManagerInterface,
-                             "ResetFailedUnit", error.ptr(), &reply, "s", name.c_str());
-  SdBusMessagePtr owned(reply);
+  SdBusError error(*api_);
+  SdBusMessagePtr reply;
+  int r = call_manager("ResetFailedUnit", {{'s', name.c_str()}}, error, reply);
   if (r < 0) return error.to_error(r, fmt::format("ResetFailedUnit {}", name));
   return ok_status();
 }
 
 Result<std::optional<std::string>> SystemdManagerClient::unit_path(const std::string& name) {
-  SdBusError error;
-  sd_bus_message* reply_raw = nullptr;
-  int r = sd_bus_call_method(bus_.get(), kDestination, kManagerPath, kManagerInterface, "GetUnit",
-                             error.ptr(), &reply_raw, "s", name.c_str());
-  SdBusMessagePtr reply(reply_raw);
+  SdBusError error(*api_);
+  SdBusMessagePtr reply;
+  int r = call_manager("GetUnit", {{'s', name.c_str()}}, error, reply);
   if (r < 0) {
     if (error.has_name("org.freedesktop.systemd1.NoSuchUnit")) {
       return std::optional<std::string>();
@@ -232,34 +253,40 @@ Result<std::optional<std::string>> SystemdManagerClient::unit_path(const std::st
     return error.to_error(r, fmt::format("GetUnit {}", name));
   }
   const char* path = nullptr;
-  r = sd_bus_message_read(reply.get(), "o", &path);
+  r = api_->sd_bus_message_read_basic(reply.get(), 'o', &path);
   if (r < 0 || !path) return Error::with_errno(-r, fmt::format("GetUnit {}: reply", name));
   return std::optional<std::string>(path);
 }
 
 Result<std::vector<std::string>> SystemdManagerClient::list_units(const std::string& pattern) {
   std::string what = fmt::format("ListUnitsByPatterns {}", pattern);
+  const SdBusApi& api = *api_;
   sd_bus_message* raw = nullptr;
-  int r = sd_bus_message_new_method_call(bus_.get(), &raw, kDestination, kManagerPath,
-                                         kManagerInterface, "ListUnitsByPatterns");
-  SdBusMessagePtr call(raw);
+  int r = api.sd_bus_message_new_method_call(bus_.get(), &raw, kDestination, kManagerPath,
+                                             kManagerInterface, "ListUnitsByPatterns");
+  SdBusMessagePtr call(raw, SdBusMessageUnref{api_});
   if (r < 0) return Error::with_errno(-r, what);
   const char* patterns[] = {pattern.c_str(), nullptr};
-  r = sd_bus_message_append_strv(call.get(), nullptr);  // any state
-  if (r >= 0) r = sd_bus_message_append_strv(call.get(), const_cast<char**>(patterns));
+  r = api.sd_bus_message_append_strv(call.get(), nullptr);  // any state
+  if (r >= 0) r = api.sd_bus_message_append_strv(call.get(), const_cast<char**>(patterns));
   if (r < 0) return Error::with_errno(-r, what + ": building the message");
-  SdBusError error;
+  SdBusError error(api);
   sd_bus_message* reply_raw = nullptr;
-  r = sd_bus_call(bus_.get(), call.get(), kCallTimeoutUs, error.ptr(), &reply_raw);
-  SdBusMessagePtr reply(reply_raw);
+  r = api.sd_bus_call(bus_.get(), call.get(), kCallTimeoutUs, error.ptr(), &reply_raw);
+  SdBusMessagePtr reply(reply_raw, SdBusMessageUnref{api_});
   if (r < 0) return error.to_error(r, what);
-  r = sd_bus_message_enter_container(reply.get(), SD_BUS_TYPE_ARRAY, "(ssssssouso)");
+  r = api.sd_bus_message_enter_container(reply.get(), SD_BUS_TYPE_ARRAY, "(ssssssouso)");
   if (r < 0) return Error::with_errno(-r, what + ": reply");
   std::vector<std::string> names;
-  const char* name = nullptr;
-  while ((r = sd_bus_message_read(reply.get(), "(ssssssouso)", &name, nullptr, nullptr, nullptr,
-                                  nullptr, nullptr, nullptr, nullptr, nullptr, nullptr)) > 0) {
-    names.emplace_back(name);
+  // Each unit is a struct of ten fields; only its first, the name, is kept: read it, skip the
+  // other nine, leave the struct. enter_container returns 0 at the end of the array.
+  while ((r = api.sd_bus_message_enter_container(reply.get(), SD_BUS_TYPE_STRUCT, "ssssssouso")) >
+         0) {
+    const char* name = nullptr;
+    if ((r = api.sd_bus_message_read_basic(reply.get(), 's', &name)) < 0) break;
+    if ((r = api.sd_bus_message_skip(reply.get(), "sssssouso")) < 0) break;
+    if ((r = api.sd_bus_message_exit_container(reply.get())) < 0) break;
+    if (name) names.emplace_back(name);
   }
   if (r < 0) return Error::with_errno(-r, what + ": reply");
   return names;
@@ -268,10 +295,11 @@ Result<std::vector<std::string>> SystemdManagerClient::list_units(const std::str
 Result<uint64_t> SystemdManagerClient::get_u64(const std::string& path,
                                                const std::string& interface,
                                                const std::string& property) {
-  SdBusError error;
+  SdBusError error(*api_);
   uint64_t value = 0;
-  int r = sd_bus_get_property_trivial(bus_.get(), kDestination, path.c_str(), interface.c_str(),
-                                      property.c_str(), error.ptr(), 't', &value);
+  int r =
+      api_->sd_bus_get_property_trivial(bus_.get(), kDestination, path.c_str(), interface.c_str(),
+                                        property.c_str(), error.ptr(), 't', &value);
   if (r < 0) return error.to_error(r, fmt::format("property {} of {}", property, path));
   return value;
 }
@@ -279,10 +307,10 @@ Result<uint64_t> SystemdManagerClient::get_u64(const std::string& path,
 Result<std::string> SystemdManagerClient::get_string(const std::string& path,
                                                      const std::string& interface,
                                                      const std::string& property) {
-  SdBusError error;
+  SdBusError error(*api_);
   char* raw = nullptr;
-  int r = sd_bus_get_property_string(bus_.get(), kDestination, path.c_str(), interface.c_str(),
-                                     property.c_str(), error.ptr(), &raw);
+  int r = api_->sd_bus_get_property_string(bus_.get(), kDestination, path.c_str(),
+                                           interface.c_str(), property.c_str(), error.ptr(), &raw);
   std::unique_ptr<char, FreeDeleter> value(raw);
   if (r < 0) return error.to_error(r, fmt::format("property {} of {}", property, path));
   return std::string(value ? value.get() : "");

@@ -1,10 +1,13 @@
 // A client of systemd's Manager over sd-bus: the handful of org.freedesktop.systemd1 calls the
 // systemd back end makes (StartTransientUnit and waiting for its job, KillUnit, StopUnit,
 // ResetFailedUnit, GetUnit, property reads). Every call is bounded by a timeout, every handle is
-// owned (sd_bus_handles.h), and errors name the unit and the D-Bus error the manager sent.
+// owned (sd_bus_handles.h), and errors name the unit and the D-Bus error the manager sent. The
+// first connect() loads libsystemd (sd_bus_library.h); when it cannot, connect() fails like an
+// unreachable bus, and the systemd back end is unavailable for the same kind of reason.
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <optional>
@@ -53,17 +56,37 @@ class SystemdManagerClient {
                                  const std::string& property);
 
  private:
-  SystemdManagerClient(SdBusPtr bus, std::string address);
+  SystemdManagerClient(const SdBusApi& api, SdBusPtr bus, std::string address);
+  // sd_bus_call_method without its varargs (see sd_bus_library.h): a call of `method` on the
+  // manager object with `args`, each as sd_bus_message_append_basic takes it.
+  struct Arg {
+    char type;          // a D-Bus basic type: 's', 'i', ...
+    const void* value;  // for 's' and 'o' the string itself, else a pointer to the value
+  };
+  int call_manager(const char* method, std::initializer_list<Arg> args, SdBusError& error,
+                   SdBusMessagePtr& reply);
   // Calls Subscribe once and installs the JobRemoved match, so no job's end can be missed.
   Status ensure_job_watch();
   void end_job_watch();
   Result<std::string> wait_for_job(const std::string& job_path, int64_t timeout_ms,
                                    const std::string& what);
 
-  // Results of finished jobs (object path → result) seen on the bus. A unique_ptr so the address
-  // given to sd-bus as userdata survives moves of this object; declared first so that it is
-  // destroyed last, after the match slot that points at it.
-  std::unique_ptr<std::map<std::string, std::string>> finished_jobs_;
+  // What the JobRemoved callback is given as userdata: the table to read the signal with and the
+  // results of finished jobs (object path → result) seen on the bus.
+  struct JobWatch {
+    const SdBusApi* api;
+    std::map<std::string, std::string> finished;
+  };
+
+  // The match callback of JobRemoved (signature "uoss"): records the job's result in the JobWatch
+  // it is given as userdata.
+  static int on_job_removed(sd_bus_message* m, void* userdata, sd_bus_error* ret_error);
+
+  const SdBusApi* api_;
+  // A unique_ptr so the address given to sd-bus as userdata survives moves of this object;
+  // declared before the bus and the slot so that it is destroyed last, after the match slot that
+  // points at it.
+  std::unique_ptr<JobWatch> jobs_;
   SdBusPtr bus_;
   std::string address_;
   SdBusSlotPtr job_removed_slot_;
