@@ -40,7 +40,10 @@ podman: no network, no capabilities, seccomp, read-only source) in a memory-limi
 group while a census thread watches disk growth, and every run ends with a bounded, digested
 receipt of what ran, how it was stopped and what was cleaned up.")
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
-set(CPACK_DEBIAN_PACKAGE_DEPENDS "bubblewrap")
+# libsystemd0 by hand too: the systemd resource-group back end dlopen()s it on first use
+# (containment/resgroup/sd_bus_library.h), so dpkg-shlibdeps no longer sees it; 237 is the oldest
+# version with every sd_bus_* function it resolves (sd_bus_match_signal, per libsystemd0.symbols).
+set(CPACK_DEBIAN_PACKAGE_DEPENDS "bubblewrap, libsystemd0 (>= 237)")
 set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "podman, runc, uidmap, git")
 set(CPACK_DEBIAN_PACKAGE_SUGGESTS "build-essential")
 
