@@ -62,7 +62,9 @@ inline constexpr const char* kLibsystemdSoname = "libsystemd.so.0";
 // The resolved functions, each named as in <systemd/sd-bus.h> (api.sd_bus_call(...)). A table
 // handed out by this module has every member set.
 struct SdBusApi {
-#define SEALRUN_SD_BUS_MEMBER(name) decltype(&::name) name = nullptr;
+  // `name` is a declarator here, which cannot be parenthesised.
+#define SEALRUN_SD_BUS_MEMBER(name) \
+  decltype(&::name) name = nullptr;  // NOLINT(bugprone-macro-parentheses)
   SEALRUN_SD_BUS_FUNCTIONS(SEALRUN_SD_BUS_MEMBER)
 #undef SEALRUN_SD_BUS_MEMBER
 };
