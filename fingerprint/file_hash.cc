@@ -73,22 +73,22 @@ Result<OpenedRegularFile> open_regular_at(int dirfd, const std::string& name,
   return adopt_opened_regular(UniqueFd(fd), display, walked->st_dev, walked->st_ino);
 }
 
-Result<OpenedRegularFile> adopt_opened_regular(UniqueFd fd, const std::string& display, dev_t dev,
+Result<OpenedRegularFile> adopt_opened_regular(UniqueFd fd, const DisplayName& display, dev_t dev,
                                                ino_t ino) {
   OpenedRegularFile file{std::move(fd), {}};
   if (::fstat(file.fd.get(), &file.st) != 0)
-    return Error::from_errno(fmt::format("fstat {}", display));
-  if (!S_ISREG(file.st.st_mode)) return not_regular(display, file.st.st_mode);
+    return Error::from_errno(fmt::format("fstat {}", display.str()));
+  if (!S_ISREG(file.st.st_mode)) return not_regular(display.str(), file.st.st_mode);
   if (file.st.st_dev != dev || file.st.st_ino != ino)
     return Error::make(fmt::format(
         "{} was replaced while it was being opened; hash it again once it is no longer changing",
-        display));
+        display.str()));
   return file;
 }
 
 FileHasher::FileHasher() : buffer_(std::make_unique<char[]>(kChunkBytes)) {}
 
-Result<uint64_t> FileHasher::read_into_digest(int fd, uint64_t size, const std::string& display,
+Result<uint64_t> FileHasher::read_into_digest(int fd, uint64_t size, const DisplayName& display,
                                               const AfterFirstChunkHook& hook) {
   uint64_t total = 0;
   bool first_chunk = true;
@@ -110,7 +110,7 @@ Result<uint64_t> FileHasher::read_into_digest(int fd, uint64_t size, const std::
       if (n < 0) last_read_missed_cache_ = errno == EAGAIN;
     }
     if (n < 0) n = retry_eintr([&] { return ::read(fd, buffer_.get(), kChunkBytes); });
-    if (n < 0) return Error::from_errno(fmt::format("read {}", display));
+    if (n < 0) return Error::from_errno(fmt::format("read {}", display.str()));
     if (n == 0) break;
     sha_.update(buffer_.get(), static_cast<size_t>(n));
     total += static_cast<uint64_t>(n);
@@ -123,9 +123,17 @@ Result<uint64_t> FileHasher::read_into_digest(int fd, uint64_t size, const std::
 }
 
 Result<FileDigest> FileHasher::hash_opened(const OpenedRegularFile& file,
-                                           const std::string& display,
+                                           const DisplayName& display,
                                            const AfterFirstChunkHook& hook,
                                            std::atomic<uint64_t>* progress_bytes) {
+  auto digest = SEALRUN_TRY(hash_opened_raw(file, display, hook, progress_bytes));
+  return FileDigest{to_hex(digest.raw.data(), digest.raw.size()), digest.bytes, digest.raw};
+}
+
+Result<RawFileDigest> FileHasher::hash_opened_raw(const OpenedRegularFile& file,
+                                                  const DisplayName& display,
+                                                  const AfterFirstChunkHook& hook,
+                                                  std::atomic<uint64_t>* progress_bytes) {
   const int fd = file.fd.get();
   const uint64_t size = static_cast<uint64_t>(file.st.st_size);
   Result<uint64_t> hashed = size;
@@ -148,21 +156,19 @@ Result<FileDigest> FileHasher::hash_opened(const OpenedRegularFile& file,
     (void)sha_.finish();  // leave the context clean for the next file
     return std::move(hashed).error();
   }
-  const uint64_t total = *hashed;
-  const auto raw = sha_.finish();
-  FileDigest digest{to_hex(raw.data(), raw.size()), total, raw};
+  const RawFileDigest digest{*hashed, sha_.finish()};
 
   struct stat after {};
-  if (::fstat(fd, &after) != 0) return Error::from_errno(fmt::format("fstat {}", display));
+  if (::fstat(fd, &after) != 0) return Error::from_errno(fmt::format("fstat {}", display.str()));
   if (!same_identity(file.st, after))
     return Error::make(fmt::format(
         "{} changed while it was being hashed ({}); hash it again once it is no longer written to",
-        display, describe_change(file.st, after)));
+        display.str(), describe_change(file.st, after)));
   // Same identity but a different length read: not a plain file (e.g. procfs reports size 0).
-  if (total != static_cast<uint64_t>(after.st_size))
+  if (digest.bytes != static_cast<uint64_t>(after.st_size))
     return Error::make(
         fmt::format("{} gave {} bytes but reports a size of {}; only ordinary files can be hashed",
-                    display, total, after.st_size));
+                    display.str(), digest.bytes, after.st_size));
   return digest;
 }
 

@@ -14,6 +14,7 @@
 
 #include "core/result.h"
 #include "core/unique_fd.h"
+#include "fingerprint/display_name.h"
 #include "fingerprint/sha256.h"
 
 namespace sealrun {
@@ -22,6 +23,12 @@ struct FileDigest {
   std::string sha256;  // lower-case hex
   uint64_t bytes = 0;
   std::array<uint8_t, 32> raw{};  // the same digest as bytes
+};
+
+// A digest as bytes only, for callers that keep no hex form (the tree's hashing pool).
+struct RawFileDigest {
+  uint64_t bytes = 0;
+  std::array<uint8_t, 32> raw{};
 };
 
 // Test seam: called once after the first chunk was read (lets a test rewrite the file mid-hash).
@@ -49,7 +56,7 @@ Result<OpenedRegularFile> open_regular_at(int dirfd, const std::string& name,
 // The checks open_regular_at() makes after its open, for a descriptor opened otherwise
 // (open_beneath.h): fstat(2) it, refuse anything but a regular file, and require the inode
 // (dev, ino) that was looked at.
-Result<OpenedRegularFile> adopt_opened_regular(UniqueFd fd, const std::string& display, dev_t dev,
+Result<OpenedRegularFile> adopt_opened_regular(UniqueFd fd, const DisplayName& display, dev_t dev,
                                                ino_t ino);
 
 // Reusable per-thread hashing state: one digest context and one read buffer, so that a tree of
@@ -67,16 +74,20 @@ class FileHasher {
   // Hashes the file through `file.fd` to its end and compares its identity with `file.st`
   // afterwards; a change is an error naming `display`. `progress_bytes` (may be null) grows as
   // bytes are hashed: per mapped window for a large file, at the end for a small one.
-  Result<FileDigest> hash_opened(const OpenedRegularFile& file, const std::string& display,
+  Result<FileDigest> hash_opened(const OpenedRegularFile& file, const DisplayName& display,
                                  const AfterFirstChunkHook& hook = {},
                                  std::atomic<uint64_t>* progress_bytes = nullptr);
+  // The same, without forming the digest's hex: no allocation per file.
+  Result<RawFileDigest> hash_opened_raw(const OpenedRegularFile& file, const DisplayName& display,
+                                        const AfterFirstChunkHook& hook = {},
+                                        std::atomic<uint64_t>* progress_bytes = nullptr);
   // Whether the last file hashed through read(2) was not in the page cache when its first read
   // was made (tried with RWF_NOWAIT first, so a cached file costs no extra system call).
   bool last_read_missed_cache() const { return last_read_missed_cache_; }
 
  private:
   // Feeds the file to sha_ through read(2) until `size` bytes (or EOF); returns the bytes read.
-  Result<uint64_t> read_into_digest(int fd, uint64_t size, const std::string& display,
+  Result<uint64_t> read_into_digest(int fd, uint64_t size, const DisplayName& display,
                                     const AfterFirstChunkHook& hook);
 
   Sha256 sha_;

@@ -132,7 +132,7 @@ struct Mapping {
 
 }  // namespace
 
-Status hash_mapped(int fd, uint64_t size, Sha256& sha, const std::string& display,
+Status hash_mapped(int fd, uint64_t size, Sha256& sha, const DisplayName& display,
                    size_t first_chunk_bytes, const std::function<void()>& after_first_chunk,
                    std::atomic<uint64_t>* progress_bytes) {
   install_sigbus_handler_once();
@@ -140,7 +140,7 @@ Status hash_mapped(int fd, uint64_t size, Sha256& sha, const std::string& displa
     return Error::make(fmt::format(
         "{} became shorter while it was being hashed; hash it again once it is no longer "
         "written to",
-        display));
+        display.str()));
   };
   bool hook_pending = static_cast<bool>(after_first_chunk);
   for (uint64_t offset = 0; offset < size; offset += kMapWindowBytes) {
@@ -148,7 +148,7 @@ Status hash_mapped(int fd, uint64_t size, Sha256& sha, const std::string& displa
     window.len = static_cast<size_t>(std::min<uint64_t>(kMapWindowBytes, size - offset));
     window.addr =
         ::mmap(nullptr, window.len, PROT_READ, MAP_SHARED, fd, static_cast<off_t>(offset));
-    if (window.addr == MAP_FAILED) return Error::from_errno(fmt::format("map {}", display));
+    if (window.addr == MAP_FAILED) return Error::from_errno(fmt::format("map {}", display.str()));
     // A window already in the page cache is mapped whole at once (one call, not a fault per 16
     // pages), so that the prefetch ahead of the digest reaches mapped pages: a prefetch of a page
     // not mapped yet is dropped, and the digest then waited on memory at every 64 KiB. Measured

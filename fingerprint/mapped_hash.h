@@ -15,6 +15,7 @@
 #include <string>
 
 #include "core/result.h"
+#include "fingerprint/display_name.h"
 #include "fingerprint/sha256.h"
 
 namespace sealrun {
@@ -29,7 +30,7 @@ inline constexpr size_t kMapWindowBytes = 16 * 1024 * 1024;
 // must be reset by the caller — except errno ENODEV: the file system cannot map files (FUSE with
 // direct I/O, say), which shows at the first window, before any byte reached `sha`.
 // `progress_bytes` (may be null) grows by each window's size once it is hashed.
-Status hash_mapped(int fd, uint64_t size, Sha256& sha, const std::string& display,
+Status hash_mapped(int fd, uint64_t size, Sha256& sha, const DisplayName& display,
                    size_t first_chunk_bytes, const std::function<void()>& after_first_chunk,
                    std::atomic<uint64_t>* progress_bytes = nullptr);
 

@@ -12,8 +12,10 @@
 #include <sys/types.h>
 
 #include <string>
+#include <string_view>
 
 #include "core/result.h"
+#include "fingerprint/display_name.h"
 #include "fingerprint/file_hash.h"
 
 namespace sealrun {
@@ -21,12 +23,12 @@ namespace sealrun {
 // Opens `rel` ('/'-separated names, no "." or ".." components) beneath `root_fd` for hashing
 // (O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK) and checks it is the regular file (dev, ino).
 // `display` names it in errors.
-Result<OpenedRegularFile> open_regular_beneath(int root_fd, const std::string& rel,
-                                               const std::string& display, dev_t dev, ino_t ino);
+Result<OpenedRegularFile> open_regular_beneath(int root_fd, std::string_view rel,
+                                               const DisplayName& display, dev_t dev, ino_t ino);
 
 // Opens the symlink `rel` beneath `root_fd` itself (O_PATH | O_NOFOLLOW), the same way: for a
 // target read after the walk (fstat it first: whatever is there now is what is opened).
-Result<UniqueFd> open_symlink_beneath(int root_fd, const std::string& rel,
-                                      const std::string& display);
+Result<UniqueFd> open_symlink_beneath(int root_fd, std::string_view rel,
+                                      const DisplayName& display);
 
 }  // namespace sealrun

@@ -175,8 +175,8 @@ void HashPool::hash_ready(FileHasher& hasher) {
 
 std::optional<HashPool::Opened> HashPool::open(const Job& j, bool hint) {
   const int64_t now = stamp_clock_ ? stamp_clock_() : coarse_realtime_ns();
-  const std::string display = tree_entry_display(root_display_, j.entry->path);
-  auto file = open_regular_beneath(root_fd_, std::string(j.entry->path), display, j.dev, j.ino);
+  auto file = open_regular_beneath(root_fd_, j.entry->path, DisplayName(root_display_, j.entry->path),
+                                   j.dev, j.ino);
   if (!file.ok()) {
     record_error(std::move(file).error());
     return std::nullopt;
@@ -190,8 +190,8 @@ std::optional<HashPool::Opened> HashPool::open(const Job& j, bool hint) {
 void HashPool::hash(Opened& job, FileHasher& hasher) {
   if (failed()) return;
   TreeEntry& e = *job.entry;
-  const std::string display = tree_entry_display(root_display_, e.path);
-  auto digest = hasher.hash_opened(job.file, display, {}, &done_bytes_);
+  auto digest =
+      hasher.hash_opened_raw(job.file, DisplayName(root_display_, e.path), {}, &done_bytes_);
   if (hasher.last_read_missed_cache())
     cold_score_.store(kColdScoreOnMiss, std::memory_order_relaxed);
   else if (cold_score_.load(std::memory_order_relaxed) > 0)

@@ -128,7 +128,7 @@ class Walker {
       arena->for_each_first(SIZE_MAX, [&](TreeEntry& e) {
         if (!e.target_later || !status.ok()) return;
         const std::string shown = display(e.path);
-        auto fd = open_symlink_beneath(root_fd_, std::string(e.path), shown);
+        auto fd = open_symlink_beneath(root_fd_, e.path, shown);
         if (!fd.ok()) {
           status = std::move(fd).error();
           return;
@@ -657,7 +657,7 @@ unsigned default_hash_threads() {
 }
 
 std::string tree_entry_display(const std::string& root_display, std::string_view rel) {
-  return root_display == "." ? std::string(rel) : fmt::format("{}/{}", root_display, rel);
+  return DisplayName(root_display, rel).str();
 }
 
 Result<WalkedTree> walk_and_hash(int root_fd, const std::string& root_display,
