@@ -18,7 +18,7 @@ bool smaller(const HashPool::Job& a, const HashPool::Job& b) { return a.size < b
 // How long the readahead hint stays on after the last read that missed the page cache, in files
 // hashed: long enough to cover what was opened ahead, short enough that a tree whose cold part
 // is over soon stops paying for the hint.
-constexpr int kColdScoreOnMiss = 2 * static_cast<int>(HashPool::kReadyHigh);
+constexpr int kColdScoreOnMiss = 128;
 
 // The readahead hint covers what read(2) hashes (files below the mapping threshold) and the start
 // of a mapped one, whose further pages the kernel's own readahead fetches as the mapping is read.
