@@ -184,5 +184,52 @@ TEST(OpenBeneath, ASymlinkOnThePathOrAnotherInodeIsRefused) {
   EXPECT_THAT(gone.error().message(), HasSubstr("did the tree change"));
 }
 
+TEST(OpenBeneath, ErrorsNameTheFileAsTheWalkShowsIt) {
+  // The name is joined only when an error is reported (DisplayName): "ROOT/REL", or REL alone
+  // when the root is shown as ".".
+  TempDir dir;
+  const std::string t = dir / "t";
+  ASSERT_EQ(::mkdir(t.c_str(), 0755), 0);
+  ASSERT_EQ(::mkdir((t + "/real").c_str(), 0755), 0);
+  write_text(t + "/real/f", "x");
+  UniqueFd root(::open(t.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  struct stat st {};
+  ASSERT_EQ(::stat((t + "/real/f").c_str(), &st), 0);
+
+  const std::string shown_root = "/some/root";
+  auto gone = open_regular_beneath(root.get(), "real/nope", DisplayName(shown_root, "real/nope"),
+                                   st.st_dev, st.st_ino);
+  ASSERT_FALSE(gone.ok());
+  EXPECT_THAT(gone.error().message(), HasSubstr("open /some/root/real/nope "));
+  auto here = open_regular_beneath(root.get(), "real/nope", DisplayName(".", "real/nope"),
+                                   st.st_dev, st.st_ino);
+  ASSERT_FALSE(here.ok());
+  EXPECT_THAT(here.error().message(), HasSubstr("open real/nope "));
+  EXPECT_EQ(DisplayName("/r", "a/b").str(), "/r/a/b");
+  EXPECT_EQ(DisplayName(".", "a/b").str(), "a/b");
+  EXPECT_EQ(DisplayName(std::string("whole/name")).str(), "whole/name");
+
+  // The raw digest is the hex one's bytes, and a file that grows while it is hashed is still an
+  // error naming it as the walk shows it.
+  auto file = open_regular_beneath(root.get(), "real/f", "real/f", st.st_dev, st.st_ino);
+  ASSERT_TRUE(file.ok()) << file.error().message();
+  FileHasher hasher;
+  auto raw = hasher.hash_opened_raw(*file, DisplayName(shown_root, "real/f"));
+  auto reopened = open_regular_beneath(root.get(), "real/f", "real/f", st.st_dev, st.st_ino);
+  ASSERT_TRUE(reopened.ok());
+  auto hex = hasher.hash_opened(*reopened, "real/f");
+  ASSERT_TRUE(raw.ok() && hex.ok());
+  EXPECT_EQ(raw->raw, hex->raw);
+  EXPECT_EQ(raw->bytes, 1u);
+  EXPECT_EQ(hex->sha256, sha256_hex("x"));
+  auto again = open_regular_beneath(root.get(), "real/f", "real/f", st.st_dev, st.st_ino);
+  ASSERT_TRUE(again.ok());
+  auto grown = hasher.hash_opened_raw(*again, DisplayName(shown_root, "real/f"),
+                                      [&] { write_text(t + "/real/f", "xy"); });
+  ASSERT_FALSE(grown.ok());
+  EXPECT_THAT(grown.error().message(),
+              HasSubstr("/some/root/real/f changed while it was being hashed"));
+}
+
 }  // namespace
 }  // namespace sealrun

@@ -60,6 +60,21 @@ TEST(TreeJson, StringEscapesExactlyQuoteBackslashAndControlBytes) {
             std::string("a\"b\\c\n\t\x01\x7f\xc3\xa9/", 12));
 }
 
+TEST(TreeJson, StringEscapesAtTheEdgesAndInRuns) {
+  // Plain bytes are appended a run at a time: escapes first, last, back to back, and alone.
+  const std::string text("\"\"a\\\x1f\x1f" "bc\"", 9);
+  std::string out;
+  append_string(out, text);
+  EXPECT_EQ(out, "\"\\\"\\\"a\\\\\\u001f\\u001fbc\\\"\"");
+  EXPECT_EQ(nlohmann::json::parse(out).get<std::string>(), text);
+  out.clear();
+  append_string(out, "");
+  EXPECT_EQ(out, "\"\"");
+  out.clear();
+  append_string(out, "\\");
+  EXPECT_EQ(out, "\"\\\\\"");
+}
+
 TEST(TreeJson, BytesFieldChoosesPlainOrBase64) {
   std::string out;
   append_bytes_field(out, "path", "d/f.txt");
