@@ -2,6 +2,7 @@
 #include "fingerprint/tree_json.h"
 
 #include <array>
+#include <charconv>
 
 namespace sealrun::tree_json {
 namespace {
@@ -156,7 +157,9 @@ void append_uint_field(std::string& out, std::string_view key, uint64_t value) {
   out += '"';
   out += key;
   out += "\":";
-  out += std::to_string(value);
+  char digits[20];  // the most a uint64_t takes in decimal
+  const auto end = std::to_chars(digits, digits + sizeof(digits), value).ptr;
+  out.append(digits, static_cast<size_t>(end - digits));
 }
 
 }  // namespace sealrun::tree_json

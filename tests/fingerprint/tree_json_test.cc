@@ -75,6 +75,18 @@ TEST(TreeJson, StringEscapesAtTheEdgesAndInRuns) {
   EXPECT_EQ(out, "\"\\\\\"");
 }
 
+TEST(TreeJson, UintFieldIsPlainDecimalUpToTheLargest) {
+  std::string out;
+  append_uint_field(out, "bytes", 0);
+  EXPECT_EQ(out, R"("bytes":0)");
+  out.clear();
+  append_uint_field(out, "uid", 4294967295u);
+  EXPECT_EQ(out, R"("uid":4294967295)");
+  out.clear();
+  append_uint_field(out, "bytes", UINT64_MAX);
+  EXPECT_EQ(out, R"("bytes":18446744073709551615)");
+}
+
 TEST(TreeJson, BytesFieldChoosesPlainOrBase64) {
   std::string out;
   append_bytes_field(out, "path", "d/f.txt");
