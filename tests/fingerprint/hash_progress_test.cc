@@ -156,18 +156,27 @@ TEST(OpenBeneath, PathsLongerThanPathMaxAreHashed) {
   EXPECT_EQ(summary->regular_bytes, 5u);
 }
 
-TEST(OpenBeneath, ASymlinkOnThePathOrAnotherInodeIsRefused) {
+// A root t holding real/f ("x"), opened as the walk opens it, and the inode the walk saw of f.
+class OpenWalkedFile : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_EQ(::mkdir(t.c_str(), 0755), 0);
+    ASSERT_EQ(::mkdir((t + "/real").c_str(), 0755), 0);
+    write_text(t + "/real/f", "x");
+    root.reset(::open(t.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    ASSERT_TRUE(root);
+    ASSERT_EQ(::stat((t + "/real/f").c_str(), &st), 0);
+  }
   TempDir dir;
   const std::string t = dir / "t";
-  ASSERT_EQ(::mkdir(t.c_str(), 0755), 0);
-  ASSERT_EQ(::mkdir((t + "/real").c_str(), 0755), 0);
-  write_text(t + "/real/f", "x");
+  UniqueFd root;
+  struct stat st {};
+};
+
+TEST_F(OpenWalkedFile, ASymlinkOnThePathOrAnotherInodeIsRefused) {
   write_text(t + "/other", "y");
   ASSERT_EQ(::symlink("real", (t + "/alias").c_str()), 0);
   ASSERT_EQ(::symlink("real/f", (t + "/flink").c_str()), 0);
-  UniqueFd root(::open(t.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  struct stat st {};
-  ASSERT_EQ(::stat((t + "/real/f").c_str(), &st), 0);
 
   ASSERT_TRUE(open_regular_beneath(root.get(), "real/f", "real/f", st.st_dev, st.st_ino).ok());
   auto via_dir = open_regular_beneath(root.get(), "alias/f", "alias/f", st.st_dev, st.st_ino);
@@ -184,17 +193,9 @@ TEST(OpenBeneath, ASymlinkOnThePathOrAnotherInodeIsRefused) {
   EXPECT_THAT(gone.error().message(), HasSubstr("did the tree change"));
 }
 
-TEST(OpenBeneath, ErrorsNameTheFileAsTheWalkShowsIt) {
+TEST_F(OpenWalkedFile, ErrorsNameTheFileAsTheWalkShowsIt) {
   // The name is joined only when an error is reported (DisplayName): "ROOT/REL", or REL alone
   // when the root is shown as ".".
-  TempDir dir;
-  const std::string t = dir / "t";
-  ASSERT_EQ(::mkdir(t.c_str(), 0755), 0);
-  ASSERT_EQ(::mkdir((t + "/real").c_str(), 0755), 0);
-  write_text(t + "/real/f", "x");
-  UniqueFd root(::open(t.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  struct stat st {};
-  ASSERT_EQ(::stat((t + "/real/f").c_str(), &st), 0);
 
   const std::string shown_root = "/some/root";
   auto gone = open_regular_beneath(root.get(), "real/nope", DisplayName(shown_root, "real/nope"),
