@@ -65,8 +65,8 @@ Result<UniqueFd> open_beneath(int root_fd, std::string_view rel, int flags,
     struct open_how how {};
     how.flags = static_cast<uint64_t>(flags);
     how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
-    const int rc = static_cast<int>(retry_eintr(
-        [&] { return ::syscall(SYS_openat2, root_fd, path, &how, sizeof(how)); }));
+    const int rc = static_cast<int>(
+        retry_eintr([&] { return ::syscall(SYS_openat2, root_fd, path, &how, sizeof(how)); }));
     if (rc >= 0) return UniqueFd(rc);
     if (errno != ENOSYS && errno != ENAMETOOLONG) return open_failed(errno, display);
   }

@@ -80,10 +80,9 @@ void format_record(const TreeEntry& e, std::string& line) {
   line += ",\"kind\":\"";
   line += kind_name(e.kind);
   // The mode as four octal digits ("{:04o}" of at most 07777), without a formatting call.
-  const char mode[] = {static_cast<char>('0' + ((e.mode >> 9) & 7)),
-                       static_cast<char>('0' + ((e.mode >> 6) & 7)),
-                       static_cast<char>('0' + ((e.mode >> 3) & 7)),
-                       static_cast<char>('0' + (e.mode & 7))};
+  const char mode[] = {
+      static_cast<char>('0' + ((e.mode >> 9) & 7)), static_cast<char>('0' + ((e.mode >> 6) & 7)),
+      static_cast<char>('0' + ((e.mode >> 3) & 7)), static_cast<char>('0' + (e.mode & 7))};
   line += "\",\"mode\":\"";
   line.append(mode, sizeof(mode));
   line += "\",";

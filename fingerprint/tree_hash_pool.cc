@@ -175,8 +175,8 @@ void HashPool::hash_ready(FileHasher& hasher) {
 
 std::optional<HashPool::Opened> HashPool::open(const Job& j, bool hint) {
   const int64_t now = stamp_clock_ ? stamp_clock_() : coarse_realtime_ns();
-  auto file = open_regular_beneath(root_fd_, j.entry->path, DisplayName(root_display_, j.entry->path),
-                                   j.dev, j.ino);
+  auto file = open_regular_beneath(root_fd_, j.entry->path,
+                                   DisplayName(root_display_, j.entry->path), j.dev, j.ino);
   if (!file.ok()) {
     record_error(std::move(file).error());
     return std::nullopt;

@@ -62,7 +62,10 @@ TEST(TreeJson, StringEscapesExactlyQuoteBackslashAndControlBytes) {
 
 TEST(TreeJson, StringEscapesAtTheEdgesAndInRuns) {
   // Plain bytes are appended a run at a time: escapes first, last, back to back, and alone.
-  const std::string text("\"\"a\\\x1f\x1f" "bc\"", 9);
+  const std::string text(
+      "\"\"a\\\x1f\x1f"
+      "bc\"",
+      9);
   std::string out;
   append_string(out, text);
   EXPECT_EQ(out, "\"\\\"\\\"a\\\\\\u001f\\u001fbc\\\"\"");
