@@ -39,6 +39,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "core/placed_thread.h"
 #include "core/syscall.h"
 #include "core/unique_fd.h"
 
@@ -159,16 +160,10 @@ class Walk {
     stacks_.resize(threads);
     stacks_[0].push_back(Item{root_, {}});
     queued_ = 1;
-    std::vector<std::thread> helpers;
-    for (unsigned i = 1; i < threads; ++i) {
-      try {
-        helpers.emplace_back([this, i] { work(i); });
-      } catch (...) {  // no thread: the walkers there are do the work (and find its stack empty)
-        break;
-      }
-    }
-    work(0);
-    for (auto& t : helpers) t.join();
+    // Each helper starts on another processor than this thread: queued behind it, a helper was
+    // often seen to start 3-4 ms late (core/placed_thread.h). A walker whose thread could not be
+    // started runs here after the others, and finds its own stack empty and nothing to steal.
+    run_spread(threads, [this](unsigned i) { work(i); });
     for (auto& n : lru_) ::close(std::exchange(n->fd, -1));  // defensive: nothing should be left
     lru_.clear();
     return std::move(usage_);

@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "core/bounded_file.h"
+#include "core/placed_thread.h"
 #include "core/syscall.h"
 #include "fingerprint/digest_cache.h"
 #include "fingerprint/dir_listing.h"
@@ -215,10 +216,9 @@ class Walker {
       std::lock_guard lock(mu_);
       pending_.push_back(DirTask{nullptr, "", &root, &root_node_, root_st, root_fs});
     }
-    std::vector<std::thread> helpers;
-    for (unsigned i = 1; i < walkers_; ++i) helpers.emplace_back([this, i] { work(i); });
-    work(0);
-    for (auto& t : helpers) t.join();
+    // Helpers start on the other processors at once (core/placed_thread.h); one that could not be
+    // started walks here after the others, and finds the queue drained.
+    run_spread(walkers_, [this](unsigned i) { work(i); });
     {
       std::lock_guard lock(mu_);
       if (error_) return *error_;
@@ -233,10 +233,7 @@ class Walker {
   // Each entry's stamp is the lstat (or the directory's fstat) of the walk.
   void compare_with_cache(const DigestCacheContent* cache) {
     cache_.store(cache, std::memory_order_release);
-    std::vector<std::thread> helpers;
-    for (unsigned i = 1; i < walkers_; ++i) helpers.emplace_back([this, i] { compare_arenas(i); });
-    compare_arenas(0);
-    for (auto& t : helpers) t.join();
+    run_spread(walkers_, [this](unsigned i) { compare_arenas(i); });  // each arena exactly once
   }
   void compare_arenas(unsigned first) {
     const std::vector<FsIdentity> filesystems = fs_copy_;  // complete: the walk is over
