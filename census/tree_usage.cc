@@ -172,7 +172,7 @@ class Walk {
  private:
   void work(unsigned me) {
     Counters c;
-    auto buf = std::make_unique<uint64_t[]>(kDirentBufferBytes / 8);
+    auto buf = std::make_unique_for_overwrite<uint64_t[]>(kDirentBufferBytes / 8);
     for (;;) {
       Item item;
       {

@@ -46,7 +46,7 @@ class Walker {
       : limits_(limits),
         stop_(stop),
         progress_(progress),
-        buffer_(std::make_unique<char[]>(kChunkBytes)) {}
+        buffer_(std::make_unique_for_overwrite<char[]>(kChunkBytes)) {}
 
   Result<OutputWalk> run(const std::string& root) {
     check_stop();  // a run stopped before its end collects nothing

@@ -86,7 +86,7 @@ Result<OpenedRegularFile> adopt_opened_regular(UniqueFd fd, const DisplayName& d
   return file;
 }
 
-FileHasher::FileHasher() : buffer_(std::make_unique<char[]>(kChunkBytes)) {}
+FileHasher::FileHasher() : buffer_(std::make_unique_for_overwrite<char[]>(kChunkBytes)) {}
 
 Result<uint64_t> FileHasher::read_into_digest(int fd, uint64_t size, const DisplayName& display,
                                               const AfterFirstChunkHook& hook) {
