@@ -6,8 +6,9 @@
 // Every directory is opened relative to its parent's descriptor, one name at a time, so a tree
 // thousands of levels deep (paths far past PATH_MAX) is walked in time linear in its entries;
 // descriptors are held in a bounded cache and a directory whose parent's descriptor was given up is
-// reopened from its nearest open ancestor. Several walker threads share one stack of directories
-// (and split a large directory's entries), so the walk uses every core it is given.
+// reopened from its nearest open ancestor. Several walker threads, each with a stack of its own
+// and stealing from the others when idle (and splitting a large directory's entries), use every
+// core the walk is given.
 //
 // The walk is bounded in paths, pending directories and time. Whatever keeps it from seeing the
 // whole tree — a budget that ran out, a directory or entry that could not be read — is reported in
