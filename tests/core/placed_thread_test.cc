@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <sched.h>
 
+#include <algorithm>
 #include <atomic>
 #include <set>
 #include <thread>
@@ -50,11 +51,12 @@ TEST(PlacedThread, HelpersAreSpreadOverTheOtherProcessors) {
   }
   for (auto& t : threads) {
     t->join();
-    if (t->first_cpu() != t->creator_cpu()) firsts.insert(t->first_cpu());
+    EXPECT_NE(t->first_cpu(), t->creator_cpu());
+    firsts.insert(t->first_cpu());
   }
-  // The creator may move between starts; still, helpers are never all piled on one processor
-  // when there are several others to spread over.
-  EXPECT_EQ(static_cast<int>(firsts.size()), others);
+  // The creator may move between starts, so two helpers can meet on one processor; but they are
+  // not all piled on one when there are several others to spread over.
+  EXPECT_GE(static_cast<int>(firsts.size()), std::min(others, 2));
 }
 
 TEST(PlacedThread, ACreatorOnOneProcessorStartsAnOrdinaryThread) {
