@@ -275,7 +275,7 @@ class Walk {
     if (at >= len) return len;
     Item item{n, std::vector<char>(buf + at, buf + len)};
     std::lock_guard<std::mutex> lock(mu_);
-    ++n->pins;  // the batch's walker uses the fd
+    ++n->pins;                                // the batch's walker uses the fd
     stacks_[me].push_front(std::move(item));  // where an idle walker takes from
     ++queued_;
     wake_.notify_one();

@@ -339,7 +339,7 @@ std::string last_resort(const Receipt& r, Renderer& renderer, size_t max_bytes) 
       doc[field::kReason] = bounded_tail(r.reason.substr(0, 1024), 1024) + "…";
       cuts.push_back("reason cut to 1024 bytes");
     }
-    bytes = finish(std::move(doc), std::move(cuts), max_bytes);
+    bytes = finish(std::move(doc), cuts, max_bytes);
     if (bytes.size() <= max_bytes || keep == 0) return bytes;
   }
 }
