@@ -61,9 +61,6 @@ inline bool stamp_is_settled(const FileStamp& s) {
   return s.ctime_ns < second_ns;
 }
 
-// Whether `cached` (a settled stamp taken on `cached_fs`) still describes the file whose lstat is
-// `now` on `now_fs`: same file system, inode, size, mtime and ctime to the nanosecond.
-// The same for an lstat kept as a stamp (its hashed_at_ns plays no part).
 // The stamp a stat gives, read at `read_at` (0 where the moment does not matter).
 inline FileStamp stamp_of(const struct stat& st, int64_t read_at = 0) {
   return FileStamp{static_cast<uint64_t>(st.st_ino), static_cast<uint64_t>(st.st_size),
@@ -73,6 +70,9 @@ inline FileStamp stamp_of(const struct stat& st, int64_t read_at = 0) {
 inline bool same_inode_state(const FileStamp& a, const FileStamp& b) {
   return a.ino == b.ino && a.size == b.size && a.mtime_ns == b.mtime_ns && a.ctime_ns == b.ctime_ns;
 }
+// Whether `cached` (a settled stamp taken on `cached_fs`) still describes the file whose lstat is
+// `now` on `now_fs`: same file system, inode, size, mtime and ctime to the nanosecond.
+// The same for an lstat kept as a stamp (its hashed_at_ns plays no part).
 inline bool stamp_still_holds(const FileStamp& cached, const FsIdentity& cached_fs,
                               const FileStamp& now, const FsIdentity& now_fs) {
   return cached_fs == now_fs && ctime_is_trustworthy(now_fs.type) && stamp_is_settled(cached) &&
