@@ -240,9 +240,7 @@ Result<bool> GrantJournal::remove_dead_temporary(const std::string& name,
   if (!writer)
     return Error::make(fmt::format("grant journal: {} is not a temporary of a record write", name));
   auto lock = SEALRUN_TRY_CTX(JournalLock::take(dirfd_.get(), dir_, true), "grant journal");
-  struct stat st {};
-  if (::stat(fmt::format("{}/{}", proc_root, *writer).c_str(), &st) == 0)
-    return false;  // its writer may be alive
+  if (process_exists(*writer, proc_root)) return false;  // its writer may be alive
   if (::unlinkat(dirfd_.get(), name.c_str(), 0) != 0 && errno != ENOENT)
     return Error::from_errno(fmt::format("grant journal: remove {}/{}", dir_, name));
   return true;

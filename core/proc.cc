@@ -3,6 +3,7 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <charconv>
@@ -64,6 +65,11 @@ bool process_is_alive(pid_t pid, std::string_view starttime, const std::string& 
 }
 
 Result<std::string> own_starttime() { return process_starttime(::getpid()); }
+
+bool process_exists(pid_t pid, const std::string& proc_root) {
+  struct stat st {};
+  return ::stat(fmt::format("{}/{}", proc_root, pid).c_str(), &st) == 0;
+}
 
 Result<std::string> current_boot_id(const std::string& proc_root) {
   return read_boot_id(proc_root + "/sys/kernel/random/boot_id");

@@ -32,6 +32,10 @@ Result<std::string> process_starttime(pid_t pid, const std::string& proc_root = 
 // that start time (so a recycled pid is not mistaken for it).
 bool process_is_alive(pid_t pid, std::string_view starttime,
                       const std::string& proc_root = kProcRoot);
+// Whether any process of `pid` runs now (/proc/<pid> exists). Only for a pid recorded without its
+// start time (a temporary file's name): it may be another process by now, so "no" is the answer
+// to rely on.
+bool process_exists(pid_t pid, const std::string& proc_root = kProcRoot);
 // The start time of the calling process.
 Result<std::string> own_starttime();
 // This boot's id (/proc/sys/kernel/random/boot_id, without its newline): what a record compares

@@ -327,9 +327,7 @@ void sweep_template_temporaries(int ownedfs_dirfd, const Host& host, std::vector
   for (const auto& n : *names) {
     const std::optional<pid_t> writer = atomic_write_temporary_writer(n);
     if (!writer) continue;
-    struct stat st {};
-    if (::stat(fmt::format("{}/{}", host.proc_dir, *writer).c_str(), &st) == 0)
-      continue;  // its writer may be alive
+    if (process_exists(*writer, host.proc_dir)) continue;  // its writer may be alive
     bool ok = ::unlinkat(dir->get(), n.c_str(), 0) == 0;
     steps.push_back(
         {"template temporary " + n, ok ? "removed (its writer is gone)" : "remove failed", !ok});
