@@ -84,10 +84,15 @@ Result<T> field(const nlohmann::json& j, const char* key) {
 
 Result<std::string> own_process_start() { return own_starttime(); }
 
+bool recorded_in_another_boot(const GrantRecord& record, const std::string& proc_root) {
+  if (record.boot_id.empty()) return false;
+  auto boot = current_boot_id(proc_root);
+  return boot && *boot != record.boot_id;
+}
+
 bool controller_alive(const GrantRecord& record, const std::string& proc_root) {
   // After a reboot the same pid and starttime may name another process: the boot id tells.
-  if (!record.boot_id.empty())
-    if (auto boot = current_boot_id(proc_root); boot && *boot != record.boot_id) return false;
+  if (recorded_in_another_boot(record, proc_root)) return false;
   return process_is_alive(record.controller_pid, record.controller_start, proc_root);
 }
 

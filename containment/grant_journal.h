@@ -62,6 +62,9 @@ struct JournalEntry {
 
 // The starttime (/proc/<pid>/stat field 22) of the calling process: GrantRecord::controller_start.
 Result<std::string> own_process_start();
+// Whether `record` was written before this boot (its boot id known and not this one's): then the
+// processes and groups it names are gone, and a pid with its start time may be another process.
+bool recorded_in_another_boot(const GrantRecord& record, const std::string& proc_root = "/proc");
 // True while the controller that wrote `record` runs: same boot (when recorded), same pid, same
 // starttime, not a zombie. Sweep never touches the run of a live controller.
 bool controller_alive(const GrantRecord& record, const std::string& proc_root = "/proc");

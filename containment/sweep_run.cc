@@ -58,8 +58,7 @@ SweepStep sweep_job_process(const GrantRecord& r) {
 std::vector<SweepStep> sweep_recorded_run(const GrantRecord& r, int64_t grace_ms,
                                           const MechanismContext& context) {
   std::vector<SweepStep> steps;
-  auto boot = current_boot_id();
-  if (!r.boot_id.empty() && boot && *boot != r.boot_id) {
+  if (recorded_in_another_boot(r)) {
     // Written before a reboot: its groups and processes are gone, and a pid with the same start
     // time now may well be another process (start times count from boot).
     if (!r.group_locators.empty() || r.job_pid > 0)
