@@ -96,21 +96,32 @@ Result<SystemdManagerClient> SystemdManagerClient::connect(const std::string& ad
   return SystemdManagerClient(*api, std::move(bus), address);
 }
 
-int SystemdManagerClient::call_manager(const char* method, std::initializer_list<Arg> args,
-                                       SdBusError& error, SdBusMessagePtr& reply) {
+int SystemdManagerClient::new_manager_call(const char* method, SdBusMessagePtr& call) {
   sd_bus_message* raw = nullptr;
   int r = api_->sd_bus_message_new_method_call(bus_.get(), &raw, kDestination, kManagerPath,
                                                kManagerInterface, method);
-  SdBusMessagePtr call(raw, SdBusMessageUnref{api_});
+  call = SdBusMessagePtr(raw, SdBusMessageUnref{api_});
+  return r;
+}
+
+int SystemdManagerClient::send_call(const SdBusMessagePtr& call, uint64_t timeout_us,
+                                    SdBusError& error, SdBusMessagePtr& reply) {
+  sd_bus_message* raw = nullptr;
+  int r = api_->sd_bus_call(bus_.get(), call.get(), timeout_us, error.ptr(), &raw);
+  reply = SdBusMessagePtr(raw, SdBusMessageUnref{api_});
+  return r;
+}
+
+int SystemdManagerClient::call_manager(const char* method, std::initializer_list<Arg> args,
+                                       SdBusError& error, SdBusMessagePtr& reply) {
+  SdBusMessagePtr call(nullptr, SdBusMessageUnref{api_});
+  int r = new_manager_call(method, call);
   if (r < 0) return r;
   for (const Arg& a : args) {
     if ((r = api_->sd_bus_message_append_basic(call.get(), a.type, a.value)) < 0) return r;
   }
-  sd_bus_message* reply_raw = nullptr;
   // Timeout 0: sd-bus's default (25 s), the bound sd_bus_call_method gave these calls.
-  r = api_->sd_bus_call(bus_.get(), call.get(), 0, error.ptr(), &reply_raw);
-  reply = SdBusMessagePtr(reply_raw, SdBusMessageUnref{api_});
-  return r;
+  return send_call(call, 0, error, reply);
 }
 
 Result<std::string> SystemdManagerClient::version() {
@@ -175,10 +186,8 @@ Result<std::string> SystemdManagerClient::start_transient_unit(
   std::string what = fmt::format("StartTransientUnit {}", name);
   SEALRUN_TRY_CTX(ensure_job_watch(), what);
   const SdBusApi& api = *api_;
-  sd_bus_message* raw = nullptr;
-  int r = api.sd_bus_message_new_method_call(bus_.get(), &raw, kDestination, kManagerPath,
-                                             kManagerInterface, "StartTransientUnit");
-  SdBusMessagePtr call(raw, SdBusMessageUnref{api_});
+  SdBusMessagePtr call(nullptr, SdBusMessageUnref{api_});
+  int r = new_manager_call("StartTransientUnit", call);
   if (r < 0) return Error::with_errno(-r, what);
   r = api.sd_bus_message_append_basic(call.get(), 's', name.c_str());
   if (r >= 0) r = api.sd_bus_message_append_basic(call.get(), 's', "fail");
@@ -195,9 +204,8 @@ Result<std::string> SystemdManagerClient::start_transient_unit(
   if (r < 0) return Error::with_errno(-r, what + ": building the message");
 
   SdBusError error(api);
-  sd_bus_message* reply_raw = nullptr;
-  r = api.sd_bus_call(bus_.get(), call.get(), kCallTimeoutUs, error.ptr(), &reply_raw);
-  SdBusMessagePtr reply(reply_raw, SdBusMessageUnref{api_});
+  SdBusMessagePtr reply;
+  r = send_call(call, kCallTimeoutUs, error, reply);
   if (r < 0) return error.to_error(r, what);
   const char* job = nullptr;
   r = api.sd_bus_message_read_basic(reply.get(), 'o', &job);
@@ -261,19 +269,16 @@ Result<std::optional<std::string>> SystemdManagerClient::unit_path(const std::st
 Result<std::vector<std::string>> SystemdManagerClient::list_units(const std::string& pattern) {
   std::string what = fmt::format("ListUnitsByPatterns {}", pattern);
   const SdBusApi& api = *api_;
-  sd_bus_message* raw = nullptr;
-  int r = api.sd_bus_message_new_method_call(bus_.get(), &raw, kDestination, kManagerPath,
-                                             kManagerInterface, "ListUnitsByPatterns");
-  SdBusMessagePtr call(raw, SdBusMessageUnref{api_});
+  SdBusMessagePtr call(nullptr, SdBusMessageUnref{api_});
+  int r = new_manager_call("ListUnitsByPatterns", call);
   if (r < 0) return Error::with_errno(-r, what);
   const char* patterns[] = {pattern.c_str(), nullptr};
   r = api.sd_bus_message_append_strv(call.get(), nullptr);  // any state
   if (r >= 0) r = api.sd_bus_message_append_strv(call.get(), const_cast<char**>(patterns));
   if (r < 0) return Error::with_errno(-r, what + ": building the message");
   SdBusError error(api);
-  sd_bus_message* reply_raw = nullptr;
-  r = api.sd_bus_call(bus_.get(), call.get(), kCallTimeoutUs, error.ptr(), &reply_raw);
-  SdBusMessagePtr reply(reply_raw, SdBusMessageUnref{api_});
+  SdBusMessagePtr reply;
+  r = send_call(call, kCallTimeoutUs, error, reply);
   if (r < 0) return error.to_error(r, what);
   r = api.sd_bus_message_enter_container(reply.get(), SD_BUS_TYPE_ARRAY, "(ssssssouso)");
   if (r < 0) return Error::with_errno(-r, what + ": reply");

@@ -65,6 +65,12 @@ class SystemdManagerClient {
   };
   int call_manager(const char* method, std::initializer_list<Arg> args, SdBusError& error,
                    SdBusMessagePtr& reply);
+  // The steps every call to the manager shares: a new method call of `method` on the manager
+  // object (owned by `call`), and sending it (`timeout_us` 0: sd-bus's default), the reply owned
+  // by `reply`. Both return sd-bus's result (negative errno).
+  int new_manager_call(const char* method, SdBusMessagePtr& call);
+  int send_call(const SdBusMessagePtr& call, uint64_t timeout_us, SdBusError& error,
+                SdBusMessagePtr& reply);
   // Calls Subscribe once and installs the JobRemoved match, so no job's end can be missed.
   Status ensure_job_watch();
   void end_job_watch();
