@@ -5,8 +5,7 @@
 //   verify_tree_bench cached ROOT STATE_DIR   tree_digest_cached(): stat walk + cache
 //   verify_tree_bench rehash ROOT STATE_DIR   the same with --rehash (cache bypassed, refreshed)
 //   verify_tree_bench full ROOT               tree_digest(): what every run paid before the cache
-//   verify_tree_bench load ROOT STATE_DIR     load_digest_cache() alone (read, check, decode,
-//   index)
+//   verify_tree_bench load ROOT STATE_DIR     load_digest_cache() alone (map, check, index)
 //
 // Prints the digest and, for the cached modes, the pin_cache record as JSON. VERIFY_THREADS=N sets
 // the cached modes' walker threads (default: one per CPU).
