@@ -45,7 +45,11 @@ void register_census(CLI::App& app, int* exit_code) {
           "{}\n  logical bytes    {}\n  allocated bytes  {}\n  paths            {}\n"
           "  free bytes       {}\n  walk time        {} ms{}\n",
           *dir, usage->logical_bytes, usage->allocated_bytes, usage->paths, *free, usage->walk_ms,
-          usage->complete ? "" : "\n  (walk cut short: figures are lower bounds)");
+          // Cut short or partly unreadable (a directory the user may not search): the figures
+          // count only what was seen, and the reason names what was not.
+          usage->measured()
+              ? ""
+              : fmt::format("\n  ({}: figures are lower bounds)", usage->unmeasured_reason()));
     }
     *exit_code = kExitOk;
   });
