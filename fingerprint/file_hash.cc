@@ -86,7 +86,9 @@ Result<OpenedRegularFile> adopt_opened_regular(UniqueFd fd, const DisplayName& d
   return file;
 }
 
-FileHasher::FileHasher() : buffer_(std::make_unique_for_overwrite<char[]>(kChunkBytes)) {}
+FileHasher::FileHasher(bool map_region)
+    : buffer_(std::make_unique_for_overwrite<char[]>(kChunkBytes)),
+      region_(map_region ? std::make_unique<MapRegion>() : nullptr) {}
 
 Result<uint64_t> FileHasher::read_into_digest(int fd, uint64_t size, const DisplayName& display,
                                               const AfterFirstChunkHook& hook) {
@@ -138,9 +140,10 @@ Result<RawFileDigest> FileHasher::hash_opened_raw(const OpenedRegularFile& file,
   const uint64_t size = static_cast<uint64_t>(file.st.st_size);
   Result<uint64_t> hashed = size;
   uint64_t reported = 0;  // bytes already added to *progress_bytes
-  if (size >= kMapThresholdBytes) {
+  if (size >= map_threshold()) {
     last_read_missed_cache_ = false;
-    Status mapped = hash_mapped(fd, size, sha_, display, kChunkBytes, hook, progress_bytes);
+    Status mapped =
+        hash_mapped(fd, size, sha_, display, kChunkBytes, hook, progress_bytes, region_.get());
     if (!mapped.ok() && mapped.error().err() == ENODEV)
       hashed = read_into_digest(fd, size, display, hook);  // cannot be mapped: nothing hashed yet
     else if (!mapped.ok())

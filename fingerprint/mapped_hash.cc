@@ -14,9 +14,11 @@
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/uio.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <mutex>
 
 namespace sealrun {
@@ -122,19 +124,62 @@ bool window_cached(int fd, uint64_t offset) {
   return ::preadv2(fd, &iov, 1, static_cast<off_t>(offset), RWF_NOWAIT) == 1;
 }
 
+// A window: unmapped when it goes out of scope, unless it lives in a MapRegion.
 struct Mapping {
   void* addr = MAP_FAILED;
   size_t len = 0;
+  bool in_region = false;
   ~Mapping() {
-    if (addr != MAP_FAILED) ::munmap(addr, len);
+    if (addr != MAP_FAILED && !in_region) ::munmap(addr, len);
   }
 };
 
+// The reservation: no access, no memory committed, no page tables until a window lands in it.
+void* reserve(void* at, int extra_flags) {
+  return ::mmap(at, MapRegion::kBytes, PROT_NONE,
+                MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | extra_flags, -1, 0);
+}
+
 }  // namespace
+
+MapRegion::MapRegion() {
+  void* base = reserve(nullptr, 0);
+  if (base != MAP_FAILED) base_ = static_cast<char*>(base);
+}
+
+MapRegion::~MapRegion() {
+  if (base_ != nullptr) ::munmap(base_, kBytes);
+}
+
+void* MapRegion::map(int fd, size_t len, off_t offset) {
+  const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  const size_t span = (len + page - 1) / page * page;
+  if (base_ == nullptr || span > kBytes || span == 0) {
+    errno = ENOMEM;
+    return MAP_FAILED;
+  }
+  if (used_ + span > kBytes) {
+    // Replacing the whole range drops every window in it with one TLB flush.
+    if (reserve(base_, MAP_FIXED) == MAP_FAILED) return MAP_FAILED;
+    used_ = 0;
+  }
+  void* at = ::mmap(base_ + used_, len, PROT_READ, MAP_SHARED | MAP_FIXED, fd, offset);
+  if (at == MAP_FAILED) {
+    // MAP_FIXED may have taken the reserved pages away before failing: reserve them again, so
+    // nothing else can be placed inside the range.
+    const int err = errno;
+    (void)::mmap(base_ + used_, span, PROT_NONE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
+    errno = err;
+    return MAP_FAILED;
+  }
+  used_ += span;
+  return at;
+}
 
 Status hash_mapped(int fd, uint64_t size, Sha256& sha, const DisplayName& display,
                    size_t first_chunk_bytes, const std::function<void()>& after_first_chunk,
-                   std::atomic<uint64_t>* progress_bytes) {
+                   std::atomic<uint64_t>* progress_bytes, MapRegion* region) {
   install_sigbus_handler_once();
   auto shrunk = [&] {
     return Error::make(fmt::format(
@@ -146,8 +191,13 @@ Status hash_mapped(int fd, uint64_t size, Sha256& sha, const DisplayName& displa
   for (uint64_t offset = 0; offset < size; offset += kMapWindowBytes) {
     Mapping window;
     window.len = static_cast<size_t>(std::min<uint64_t>(kMapWindowBytes, size - offset));
-    window.addr =
-        ::mmap(nullptr, window.len, PROT_READ, MAP_SHARED, fd, static_cast<off_t>(offset));
+    if (region != nullptr) {
+      window.addr = region->map(fd, window.len, static_cast<off_t>(offset));
+      window.in_region = window.addr != MAP_FAILED;
+    }
+    if (window.addr == MAP_FAILED)
+      window.addr =
+          ::mmap(nullptr, window.len, PROT_READ, MAP_SHARED, fd, static_cast<off_t>(offset));
     if (window.addr == MAP_FAILED) return Error::from_errno(fmt::format("map {}", display.str()));
     // A window already in the page cache is mapped whole at once (one call, not a fault per 16
     // pages), so that the prefetch ahead of the digest reaches mapped pages: a prefetch of a page

@@ -38,7 +38,7 @@ HashPool::HashPool(int root_fd, const std::string& root_display, unsigned thread
   threads_.emplace_back([this] { open_ahead(); });
   for (unsigned i = 0; i < threads; ++i)
     threads_.emplace_back([this] {
-      FileHasher hasher;
+      FileHasher hasher(/*map_region=*/true);
       hash_ready(hasher);
     });
 }
