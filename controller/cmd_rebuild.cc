@@ -42,7 +42,10 @@ struct RebuildOptions {
 };
 
 // What a rebuild knows about the receipt it rebuilds, once it has proven it usable.
-struct Original {
+// The NOLINT: the implicit default constructor inherits nlohmann::json's, which is noexcept but
+// delegates to the constructor of any value type (one that allocates, for arrays and objects);
+// for null it cannot throw, and the json header carries the same NOLINT on it.
+struct Original {  // NOLINT(bugprone-exception-escape)
   json doc;
   std::string sha256;  // of the receipt's exact bytes
   std::vector<json> outputs;
