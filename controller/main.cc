@@ -3,9 +3,9 @@
 #include <signal.h>
 
 #include <CLI/CLI.hpp>
-#include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <cerrno>
 #include <exception>
 #include <system_error>
 
