@@ -11,6 +11,7 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <array>
+#include <string>
 #include <string_view>
 
 #include "controller/commands.h"
@@ -36,7 +37,13 @@ void load_crypto_before_commands(CLI::App& app) {
         continue;
       auto api = crypto_api();
       if (api.ok()) continue;
-      print_error(name, api.error());
+      // The whole command ("key generate"), as its own messages name it.
+      std::string path = name;
+      for (const CLI::App* sub = command; !sub->get_subcommands().empty();) {
+        sub = sub->get_subcommands().front();
+        path += " " + sub->get_name();
+      }
+      print_error(path, api.error());
       // `run`: its pins cannot be checked, so nothing is admitted or executed (CONTRACT.md exit 3).
       throw CLI::RuntimeError(name == "run" ? kExitAdmissionRefused : kExitFailure);
     }
