@@ -31,6 +31,7 @@
 #include <string>
 
 #include "core/result.h"
+#include "core/shared_library.h"
 
 namespace sealrun {
 
@@ -91,15 +92,11 @@ class CryptoLibrary {
   // for a symbol it lacks, the symbol: "libcrypto.so.3 has no symbol EVP_DigestUpdate: ...".
   static Result<std::unique_ptr<CryptoLibrary>> open(const std::string& soname);
 
-  CryptoLibrary(const CryptoLibrary&) = delete;
-  CryptoLibrary& operator=(const CryptoLibrary&) = delete;
-  ~CryptoLibrary();
-
   const CryptoApi& api() const { return api_; }
 
  private:
-  explicit CryptoLibrary(void* handle) : handle_(handle) {}
-  void* handle_;
+  explicit CryptoLibrary(SharedLibrary library) : library_(std::move(library)) {}
+  SharedLibrary library_;
   CryptoApi api_;
 };
 
