@@ -8,18 +8,14 @@
 #include "core/crypto_library.h"
 
 #include <gtest/gtest.h>
-#include <link.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include <cstdlib>
-#include <cstring>
 #include <thread>
 #include <vector>
 
 #include "attest/keys.h"
 #include "attest/openssl_util.h"
 #include "fingerprint/sha256.h"
+#include "tests/support/fresh_process.h"
 #include "tests/support/temp_dir.h"
 
 namespace sealrun {
@@ -117,45 +113,22 @@ TEST(CryptoLibrary, TheProcessLoadsItOnceForAllThreads) {
   EXPECT_EQ(&loaded_crypto_api(), seen[0]);
 }
 
-int count_libcrypto(struct dl_phdr_info* info, size_t, void* data) {
-  if (info->dlpi_name && std::strstr(info->dlpi_name, "libcrypto.so")) {
-    ++*static_cast<int*>(data);
-  }
-  return 0;
-}
-
 TEST(CryptoLibrary, NotLoadedBeforeItIsAskedFor) {
   // Whether libcrypto is mapped at start can only be seen in a process where nothing has asked
-  // for it yet: this test runs itself again, alone, in a fresh process (the variable below tells
-  // that copy to look), and passes when that copy does. Four threads ask at once there, so the
-  // first load itself is raced.
+  // for it yet. Four threads ask at once there, so the first load itself is raced.
   constexpr const char* kFresh = "SEALRUN_CRYPTO_FRESH_PROCESS";
-  if (getenv(kFresh) != nullptr) {
-    int before = 0;
-    dl_iterate_phdr(count_libcrypto, &before);
-    EXPECT_EQ(before, 0) << "libcrypto is mapped at start: something links it";
-    std::vector<std::string> digests(4);
-    std::vector<std::thread> threads;
-    for (auto& d : digests) threads.emplace_back([&d] { d = sha256_hex("abc"); });
-    for (auto& t : threads) t.join();
-    for (const auto& d : digests) EXPECT_EQ(d, kAbc);
-    int after = 0;
-    dl_iterate_phdr(count_libcrypto, &after);
-    EXPECT_EQ(after, 1);
+  if (!sealrun::testing::in_fresh_process(kFresh)) {
+    sealrun::testing::rerun_current_test_in_fresh_process(kFresh);
     return;
   }
-  pid_t pid = fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    setenv(kFresh, "1", 1);
-    execl("/proc/self/exe", "crypto_library_test",
-          "--gtest_filter=CryptoLibrary.NotLoadedBeforeItIsAskedFor", static_cast<char*>(nullptr));
-    _exit(127);
-  }
-  int status = 0;
-  ASSERT_EQ(waitpid(pid, &status, 0), pid);
-  ASSERT_TRUE(WIFEXITED(status)) << "status " << status;
-  EXPECT_EQ(WEXITSTATUS(status), 0) << "the fresh process's checks failed (its output is above)";
+  EXPECT_EQ(sealrun::testing::mapped_objects_named("libcrypto.so"), 0)
+      << "libcrypto is mapped at start: something links it";
+  std::vector<std::string> digests(4);
+  std::vector<std::thread> threads;
+  for (auto& d : digests) threads.emplace_back([&d] { d = sha256_hex("abc"); });
+  for (auto& t : threads) t.join();
+  for (const auto& d : digests) EXPECT_EQ(d, kAbc);
+  EXPECT_EQ(sealrun::testing::mapped_objects_named("libcrypto.so"), 1);
 }
 
 }  // namespace
