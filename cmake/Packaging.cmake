@@ -43,7 +43,10 @@ set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 # libsystemd0 by hand too: the systemd resource-group back end dlopen()s it on first use
 # (containment/resgroup/sd_bus_library.h), so dpkg-shlibdeps no longer sees it; 237 is the oldest
 # version with every sd_bus_* function it resolves (sd_bus_match_signal, per libsystemd0.symbols).
-set(CPACK_DEBIAN_PACKAGE_DEPENDS "bubblewrap, libsystemd0 (>= 237)")
+# libssl3 by hand for the same reason: libcrypto.so.3 is dlopen()ed by the first command that
+# hashes or signs (core/crypto_library.h). 3.0.0 is what dpkg-shlibdeps computed while it was
+# linked (libssl3.symbols: every function sealrun resolves is there since 3.0.0).
+set(CPACK_DEBIAN_PACKAGE_DEPENDS "bubblewrap, libsystemd0 (>= 237), libssl3 (>= 3.0.0)")
 set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "podman, runc, uidmap, git")
 set(CPACK_DEBIAN_PACKAGE_SUGGESTS "build-essential")
 

@@ -26,5 +26,8 @@ void register_rebuild(CLI::App& app, int* exit_code);  // controller/cmd_rebuild
 void register_runner(CLI::App& app, int* exit_code);  // remote/cmd_runner.cc
 // Hidden `__generate man|bash-completion`: walks `app` (the root, register it last) at run time.
 void register_generate(CLI::App& app, int* exit_code);
+// Loads libcrypto before a command that may hash runs; stops it with the error when it cannot
+// (controller/crypto_gate.cc). Call on the root app.
+void load_crypto_before_commands(CLI::App& app);
 
 }  // namespace sealrun::cli

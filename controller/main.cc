@@ -29,8 +29,11 @@ int run_cli(CLI::App& app, int argc, char** argv) {
   sealrun::cli::register_rebuild(app, &exit_code);
   sealrun::cli::register_runner(app, &exit_code);
   sealrun::cli::register_generate(app, &exit_code);  // hidden; walks the commands above
+  sealrun::cli::load_crypto_before_commands(app);
   try {
     app.parse(argc, argv);
+  } catch (const CLI::RuntimeError& e) {
+    return e.get_exit_code();  // a command stopped before it ran, its message printed
   } catch (const CLI::ParseError& e) {
     int rc = app.exit(e);
     return rc == 0 ? sealrun::kExitOk : sealrun::kExitUsage;

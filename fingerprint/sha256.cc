@@ -1,13 +1,14 @@
 // SHA-256 through OpenSSL 3's EVP interface. The digest implementation is fetched from the default
 // provider once per process (an implicit fetch on every EVP_DigestInit_ex costs a provider lookup,
 // which shows when hashing tens of thousands of small files); each Sha256 owns one EVP_MD_CTX.
+// libcrypto is reached through core/crypto_library.h's table, which the command loaded before it
+// hashed; each Sha256 keeps the table's address so the per-block update is one indirect call.
 #include "fingerprint/sha256.h"
-
-#include <openssl/evp.h>
 
 #include <cstdio>
 #include <cstdlib>
 
+#include "core/crypto_library.h"
 #include "core/hex.h"
 
 namespace sealrun {
@@ -18,7 +19,7 @@ namespace {
 // trusted without a digest, so this is the one place that aborts rather than returning an error.
 const EVP_MD* sha256_md() {
   static const EVP_MD* md = [] {
-    EVP_MD* fetched = EVP_MD_fetch(nullptr, "SHA256", nullptr);
+    EVP_MD* fetched = loaded_crypto_api().EVP_MD_fetch(nullptr, "SHA256", nullptr);
     if (fetched == nullptr) {
       std::fputs("sealrun: OpenSSL cannot provide SHA-256 (EVP_MD_fetch failed)\n", stderr);
       std::abort();
@@ -29,7 +30,7 @@ const EVP_MD* sha256_md() {
 }
 
 struct MdCtxFree {
-  void operator()(EVP_MD_CTX* ctx) const { EVP_MD_CTX_free(ctx); }
+  void operator()(EVP_MD_CTX* ctx) const { loaded_crypto_api().EVP_MD_CTX_free(ctx); }
 };
 
 void check(int rc, const char* what) {
@@ -43,12 +44,14 @@ void check(int rc, const char* what) {
 }  // namespace
 
 struct Sha256::Ctx {
-  std::unique_ptr<EVP_MD_CTX, MdCtxFree> md_ctx{EVP_MD_CTX_new()};
+  const CryptoApi* api = &loaded_crypto_api();
+  std::unique_ptr<EVP_MD_CTX, MdCtxFree> md_ctx{api->EVP_MD_CTX_new()};
 };
 
 Sha256::Sha256() : ctx_(std::make_unique<Ctx>()) {
   if (!ctx_->md_ctx) check(0, "EVP_MD_CTX_new");
-  check(EVP_DigestInit_ex2(ctx_->md_ctx.get(), sha256_md(), nullptr), "EVP_DigestInit_ex2");
+  check(ctx_->api->EVP_DigestInit_ex2(ctx_->md_ctx.get(), sha256_md(), nullptr),
+        "EVP_DigestInit_ex2");
 }
 
 Sha256::~Sha256() = default;
@@ -57,15 +60,17 @@ Sha256& Sha256::operator=(Sha256&&) noexcept = default;
 
 void Sha256::update(const void* data, size_t size) {
   if (size == 0) return;
-  check(EVP_DigestUpdate(ctx_->md_ctx.get(), data, size), "EVP_DigestUpdate");
+  check(ctx_->api->EVP_DigestUpdate(ctx_->md_ctx.get(), data, size), "EVP_DigestUpdate");
 }
 
 std::array<uint8_t, 32> Sha256::finish() {
   std::array<uint8_t, 32> digest{};
   unsigned int len = 0;
-  check(EVP_DigestFinal_ex(ctx_->md_ctx.get(), digest.data(), &len), "EVP_DigestFinal_ex");
+  check(ctx_->api->EVP_DigestFinal_ex(ctx_->md_ctx.get(), digest.data(), &len),
+        "EVP_DigestFinal_ex");
   // Ready for the next message without another allocation.
-  check(EVP_DigestInit_ex2(ctx_->md_ctx.get(), sha256_md(), nullptr), "EVP_DigestInit_ex2");
+  check(ctx_->api->EVP_DigestInit_ex2(ctx_->md_ctx.get(), sha256_md(), nullptr),
+        "EVP_DigestInit_ex2");
   return digest;
 }
 

@@ -20,6 +20,7 @@
 #include <string>
 
 #include "core/result.h"
+#include "core/shared_library.h"
 
 namespace sealrun::resgroup {
 
@@ -75,20 +76,15 @@ struct SdBusApi {
 class SdBusLibrary {
  public:
   // dlopen(soname, RTLD_NOW | RTLD_LOCAL) and dlsym of each function. Errors name the library and,
-  // for a symbol it lacks, the symbol: "libsystemd.so.0 has no sd_bus_call: ...".
+  // for a symbol it lacks, the symbol: "libsystemd.so.0 has no symbol sd_bus_call: ...".
   static Result<std::unique_ptr<SdBusLibrary>> open(const std::string& soname);
 
-  SdBusLibrary(const SdBusLibrary&) = delete;
-  SdBusLibrary& operator=(const SdBusLibrary&) = delete;
-  ~SdBusLibrary();
-
   const SdBusApi& api() const { return api_; }
-  const std::string& soname() const { return soname_; }
+  const std::string& soname() const { return library_.soname(); }
 
  private:
-  SdBusLibrary(void* handle, std::string soname) : handle_(handle), soname_(std::move(soname)) {}
-  void* handle_;
-  std::string soname_;
+  explicit SdBusLibrary(SharedLibrary library) : library_(std::move(library)) {}
+  SharedLibrary library_;
   SdBusApi api_;
 };
 

@@ -6,17 +6,13 @@
 #include "containment/resgroup/sd_bus_library.h"
 
 #include <gtest/gtest.h>
-#include <link.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include <cstdlib>
-#include <cstring>
 #include <thread>
 #include <vector>
 
 #include "containment/resgroup/sd_bus_handles.h"
 #include "containment/resgroup/sd_bus_manager.h"
+#include "tests/support/fresh_process.h"
 
 namespace sealrun::resgroup {
 namespace {
@@ -99,40 +95,18 @@ TEST(SdBusLibrary, TheProcessLoadsItOnceForAllThreads) {
   for (const SdBusApi* p : seen) EXPECT_EQ(p, seen[0]);
 }
 
-int count_libsystemd(struct dl_phdr_info* info, size_t, void* data) {
-  if (info->dlpi_name && std::strstr(info->dlpi_name, "libsystemd.so")) {
-    ++*static_cast<int*>(data);
-  }
-  return 0;
-}
-
 TEST(SdBusLibrary, NotLoadedBeforeItIsAskedFor) {
   // Whether libsystemd is mapped at start can only be seen in a process where nothing has asked
-  // for it yet: this test runs itself again, alone, in a fresh process (the variable below tells
-  // that copy to look), and passes when that copy does.
+  // for it yet.
   constexpr const char* kFresh = "SEALRUN_SD_BUS_FRESH_PROCESS";
-  if (getenv(kFresh) != nullptr) {
-    int before = 0;
-    dl_iterate_phdr(count_libsystemd, &before);
-    EXPECT_EQ(before, 0) << "libsystemd is mapped at start: it is linked, not loaded on demand";
-    ASSERT_TRUE(sd_bus_api().ok());
-    int after = 0;
-    dl_iterate_phdr(count_libsystemd, &after);
-    EXPECT_EQ(after, 1);
+  if (!sealrun::testing::in_fresh_process(kFresh)) {
+    sealrun::testing::rerun_current_test_in_fresh_process(kFresh);
     return;
   }
-  pid_t pid = fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    setenv(kFresh, "1", 1);
-    execl("/proc/self/exe", "sd_bus_library_test",
-          "--gtest_filter=SdBusLibrary.NotLoadedBeforeItIsAskedFor", static_cast<char*>(nullptr));
-    _exit(127);
-  }
-  int status = 0;
-  ASSERT_EQ(waitpid(pid, &status, 0), pid);
-  ASSERT_TRUE(WIFEXITED(status)) << "status " << status;
-  EXPECT_EQ(WEXITSTATUS(status), 0) << "the fresh process's checks failed (its output is above)";
+  EXPECT_EQ(sealrun::testing::mapped_objects_named("libsystemd.so"), 0)
+      << "libsystemd is mapped at start: it is linked, not loaded on demand";
+  ASSERT_TRUE(sd_bus_api().ok());
+  EXPECT_EQ(sealrun::testing::mapped_objects_named("libsystemd.so"), 1);
 }
 
 }  // namespace
