@@ -38,9 +38,11 @@ cp "$(command -v busybox)" "$W/toolchain/busybox"
   --toolchain-mount /opt/toolchain --env PATH=/opt/toolchain -- /opt/toolchain/busybox true >"$W/frozen"
 SHA=$(head -c 64 "$W/frozen")
 
-sealrun_true() {  # sealrun_true ID [SEALRUN]
-  "${2:-$SEALRUN}" run "$W/admission.json" --sha256 "$SHA" --id "r$1" --state-dir "$W/state" \
-    --quiet >/dev/null
+# Each binary has a state directory of its own: the bwrap probe cache keeps one entry, keyed by
+# (among others) sealrun's version, so two binaries sharing one would re-probe at every turn.
+sealrun_true() {  # sealrun_true ID [SEALRUN STATE]
+  "${2:-$SEALRUN}" run "$W/admission.json" --sha256 "$SHA" --id "r$1" \
+    --state-dir "${3:-$W/state}" --quiet >/dev/null
 }
 bare_true() {
   setpriv --reuid="$JOB_USER" --regid="$JOB_USER" --clear-groups -- "$BWRAP" --unshare-all \
@@ -61,7 +63,7 @@ while [ "$i" -le "$PAIRS" ]; do
   base=
   if [ -n "$SEALRUN_BASE" ]; then
     z=$(now_us)
-    sealrun_true "b$i" "$SEALRUN_BASE"
+    sealrun_true "b$i" "$SEALRUN_BASE" "$W/state-base"
     base=" $((($(now_us) - z) / 1000))"
   fi
   a=$(now_us)
