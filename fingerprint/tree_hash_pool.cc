@@ -49,7 +49,8 @@ HashPool::~HashPool() {
 }
 
 void HashPool::submit(const Job& job) {
-  bool wake = false;
+  bool wake_opener = false;
+  bool wake_hasher = false;
   {
     std::lock_guard lock(mu_);
     if (failed()) return;
@@ -59,10 +60,14 @@ void HashPool::submit(const Job& job) {
     } else {
       small_.push_back(job);
     }
-    // The opening thread sleeps only with nothing to open or enough opened.
-    wake = opening_ == 0 && ready_.size() < kReadyLow && large_.size() + small_.size() == 1;
+    const bool first_waiting = large_.size() + small_.size() == 1;
+    // The opening thread sleeps only with nothing to open, enough opened, or a warm tree.
+    wake_opener = opening_ahead() && opening_ == 0 && ready_.size() < kReadyLow && first_waiting;
+    // A hashing thread sleeps only with nothing to take; on a warm tree it takes waiting files.
+    wake_hasher = !opening_ahead() && idle_hashers_ > 0;
   }
-  if (wake) room_.notify_one();
+  if (wake_opener) room_.notify_one();
+  if (wake_hasher) opened_.notify_one();
 }
 
 void HashPool::walk_finished() {
@@ -94,6 +99,8 @@ bool HashPool::all_done_locked() const {
          hashing_ == 0;
 }
 
+bool HashPool::waiting_locked() const { return !large_.empty() || !small_.empty(); }
+
 bool HashPool::take_waiting_locked(Job& out) {
   if (!large_.empty()) {
     std::pop_heap(large_.begin(), large_.end(), smaller);
@@ -116,7 +123,8 @@ void HashPool::open_ahead() {
   for (;;) {
     room_.wait(lock, [&] {
       return failed() || closing_ ||
-             (ready_.size() < kReadyLow && !(large_.empty() && small_.empty())) ||
+             (opening_ahead() && ready_.size() < kReadyLow &&
+              !(large_.empty() && small_.empty())) ||
              (walk_done_ && large_.empty() && small_.empty());
     });
     if (failed() || closing_ || (large_.empty() && small_.empty())) break;
@@ -129,7 +137,10 @@ void HashPool::open_ahead() {
     const bool hint = cold_score_.load(std::memory_order_relaxed) > 0;
     for (size_t i = 0; i < batch.size(); ++i) {
       if (failed()) break;
-      if (auto o = open(batch[i], hint)) done.push_back(std::move(*o));
+      if (auto o = open(batch[i], hint)) {
+        done.push_back(std::move(*o));
+        opened_ahead_.fetch_add(1, std::memory_order_relaxed);
+      }
       if (done.size() == kHandOver || i + 1 == batch.size()) {
         {
           std::lock_guard hand(mu_);
@@ -151,17 +162,35 @@ void HashPool::open_ahead() {
 void HashPool::hash_ready(FileHasher& hasher) {
   std::unique_lock lock(mu_);
   for (;;) {
-    opened_.wait(lock,
-                 [&] { return failed() || closing_ || !ready_.empty() || all_done_locked(); });
-    if (failed() || closing_ || ready_.empty()) break;
-    Opened job = std::move(ready_.front());
-    ready_.pop_front();
-    ++hashing_;
-    const bool wake_opener = ready_.size() + 1 == kReadyLow;
-    lock.unlock();
-    if (wake_opener) room_.notify_one();
-    hash(job, hasher);
-    job.file.fd.reset();  // closes the descriptor before the next file is taken
+    ++idle_hashers_;
+    opened_.wait(lock, [&] {
+      return failed() || closing_ || !ready_.empty() || (!opening_ahead() && waiting_locked()) ||
+             all_done_locked();
+    });
+    --idle_hashers_;
+    if (failed() || closing_) break;
+    std::optional<Opened> job;
+    if (!ready_.empty()) {
+      job = std::move(ready_.front());
+      ready_.pop_front();
+      ++hashing_;
+      const bool wake_opener = opening_ahead() && ready_.size() + 1 == kReadyLow;
+      lock.unlock();
+      if (wake_opener) room_.notify_one();
+    } else {
+      // A warm tree: this thread opens the next waiting file itself (see the header).
+      Job waiting;
+      if (!take_waiting_locked(waiting)) break;  // all done
+      ++hashing_;
+      const bool wake_peer = waiting_locked() && idle_hashers_ > 0;
+      lock.unlock();
+      if (wake_peer) opened_.notify_one();
+      job = open(waiting, false);
+    }
+    if (job) {
+      hash(*job, hasher);
+      job->file.fd.reset();  // closes the descriptor before the next file is taken
+    }
     lock.lock();
     --hashing_;
     if (all_done_locked()) {
@@ -192,10 +221,16 @@ void HashPool::hash(Opened& job, FileHasher& hasher) {
   TreeEntry& e = *job.entry;
   auto digest =
       hasher.hash_opened_raw(job.file, DisplayName(root_display_, e.path), {}, &done_bytes_);
-  if (hasher.last_read_missed_cache())
+  if (hasher.last_read_missed_cache()) {
     cold_score_.store(kColdScoreOnMiss, std::memory_order_relaxed);
-  else if (cold_score_.load(std::memory_order_relaxed) > 0)
+    // The pool's first miss wakes the opening thread, which sleeps until then (see the header).
+    if (!missed_.exchange(true, std::memory_order_relaxed)) {
+      { std::lock_guard lock(mu_); }  // no lost wake-up: the opener is waiting or sees the flag
+      room_.notify_one();
+    }
+  } else if (cold_score_.load(std::memory_order_relaxed) > 0) {
     cold_score_.fetch_sub(1, std::memory_order_relaxed);
+  }
   if (!digest.ok()) {
     record_error(std::move(digest).error());
     return;

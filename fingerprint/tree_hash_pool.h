@@ -1,7 +1,8 @@
 // The hashing side of the tree walk. The walk submits each regular file it finds as a name and the
-// inode it saw, without a descriptor; an opening thread re-opens waiting files beneath the root
-// without following anything (open_beneath.h), checks that each is the inode the walk saw, and
-// queues it opened; hashing threads hash opened files.
+// inode it saw, without a descriptor; waiting files are re-opened beneath the root without
+// following anything (open_beneath.h) and checked to be the inode the walk saw — by the hashing
+// threads themselves while the tree is warm, by an opening thread ahead of them once a read missed
+// the page cache — and hashing threads hash opened files.
 //
 // Why this shape:
 // - No descriptor is held while a file waits, so the walk never waits for the hashing: it runs
@@ -12,14 +13,21 @@
 //   of a few huge files keeps every thread on its own file until the last one. (SHA-256 is
 //   sequential within a file, so one file can never use two cores.) Small files need no order,
 //   and a queue in walk order costs nothing per file, where a heap of 200,000 would.
-// - Opened ahead, by a thread of its own: it keeps kReadyLow..kReadyHigh files opened. When reads
-//   are missing the page cache (a cold tree: a hashing thread's first read came back EAGAIN under
-//   RWF_NOWAIT), each file opened is also handed to the kernel's readahead (posix_fadvise
-//   WILLNEED), so up to kReadyHigh reads are in flight while the threads hash, instead of one per
-//   thread; and a hint that blocks on a busy disk holds up no hashing. On a warm tree the hint
-//   would only cost a system call per file, so it is not given.
-// - Threads sleep only when there is nothing for them (a hashing thread: nothing opened; the
-//   opening thread: enough opened), never once per file.
+// - On a warm tree each hashing thread opens the next waiting file itself: a hand-over to and from
+//   an opening thread costs context switches and keeps a third thread runnable on machines with as
+//   many cores as hashing threads (2% of the wall on 20,000 warm files, bench/README.md).
+// - From the pool's first read that missed the page cache on (a cold tree: a hashing thread's
+//   first read came back EAGAIN under RWF_NOWAIT), files are opened ahead by a thread of its own,
+//   which keeps kReadyLow..kReadyHigh files opened. While reads keep missing, each file opened is
+//   also handed to the kernel's readahead (posix_fadvise WILLNEED), so up to kReadyHigh reads are
+//   in flight while the threads hash, instead of one per thread; and a hint that blocks on a busy
+//   disk holds up no hashing. Once begun, opening ahead goes on to the end: the hints make the
+//   later reads hit the cache, and handing the opens back to the hashing threads whenever reads
+//   hit again made a cold tree of small files 16% slower (bench/README.md). On a warm stretch the
+//   hint would only cost a system call per file, so it is not given.
+// - Threads sleep only when there is nothing for them (a hashing thread: nothing opened and, on a
+//   warm tree, nothing waiting; the opening thread: enough opened, or a warm tree), never once per
+//   file.
 //
 // The first error stops the pool: waiting files are dropped and the error is reported once, from
 // finish().
@@ -77,6 +85,8 @@ class HashPool {
 
   uint64_t done_bytes() const { return done_bytes_.load(std::memory_order_relaxed); }
   uint64_t done_files() const { return done_files_.load(std::memory_order_relaxed); }
+  // Files the opening thread opened (the rest were opened by the hashing threads themselves).
+  uint64_t opened_ahead() const { return opened_ahead_.load(std::memory_order_relaxed); }
 
   // Waits until every submitted file was hashed (opening and hashing them on this thread when the
   // pool has no threads), calling `tick` on this thread about every tick_ms (for progress). Call
@@ -94,6 +104,10 @@ class HashPool {
   void open_ahead();                    // the opening thread
   void hash_ready(FileHasher& hasher);  // a hashing thread
   bool take_waiting_locked(Job& out);
+  bool waiting_locked() const;
+  // Once a read missed the page cache: files are opened ahead by the opening thread (before, the
+  // hashing threads open their own).
+  bool opening_ahead() const { return missed_.load(std::memory_order_relaxed); }
   std::optional<Opened> open(const Job& job, bool hint);
   void hash(Opened& job, FileHasher& hasher);
   void record_error(Error error);
@@ -112,14 +126,18 @@ class HashPool {
   std::deque<Opened> ready_;
   size_t opening_ = 0;  // taken by the opening thread, not yet in ready_
   size_t hashing_ = 0;
+  size_t idle_hashers_ = 0;  // hashing threads waiting on opened_
   bool walk_done_ = false;
   bool closing_ = false;
   std::optional<Error> error_;
   std::atomic<bool> failed_{false};
   std::atomic<uint64_t> done_bytes_{0};
   std::atomic<uint64_t> done_files_{0};
+  std::atomic<uint64_t> opened_ahead_{0};
   // > 0 while recent first reads missed the page cache: files opened now get a readahead hint.
   std::atomic<int> cold_score_{0};
+  // A first read missed the page cache at least once in this pool.
+  std::atomic<bool> missed_{false};
   std::vector<std::thread> threads_;
 };
 
