@@ -55,8 +55,11 @@ bool blocked_reading(pid_t pid, int fd) {
   return std::strtol(arg.c_str(), nullptr, 16) == fd;
 }
 
-// Holds the sandbox at its gate until it is set up, runs the hook, then opens the gate.
-Status pass_gate(Launched& l, int gate_fd, UniqueFd gate_write,
+// Holds the sandbox at its gate until it is set up, runs the hook, then opens the gate by writing
+// to `gate_write`. On an error the gate is left shut: the caller must kill the sandbox before it
+// closes `gate_write`, because bwrap ignores what its read of the gate returns, so end-of-file
+// opens the gate just as the byte does and the command would start.
+Status pass_gate(Launched& l, int gate_fd, int gate_write,
                  const std::function<Status(pid_t)>& hook, int64_t deadline_ms) {
   while (!blocked_reading(l.sandbox_pid, gate_fd)) {
     if (monotonic_ms() > deadline_ms)
@@ -68,7 +71,7 @@ Status pass_gate(Launched& l, int gate_fd, UniqueFd gate_write,
     ::usleep(1000);  // setup takes milliseconds; there is nothing to wait on but the kernel
   }
   SEALRUN_TRY_CTX(hook(l.sandbox_pid), "before the job's command starts");
-  return write_all(gate_write.get(), std::string_view("\1", 1), "the sandbox's start gate");
+  return write_all(gate_write, std::string_view("\1", 1), "the sandbox's start gate");
 }
 
 }  // namespace
@@ -230,9 +233,10 @@ Result<Launched> launch(const std::string& bwrap_path, const std::optional<JobUs
   if (pidfd >= 0) l.sandbox_pidfd.reset(pidfd);
   if (gate) {
     gate->read_end.reset();
-    Status passed =
-        pass_gate(l, fds.block, std::move(gate->write_end), io.on_sandbox_ready, deadline);
+    Status passed = pass_gate(l, fds.block, gate->write_end.get(), io.on_sandbox_ready, deadline);
     if (!passed) {
+      // gate->write_end stays open until the sandbox is dead (pass_gate): a SIGKILL already queued
+      // keeps its PID 1 from ever returning from the read to start the command.
       pidfd_kill(l.sandbox_pidfd.get());
       l.bwrap.kill_and_reap();
       if (!pidfd_exited_within(l.sandbox_pidfd.get(), 5000))
