@@ -7,27 +7,29 @@
 
 namespace sealrun {
 
-Result<std::unique_ptr<CryptoLibrary>> CryptoLibrary::open(const std::string& soname) {
-  auto library = SEALRUN_TRY(SharedLibrary::open(
-      soname,
-      "sealrun hashes and signs with OpenSSL 3's libcrypto; install the Debian package libssl3"));
-  std::unique_ptr<CryptoLibrary> lib(new CryptoLibrary(std::move(library)));
-  // Each symbol is checked; on the first one missing, `lib` closes the library as it goes.
-#define SEALRUN_CRYPTO_RESOLVE(name) SEALRUN_RESOLVE_INTO(lib->library_, lib->api_, name);
+namespace {
+
+Status resolve_crypto(const SharedLibrary& library, CryptoApi& table) {
+#define SEALRUN_CRYPTO_RESOLVE(name) SEALRUN_RESOLVE_INTO(library, table, name);
   SEALRUN_CRYPTO_FUNCTIONS(SEALRUN_CRYPTO_RESOLVE)
 #undef SEALRUN_CRYPTO_RESOLVE
-  return lib;
+  return ok_status();
 }
 
-Result<const CryptoApi*> crypto_api() {
-  // A function-local static: initialised exactly once even when several threads ask at once
-  // (C++11 [stmt.dcl]/4). Never deleted: libcrypto objects may still be freed by destructors that
-  // run at exit, after a static's own destructor would have unmapped the library under them.
-  static const auto* const loaded =
-      new Result<std::unique_ptr<CryptoLibrary>>(CryptoLibrary::open(kLibcryptoSoname));
-  if (!loaded->ok()) return loaded->error();
-  return &loaded->value()->api();
+Result<std::unique_ptr<CryptoLibrary>> open_process_crypto() {
+  return open_crypto_library(kLibcryptoSoname);
 }
+
+}  // namespace
+
+Result<std::unique_ptr<CryptoLibrary>> open_crypto_library(const std::string& soname) {
+  return CryptoLibrary::open(
+      soname,
+      "sealrun hashes and signs with OpenSSL 3's libcrypto; install the Debian package libssl3",
+      resolve_crypto);
+}
+
+Result<const CryptoApi*> crypto_api() { return process_library(open_process_crypto); }
 
 const CryptoApi& loaded_crypto_api() {
   auto api = crypto_api();

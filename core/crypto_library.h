@@ -83,25 +83,15 @@ struct CryptoApi {
 #undef SEALRUN_CRYPTO_MEMBER
 };
 
-// One dlopen()ed copy of a library with every function of CryptoApi resolved. Closing it (the
-// destructor) invalidates its table: only tests and load failures close one; the process's own
-// copy (crypto_api()) is never closed.
-class CryptoLibrary {
- public:
-  // dlopen(soname, RTLD_NOW | RTLD_LOCAL) and dlsym of each function. Errors name the library and,
-  // for a symbol it lacks, the symbol: "libcrypto.so.3 has no symbol EVP_DigestUpdate: ...".
-  static Result<std::unique_ptr<CryptoLibrary>> open(const std::string& soname);
+// One dlopen()ed copy of a library with every function of CryptoApi resolved (shared_library.h).
+using CryptoLibrary = ResolvedLibrary<CryptoApi>;
 
-  const CryptoApi& api() const { return api_; }
-
- private:
-  explicit CryptoLibrary(SharedLibrary library) : library_(std::move(library)) {}
-  SharedLibrary library_;
-  CryptoApi api_;
-};
+// dlopen(soname, RTLD_NOW | RTLD_LOCAL) and dlsym of each function. Errors name the library and,
+// for a symbol it lacks, the symbol: "libcrypto.so.3 has no symbol EVP_DigestUpdate: ...".
+Result<std::unique_ptr<CryptoLibrary>> open_crypto_library(const std::string& soname);
 
 // The process's libcrypto (kLibcryptoSoname), opened on the first call from any thread and kept
-// until exit; a failure is kept too, and every later call returns the same error.
+// until exit, a failure too (process_library(), shared_library.h).
 Result<const CryptoApi*> crypto_api();
 
 // The table for code that cannot return an error (Sha256, deleters of objects libcrypto made). It

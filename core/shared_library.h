@@ -4,6 +4,7 @@
 // table of the functions it resolves with these.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -47,5 +48,46 @@ class SharedLibrary {
 // through dlsym's void*.
 #define SEALRUN_RESOLVE_INTO(library, table, name) \
   (table).name = reinterpret_cast<decltype((table).name)>(SEALRUN_TRY((library).symbol(#name)))
+
+// One dlopen()ed copy of a library with every function of its table `Api` (a struct of function
+// pointers) resolved by `resolve` (SEALRUN_RESOLVE_INTO for each member). Closing it (the
+// destructor) invalidates its table: only tests and load failures close one; the process's own
+// copy (process_library()) is never closed.
+template <typename Api>
+class ResolvedLibrary {
+ public:
+  using Resolve = Status (*)(const SharedLibrary& library, Api& table);
+  // SharedLibrary::open, then `resolve`: errors name the library and, for a symbol it lacks, the
+  // symbol. On the first symbol missing, the library is closed again.
+  static Result<std::unique_ptr<ResolvedLibrary>> open(const std::string& soname,
+                                                       std::string_view hint, Resolve resolve) {
+    auto library = SEALRUN_TRY(SharedLibrary::open(soname, hint));
+    std::unique_ptr<ResolvedLibrary> lib(new ResolvedLibrary(std::move(library)));
+    SEALRUN_TRY(resolve(lib->library_, lib->api_));
+    return lib;
+  }
+
+  const Api& api() const { return api_; }
+  const std::string& soname() const { return library_.soname(); }
+
+ private:
+  explicit ResolvedLibrary(SharedLibrary library) : library_(std::move(library)) {}
+  SharedLibrary library_;
+  Api api_;
+};
+
+// The process's copy of the library whose table is `Api`, opened by `open` on the first call from
+// any thread and kept until exit; a failure is kept too, and every later call returns the same
+// error (the library does not appear while we run, and a second dlopen would cost the same search
+// again). A function-local static per `Api`: initialised exactly once even when several threads
+// ask at once (C++11 [stmt.dcl]/4). Never deleted: objects of the library may still be released
+// by destructors that run at exit, after a static's own destructor would have unmapped the library
+// under them.
+template <typename Api>
+Result<const Api*> process_library(Result<std::unique_ptr<ResolvedLibrary<Api>>> (*open)()) {
+  static const auto* const loaded = new Result<std::unique_ptr<ResolvedLibrary<Api>>>(open());
+  if (!loaded->ok()) return loaded->error();
+  return &loaded->value()->api();
+}
 
 }  // namespace sealrun

@@ -70,27 +70,15 @@ struct SdBusApi {
 #undef SEALRUN_SD_BUS_MEMBER
 };
 
-// One dlopen()ed copy of a library with every function of SdBusApi resolved. Closing it (the
-// destructor) invalidates its table: only tests and load failures close one; the process's own
-// copy (sd_bus_api()) is never closed.
-class SdBusLibrary {
- public:
-  // dlopen(soname, RTLD_NOW | RTLD_LOCAL) and dlsym of each function. Errors name the library and,
-  // for a symbol it lacks, the symbol: "libsystemd.so.0 has no symbol sd_bus_call: ...".
-  static Result<std::unique_ptr<SdBusLibrary>> open(const std::string& soname);
+// One dlopen()ed copy of a library with every function of SdBusApi resolved (shared_library.h).
+using SdBusLibrary = ResolvedLibrary<SdBusApi>;
 
-  const SdBusApi& api() const { return api_; }
-  const std::string& soname() const { return library_.soname(); }
-
- private:
-  explicit SdBusLibrary(SharedLibrary library) : library_(std::move(library)) {}
-  SharedLibrary library_;
-  SdBusApi api_;
-};
+// dlopen(soname, RTLD_NOW | RTLD_LOCAL) and dlsym of each function. Errors name the library and,
+// for a symbol it lacks, the symbol: "libsystemd.so.0 has no symbol sd_bus_call: ...".
+Result<std::unique_ptr<SdBusLibrary>> open_sd_bus_library(const std::string& soname);
 
 // The process's libsystemd (kLibsystemdSoname), opened on the first call from any thread and kept
-// until exit; a failure is kept too, and every later call returns the same error (the library
-// does not appear while we run, and a second dlopen would cost the same search again).
+// until exit, a failure too (process_library(), shared_library.h).
 Result<const SdBusApi*> sd_bus_api();
 
 }  // namespace sealrun::resgroup

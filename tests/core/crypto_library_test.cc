@@ -26,7 +26,7 @@ bool contains(const std::string& text, const std::string& part) {
 }
 
 TEST(CryptoLibrary, ALibraryThatDoesNotExistIsNamed) {
-  auto lib = CryptoLibrary::open("libsealrun-no-such-library.so.3");
+  auto lib = open_crypto_library("libsealrun-no-such-library.so.3");
   ASSERT_FALSE(lib.ok());
   std::string m = lib.error().message();
   EXPECT_TRUE(contains(m, "cannot load libsealrun-no-such-library.so.3")) << m;
@@ -34,7 +34,7 @@ TEST(CryptoLibrary, ALibraryThatDoesNotExistIsNamed) {
 }
 
 TEST(CryptoLibrary, ALibraryWithoutLibcryptoNamesTheFirstMissingSymbol) {
-  auto lib = CryptoLibrary::open("libc.so.6");
+  auto lib = open_crypto_library("libc.so.6");
   ASSERT_FALSE(lib.ok());
   std::string m = lib.error().message();
   EXPECT_TRUE(contains(m, "libc.so.6 has no symbol EVP_MD_fetch")) << m;
@@ -42,7 +42,7 @@ TEST(CryptoLibrary, ALibraryWithoutLibcryptoNamesTheFirstMissingSymbol) {
 
 TEST(CryptoLibrary, EverySymbolIsCheckedNotOnlyTheFirst) {
   // Exports all the functions but ERR_clear_error, the last (helpers/partial_libcrypto.c).
-  auto lib = CryptoLibrary::open(PARTIAL_LIBCRYPTO);
+  auto lib = open_crypto_library(PARTIAL_LIBCRYPTO);
   ASSERT_FALSE(lib.ok());
   std::string m = lib.error().message();
   EXPECT_TRUE(contains(m, std::string(PARTIAL_LIBCRYPTO) + " has no symbol ERR_clear_error")) << m;
@@ -51,7 +51,7 @@ TEST(CryptoLibrary, EverySymbolIsCheckedNotOnlyTheFirst) {
 }
 
 TEST(CryptoLibrary, TheRealLibraryResolvesEveryFunction) {
-  auto lib = CryptoLibrary::open(kLibcryptoSoname);
+  auto lib = open_crypto_library(kLibcryptoSoname);
   ASSERT_TRUE(lib.ok()) << lib.error().message();
   const CryptoApi& api = (*lib)->api();
   std::vector<std::string> unset;

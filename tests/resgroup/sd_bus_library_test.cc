@@ -22,7 +22,7 @@ bool contains(const std::string& text, const std::string& part) {
 }
 
 TEST(SdBusLibrary, ALibraryThatDoesNotExistIsNamed) {
-  auto lib = SdBusLibrary::open("libsealrun-no-such-library.so.0");
+  auto lib = open_sd_bus_library("libsealrun-no-such-library.so.0");
   ASSERT_FALSE(lib.ok());
   std::string m = lib.error().message();
   EXPECT_TRUE(contains(m, "cannot load libsealrun-no-such-library.so.0")) << m;
@@ -30,7 +30,7 @@ TEST(SdBusLibrary, ALibraryThatDoesNotExistIsNamed) {
 }
 
 TEST(SdBusLibrary, ALibraryWithoutSdBusNamesTheFirstMissingSymbol) {
-  auto lib = SdBusLibrary::open("libc.so.6");
+  auto lib = open_sd_bus_library("libc.so.6");
   ASSERT_FALSE(lib.ok());
   std::string m = lib.error().message();
   EXPECT_TRUE(contains(m, "libc.so.6 has no symbol sd_bus_open_system")) << m;
@@ -38,7 +38,7 @@ TEST(SdBusLibrary, ALibraryWithoutSdBusNamesTheFirstMissingSymbol) {
 
 TEST(SdBusLibrary, EverySymbolIsCheckedNotOnlyTheFirst) {
   // Exports all the functions but sd_bus_message_skip (helpers/partial_sd_bus.c).
-  auto lib = SdBusLibrary::open(PARTIAL_SD_BUS_LIBRARY);
+  auto lib = open_sd_bus_library(PARTIAL_SD_BUS_LIBRARY);
   ASSERT_FALSE(lib.ok());
   std::string m = lib.error().message();
   EXPECT_TRUE(
@@ -49,7 +49,7 @@ TEST(SdBusLibrary, EverySymbolIsCheckedNotOnlyTheFirst) {
 }
 
 TEST(SdBusLibrary, TheRealLibraryResolvesEveryFunction) {
-  auto lib = SdBusLibrary::open(kLibsystemdSoname);
+  auto lib = open_sd_bus_library(kLibsystemdSoname);
   ASSERT_TRUE(lib.ok()) << lib.error().message();
   const SdBusApi& api = (*lib)->api();
   std::vector<std::string> unset;
