@@ -26,18 +26,9 @@ namespace sealrun {
 namespace {
 
 using ::testing::HasSubstr;
+using testing::pattern_bytes;
 using testing::TempDir;
 using testing::write_text;
-
-std::string pattern_bytes(size_t n, uint32_t seed) {
-  std::string s(n, '\0');
-  uint32_t x = seed;
-  for (auto& c : s) {
-    x = x * 1664525u + 1013904223u;
-    c = static_cast<char>(x >> 24);
-  }
-  return s;
-}
 
 struct MapsLine {
   uintptr_t begin, end;

@@ -33,6 +33,16 @@ std::string read_text(const std::string& path) {
   return ss.str();
 }
 
+std::string pattern_bytes(size_t n, uint32_t seed) {
+  std::string s(n, '\0');
+  uint32_t x = seed;
+  for (auto& c : s) {
+    x = x * 1664525u + 1013904223u;
+    c = static_cast<char>(x >> 24);
+  }
+  return s;
+}
+
 std::string test_job_user_name() {
   const char* env = std::getenv("SEALRUN_JOB_USER");
   return env != nullptr && *env != '\0' ? env : kDefaultJobUser;

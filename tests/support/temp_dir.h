@@ -3,6 +3,8 @@
 // module's tests.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -34,6 +36,9 @@ class TempDir {
 void write_text(const std::string& path, const std::string& bytes);
 // The whole content of `path`.
 std::string read_text(const std::string& path);
+// `n` bytes of a fixed pseudo-random pattern (a linear congruential generator from `seed`): file
+// contents whose digest depends on every byte and its place.
+std::string pattern_bytes(size_t n, uint32_t seed);
 
 // The job user's name for tests: $SEALRUN_JOB_USER, else "sealrun" (what .ci/setup creates).
 // Libraries never read the environment; tests, like the controller, pass the name in.
