@@ -134,16 +134,17 @@ struct Mapping {
   }
 };
 
-// The reservation: no access, no memory committed, no page tables until a window lands in it.
-void* reserve(void* at, int extra_flags) {
-  return ::mmap(at, MapRegion::kBytes, PROT_NONE,
-                MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | extra_flags, -1, 0);
+// Reserves `len` bytes (at `at` with MAP_FIXED): no access, no memory committed, no page tables
+// until a window lands there.
+void* reserve(void* at, size_t len, int extra_flags) {
+  return ::mmap(at, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | extra_flags, -1,
+                0);
 }
 
 }  // namespace
 
 MapRegion::MapRegion() {
-  void* base = reserve(nullptr, 0);
+  void* base = reserve(nullptr, kBytes, 0);
   if (base != MAP_FAILED) base_ = static_cast<char*>(base);
 }
 
@@ -160,7 +161,7 @@ void* MapRegion::map(int fd, size_t len, off_t offset) {
   }
   if (used_ + span > kBytes) {
     // Replacing the whole range drops every window in it with one TLB flush.
-    if (reserve(base_, MAP_FIXED) == MAP_FAILED) return MAP_FAILED;
+    if (reserve(base_, kBytes, MAP_FIXED) == MAP_FAILED) return MAP_FAILED;
     used_ = 0;
   }
   void* at = ::mmap(base_ + used_, len, PROT_READ, MAP_SHARED | MAP_FIXED, fd, offset);
@@ -168,8 +169,7 @@ void* MapRegion::map(int fd, size_t len, off_t offset) {
     // MAP_FIXED may have taken the reserved pages away before failing: reserve them again, so
     // nothing else can be placed inside the range.
     const int err = errno;
-    (void)::mmap(base_ + used_, span, PROT_NONE,
-                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
+    (void)reserve(base_ + used_, span, MAP_FIXED);
     errno = err;
     return MAP_FAILED;
   }

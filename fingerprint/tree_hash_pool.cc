@@ -95,8 +95,7 @@ void HashPool::cancel() {
 
 bool HashPool::all_done_locked() const {
   if (failed()) return true;
-  return walk_done_ && large_.empty() && small_.empty() && ready_.empty() && opening_ == 0 &&
-         hashing_ == 0;
+  return walk_done_ && !waiting_locked() && ready_.empty() && opening_ == 0 && hashing_ == 0;
 }
 
 bool HashPool::waiting_locked() const { return !large_.empty() || !small_.empty(); }
@@ -123,11 +122,10 @@ void HashPool::open_ahead() {
   for (;;) {
     room_.wait(lock, [&] {
       return failed() || closing_ ||
-             (opening_ahead() && ready_.size() < kReadyLow &&
-              !(large_.empty() && small_.empty())) ||
-             (walk_done_ && large_.empty() && small_.empty());
+             (opening_ahead() && ready_.size() < kReadyLow && waiting_locked()) ||
+             (walk_done_ && !waiting_locked());
     });
-    if (failed() || closing_ || (large_.empty() && small_.empty())) break;
+    if (failed() || closing_ || !waiting_locked()) break;
     batch.clear();
     Job job;
     while (ready_.size() + batch.size() < kReadyHigh && take_waiting_locked(job))
