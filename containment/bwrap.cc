@@ -17,6 +17,7 @@
 
 #include "containment/bwrap_launch.h"
 #include "containment/grant.h"
+#include "containment/job_etc.h"
 #include "containment/resgroup/resource_group.h"
 #include "core/process_ref.h"
 #include "core/syscall.h"
@@ -136,11 +137,18 @@ Result<std::unique_ptr<ContainedJob>> BwrapMechanism::start(const Grant& grant,
                                                             const JobIo& io) {
   auto bwrap = SEALRUN_TRY(bwrap_internal::resolve_bwrap(options_));
   auto run_as = SEALRUN_TRY(bwrap_internal::resolve_run_as(options_));
+  auto who = SEALRUN_TRY(resolve_job_identity(options_.job_user));
+  auto etc = SEALRUN_TRY_CTX(write_job_etc(grant.spec, who), "the job's generated /etc files");
   auto launched = SEALRUN_TRY_CTX(
-      bwrap_internal::launch(bwrap, run_as, grant, group, io, options_.probe_timeout_ms),
+      bwrap_internal::launch(bwrap, run_as, grant, group, io, options_.probe_timeout_ms, etc),
       fmt::format("start run \"{}\" under bwrap", grant.spec.run_id));
   return std::unique_ptr<ContainedJob>(std::make_unique<BwrapJob>(
       std::move(launched), grant.spec.wall_clock_ms, grant.spec.stop_grace_ms));
+}
+
+Result<std::vector<ViewEntry>> BwrapMechanism::own_view_entries(const ContainmentSpec& spec) {
+  auto who = SEALRUN_TRY(resolve_job_identity(options_.job_user));
+  return job_etc_entries(spec, who);
 }
 
 std::vector<SweepStep> BwrapMechanism::sweep_leftovers(const LeftoverRun&) {

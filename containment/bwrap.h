@@ -39,6 +39,8 @@ class BwrapMechanism : public Mechanism {
   // reads back what it really got. Run once per mechanism object; later calls return that result.
   MechanismProbe probe() override;
   std::vector<SweepStep> sweep_leftovers(const LeftoverRun& run) override;
+  // The job's generated /etc files (containment/job_etc.h), for the job user as it is resolved.
+  Result<std::vector<ViewEntry>> own_view_entries(const ContainmentSpec& spec) override;
 
  protected:
   Result<std::unique_ptr<ContainedJob>> start(const Grant& grant, resgroup::ResourceGroup* group,

@@ -42,6 +42,18 @@ std::vector<std::string> build_bwrap_argv(const std::string& bwrap_path, const G
       case ViewKind::kLink:
         add({"--symlink", e.link_target, e.job_path});
         break;
+      case ViewKind::kGenerated: {
+        // Written by sealrun for the run (job_etc.h): bwrap copies the descriptor's bytes into
+        // the sandbox and binds the copy read-only, readable by anyone there, like the host's.
+        int fd = -1;
+        for (const auto& [path, number] : fds.generated)
+          if (path == e.job_path) fd = number;
+        if (fd >= 0)
+          add({"--perms", "0444", "--ro-bind-data", std::to_string(fd), e.job_path});
+        else
+          add({"--ro-bind", e.host_path, e.job_path});
+        break;
+      }
       case ViewKind::kClosure:
         // By path (bwrap resolves it as the job user): a closure has many files, and each was
         // verified by its SHA-256 just before the run.

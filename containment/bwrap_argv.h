@@ -10,6 +10,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "containment/grant.h"
@@ -23,6 +24,9 @@ struct BwrapFds {
   // Or, instead of descriptors: staged paths, one per mount (see bwrap_launch.cc for why).
   std::vector<std::string> staged_sources;
   int block = -1;  // --block-fd: hold the set-up sandbox until a byte arrives (-1: no gate)
+  // The generated files of the view (job_etc.h), each (job path, descriptor number) for
+  // --ro-bind-data; a generated entry without one is bound from its host path.
+  std::vector<std::pair<std::string, int>> generated;
 };
 
 // The complete argv, bwrap path first, then the options, then "--" and the job's argv.

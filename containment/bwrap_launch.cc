@@ -11,7 +11,7 @@
 // binds the staged paths. The host's mount table is never touched and the stage disappears with
 // the namespace. Descriptor numbers in bwrap: 0-2 stdio, 3 status, 4 seccomp, 5 the start gate's
 // read end when the caller asked to see the sandbox before its command runs
-// (JobIo::on_sandbox_ready).
+// (JobIo::on_sandbox_ready), 6 on the job's generated /etc files (job_etc.h).
 //
 // The start gate: bwrap's --block-fd makes the sandbox's PID 1 read one byte after every mount is
 // in place (pivot_root done) and before it starts the command. We wait until the kernel shows that
@@ -44,6 +44,7 @@ namespace {
 constexpr int kStatusFd = 3;
 constexpr int kSeccompFd = 4;
 constexpr int kGateFd = 5;
+constexpr int kFirstEtcFd = 6;
 
 // Whether `pid` is blocked in read(2) on descriptor `fd`: /proc/PID/syscall starts with the
 // system call number and its first argument (hex) while the process sleeps in it.
@@ -129,7 +130,7 @@ void drain_status(Launched& l) {
 
 Result<Launched> launch(const std::string& bwrap_path, const std::optional<JobUser>& run_as,
                         const Grant& grant, resgroup::ResourceGroup* group, const JobIo& io,
-                        int64_t startup_timeout_ms) {
+                        int64_t startup_timeout_ms, const std::vector<JobEtcFd>& etc) {
   const ContainmentSpec& spec = grant.spec;
   std::vector<UniqueFd> mount_fds;
   BwrapFds fds;
@@ -165,6 +166,12 @@ Result<Launched> launch(const std::string& bwrap_path, const std::optional<JobUs
     gate = SEALRUN_TRY(make_pipe());
     fds.block = kGateFd;
     pass.emplace_back(gate->read_end.get(), fds.block);
+  }
+  // The generated /etc files: descriptors from kFirstEtcFd on, which bwrap copies into the sandbox.
+  for (size_t i = 0; i < etc.size(); ++i) {
+    int number = kFirstEtcFd + static_cast<int>(i);
+    pass.emplace_back(etc[i].fd.get(), number);
+    fds.generated.emplace_back(etc[i].job_path, number);
   }
 
   SpawnOptions so;

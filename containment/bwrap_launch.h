@@ -10,6 +10,7 @@
 
 #include "containment/bwrap.h"
 #include "containment/grant.h"
+#include "containment/job_etc.h"
 #include "core/job_user.h"
 #include "core/process.h"
 #include "core/unique_fd.h"
@@ -33,10 +34,11 @@ struct Launched {
 
 // Opens the mount sources (as the controller, O_PATH), compiles the seccomp policy, builds the argv
 // and spawns bwrap; joins `group` before exec (cgroup fds) or hands it the held pid (adopt), and
-// waits until bwrap reports the sandbox's pid. Fails if bwrap exits before that.
+// waits until bwrap reports the sandbox's pid. Fails if bwrap exits before that. `etc`: the job's
+// generated /etc files (job_etc.h), each handed to bwrap as a descriptor for --ro-bind-data.
 Result<Launched> launch(const std::string& bwrap_path, const std::optional<JobUser>& run_as,
                         const Grant& grant, resgroup::ResourceGroup* group, const JobIo& io,
-                        int64_t startup_timeout_ms);
+                        int64_t startup_timeout_ms, const std::vector<JobEtcFd>& etc = {});
 
 // SIGKILL through a pidfd (no-op for -1): never a bare pid, so a recycled pid is never hit.
 void pidfd_kill(int pidfd);

@@ -62,7 +62,22 @@ void clear_progress_line() {
   std::fflush(stderr);
 }
 
+// Each --learn-exclude and the closure entries it left out ("generated" ones are not the caller's).
+nlohmann::json exclusions_json(const std::vector<learn::Exclusion>& excluded) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const learn::Exclusion& e : excluded)
+    if (!e.generated)
+      out.push_back({{"path", e.path}, {"files", e.files}, {"links", e.links}, {"dirs", e.dirs}});
+  return out;
+}
+
 int run_learned_freeze(FreezeArgs& args) {
+  // Checked before the learning run: a path that cannot be what the caller meant is a usage error.
+  for (const std::string& path : args.learn_options.exclude)
+    if (auto st = learn::check_exclude_path(path); !st) {
+      print_error("admit freeze --learn", st.error());
+      return kExitUsage;
+    }
   args.request.toolchain_progress = terminal_progress("toolchain");
   args.learn_options.hash_progress = terminal_progress("learned closure");
   args.learn_options.live_output_fd = STDERR_FILENO;
@@ -80,11 +95,16 @@ int run_learned_freeze(FreezeArgs& args) {
                 {"host_dirs", learned->dirs},
                 {"hashed_bytes", learned->bytes},
                 {"learn_ms", learned->learn_ms},
-                {"hash_ms", learned->hash_ms}});
+                {"hash_ms", learned->hash_ms},
+                {"excluded", exclusions_json(learned->excluded)}});
   } else {
     fmt::print(stderr, "learned {} host files ({}), {} links, {} directories in {} ms + {} ms\n",
                learned->files, mib(learned->bytes), learned->links, learned->dirs,
                learned->learn_ms, learned->hash_ms);
+    for (const learn::Exclusion& e : learned->excluded)
+      if (!e.generated)
+        fmt::print(stderr, "--learn-exclude {}: left out {} files, {} links, {} directories\n",
+                   e.path, e.files, e.links, e.dirs);
     fmt::print("{}  {}\n", learned->sha256, learned->path);
   }
   return kExitOk;
@@ -92,6 +112,10 @@ int run_learned_freeze(FreezeArgs& args) {
 
 int run_freeze(FreezeArgs& args) {
   if (args.learn) return run_learned_freeze(args);
+  if (!args.learn_options.exclude.empty()) {
+    print_error("admit freeze", "--learn-exclude: only with --learn");
+    return kExitUsage;
+  }
   args.request.toolchain_progress = terminal_progress("toolchain");
   auto frozen = admission::freeze_admission(args.request);
   clear_progress_line();
@@ -221,9 +245,18 @@ void register_admit(CLI::App& app, int* exit_code) {
       ->add_option("--learn-max-bytes", f->learn_options.max_bytes,
                    "With --learn: the most bytes the closure's files may hold in all")
       ->capture_default_str();
+  freeze
+      ->add_option("--learn-exclude", f->learn_options.exclude,
+                   "With --learn: an absolute path left out of the learned closure with all "
+                   "below it (repeatable), e.g. /etc/ssl/certs with the network off. The job's "
+                   "/etc/passwd, group, hosts, hostname, nsswitch.conf and resolv.conf are never "
+                   "learned: sealrun makes them for each run")
+      ->allow_extra_args(false)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   freeze->add_flag("--json", f->json,
                    "Print {path, sha256} as JSON (with --learn also host_files, host_links, "
-                   "host_dirs counts, hashed_bytes, learn_ms, hash_ms)");
+                   "host_dirs counts, hashed_bytes, learn_ms, hash_ms, and excluded[]: {path, files, "
+                   "links, dirs} per --learn-exclude)");
   freeze->add_option("ARGV", f->request.argv, "The command the job runs (after --)");
   freeze->callback([f, exit_code] { *exit_code = run_freeze(*f); });
 

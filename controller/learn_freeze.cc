@@ -52,6 +52,8 @@ Result<LearnedAdmission> freeze_learned(const admission::FreezeRequest& request,
         "--learn: give the command to learn after --, e.g. admit freeze --out A.json --source . "
         "--toolchain DIR --learn -- make");
   if (request.out.empty()) return Error::make("--out: a path for the admission is required");
+  // Never learned: the job's generated /etc files, and what the caller excluded.
+  std::vector<learn::Exclusion> exclusions = SEALRUN_TRY(learn::learning_exclusions(options.exclude));
   if (::geteuid() != 0)
     return Error::make(
         "--learn records the job's file accesses with fanotify, which needs root; run it as "
@@ -74,13 +76,14 @@ Result<LearnedAdmission> freeze_learned(const admission::FreezeRequest& request,
 
   const std::vector<std::string> roots = learning_host_trees();
   // The job's own mounts are pinned (source, toolchain) or thrown away (out, scratch, tmp).
-  const std::vector<std::string> excluded = {doc.mounts.source,
+  std::vector<std::string> excluded = {doc.mounts.source,
                                              doc.mounts.output,
                                              doc.mounts.scratch,
                                              doc.mounts.tmp,
                                              doc.toolchain.mount_path,
                                              "/proc",
                                              "/dev"};
+  for (const learn::Exclusion& e : exclusions) excluded.push_back(e.path);  // never marked
   // Room for the directories besides the files; build_closure() applies max_files itself.
   auto recorder = SEALRUN_TRY(learn::AccessRecorder::create(options.max_files * 2 + 1024));
 
@@ -112,7 +115,9 @@ Result<LearnedAdmission> freeze_learned(const admission::FreezeRequest& request,
   started = monotonic_ms();
   learn::ClosureLimits limits;
   limits.max_files = options.max_files;
+  learn::exclude_observed(seen, exclusions);
   auto closure = SEALRUN_TRY_CTX(learn::build_closure(seen, roots, limits), "the learned closure");
+  learn::exclude_closure(closure, exclusions);
   auto pinned = SEALRUN_TRY(learn::pin_closure(closure, options.max_bytes, options.hash_progress));
   std::string bytes = SEALRUN_TRY(
       learn::learned_admission_bytes(admission::canonical_admission_bytes(doc), pinned));
@@ -138,6 +143,7 @@ Result<LearnedAdmission> freeze_learned(const admission::FreezeRequest& request,
   out.links = pinned.links.size();
   out.dirs = pinned.dirs.size();
   out.bytes = pinned.bytes;
+  out.excluded = std::move(exclusions);
   return out;
 }
 

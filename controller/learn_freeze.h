@@ -14,6 +14,7 @@
 
 #include "admission/freeze.h"
 #include "core/result.h"
+#include "learn/closure_exclude.h"
 
 namespace sealrun::cli {
 
@@ -22,6 +23,8 @@ struct LearnOptions {
   uint64_t max_bytes = 32ull << 30;  // hashed in all
   int live_output_fd = -1;           // where the learning job's output is shown (-1: nowhere)
   std::function<void(uint64_t, uint64_t)> hash_progress;
+  // --learn-exclude: paths left out of the closure (learn/closure_exclude.h), checked first.
+  std::vector<std::string> exclude;
 };
 
 struct LearnedAdmission {
@@ -31,6 +34,7 @@ struct LearnedAdmission {
   uint64_t bytes = 0;    // hashed
   int64_t learn_ms = 0;  // the learning run, freeze of the base admission included
   int64_t hash_ms = 0;   // links found and files hashed
+  std::vector<learn::Exclusion> excluded;  // the generated /etc paths, then --learn-exclude's
 };
 
 // The host trees a learning sandbox shows: those of /usr /bin /sbin /lib /lib32 /lib64 /libx32

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "controller/run_pipeline.h"
+#include "core/generated_etc.h"
 #include "core/run_id.h"
 #include "core/syscall.h"
 
@@ -74,11 +75,15 @@ ContainmentSpec containment_spec(const admission::Admitted& admitted, const RunL
     s.mounts.push_back({layout.output_dir, doc.mounts.output, Access::kWritable, ViewKind::kOut, {}});
   s.mounts.push_back(
       {layout.scratch_dir, doc.mounts.scratch, Access::kWritable, ViewKind::kScratch, {}});
+  // An older learned admission's pins at the job's generated /etc paths are left out: sealrun
+  // makes those files for the job (containment/job_etc.h, docs/view.md).
   for (const auto& f : doc.host_files)
-    s.files_and_links.push_back(
-        {f.path, ViewKind::kClosure, f.path, "sha256:" + f.sha256, false, {}, -1});
+    if (!is_generated_etc_path(f.path))
+      s.files_and_links.push_back(
+          {f.path, ViewKind::kClosure, f.path, "sha256:" + f.sha256, false, {}, -1});
   for (const auto& l : doc.host_links)
-    s.files_and_links.push_back(
+    if (!is_generated_etc_path(l.path))
+      s.files_and_links.push_back(
         {l.path, ViewKind::kLink, {}, "symlink:" + l.target, false, l.target, -1});
   if (doc.image) s.image = ImageRef{doc.image->archive, doc.image->image_id};
   s.requested = DimensionSet::all();

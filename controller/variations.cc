@@ -89,7 +89,9 @@ nlohmann::json describe_variations(const Variations& v) {
   };
   if (v.hostname)
     add("hostname",
-        fmt::format("the job's UTS namespace is named {} (every run: sealrun)", kVariedHostname));
+        fmt::format("the job's UTS namespace is named {} (every run: sealrun), and so are its "
+                    "generated /etc/hostname and /etc/hosts (bwrap)",
+                    kVariedHostname));
   if (v.umask)
     add("umask", fmt::format("the job starts with umask {:04o} (the controller's: {:04o})",
                              varied_umask(v.base_umask), v.base_umask));
@@ -108,8 +110,8 @@ nlohmann::json describe_variations(const Variations& v) {
                         : std::string("not varied: the controller may use only one CPU"));
   if (v.user_id)
     add("user_id", fmt::format("the job's uid and gid are {} inside its user namespace (bwrap "
-                               "--uid/--gid); not varied under podman, whose job is its "
-                               "container's root",
+                               "--uid/--gid), and its generated /etc/passwd and /etc/group name "
+                               "them; not varied under podman, whose job is its container's root",
                                kVariedUid));
   return out;
 }
