@@ -45,8 +45,9 @@ std::string passwd(const JobIdentity& who) {
   Table t;
   t.add("root", 0, "root:x:0:0:root:/root:/bin/sh");
   std::string user = field_safe(who.user);
-  t.add(user, who.uid, fmt::format("{}:x:{}:{}:{}:{}:/bin/sh", user, who.uid, who.gid, user,
-                                   field_safe(who.home)));
+  t.add(
+      user, who.uid,
+      fmt::format("{}:x:{}:{}:{}:{}:/bin/sh", user, who.uid, who.gid, user, field_safe(who.home)));
   t.add("nobody", kNobody, "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin");
   return t.text;
 }
@@ -92,7 +93,8 @@ constexpr std::string_view kResolv =
 bool can_bind_at(const ContainmentSpec& spec, const std::string& path) {
   const MountSpec* cover = nullptr;
   for (const MountSpec& m : spec.mounts)
-    if (at_or_below(path, m.target) && (cover == nullptr || m.target.size() >= cover->target.size()))
+    if (at_or_below(path, m.target) &&
+        (cover == nullptr || m.target.size() >= cover->target.size()))
       cover = &m;
   if (cover == nullptr) return true;
   if (cover->access != MountSpec::Access::kReadOnly) return false;
@@ -156,9 +158,9 @@ Result<std::vector<JobEtcFd>> write_job_etc(const ContainmentSpec& spec, const J
       if (f.job_path == e.job_path) file = &f;
     if (file == nullptr || e.host_path != dir + "/" + file->name ||
         e.pin != "sha256:" + sha256_hex(file->bytes))
-      return Error::make(fmt::format(
-          "the view's generated file {} ({}, {}) is not what this spec makes", e.job_path,
-          e.host_path, e.pin));
+      return Error::make(
+          fmt::format("the view's generated file {} ({}, {}) is not what this spec makes",
+                      e.job_path, e.host_path, e.pin));
     if (!made_dir) {
       // New for this run (the owned root is fresh); a link or another's directory is refused.
       SEALRUN_TRY(make_dir_at(AT_FDCWD, dir, 0755));

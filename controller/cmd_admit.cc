@@ -253,10 +253,11 @@ void register_admit(CLI::App& app, int* exit_code) {
                    "learned: sealrun makes them for each run")
       ->allow_extra_args(false)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-  freeze->add_flag("--json", f->json,
-                   "Print {path, sha256} as JSON (with --learn also host_files, host_links, "
-                   "host_dirs counts, hashed_bytes, learn_ms, hash_ms, and excluded[]: {path, files, "
-                   "links, dirs} per --learn-exclude)");
+  freeze->add_flag(
+      "--json", f->json,
+      "Print {path, sha256} as JSON (with --learn also host_files, host_links, "
+      "host_dirs counts, hashed_bytes, learn_ms, hash_ms, and excluded[]: {path, files, "
+      "links, dirs} per --learn-exclude)");
   freeze->add_option("ARGV", f->request.argv, "The command the job runs (after --)");
   freeze->callback([f, exit_code] { *exit_code = run_freeze(*f); });
 

@@ -53,7 +53,8 @@ Result<LearnedAdmission> freeze_learned(const admission::FreezeRequest& request,
         "--toolchain DIR --learn -- make");
   if (request.out.empty()) return Error::make("--out: a path for the admission is required");
   // Never learned: the job's generated /etc files, and what the caller excluded.
-  std::vector<learn::Exclusion> exclusions = SEALRUN_TRY(learn::learning_exclusions(options.exclude));
+  std::vector<learn::Exclusion> exclusions =
+      SEALRUN_TRY(learn::learning_exclusions(options.exclude));
   if (::geteuid() != 0)
     return Error::make(
         "--learn records the job's file accesses with fanotify, which needs root; run it as "
@@ -76,14 +77,15 @@ Result<LearnedAdmission> freeze_learned(const admission::FreezeRequest& request,
 
   const std::vector<std::string> roots = learning_host_trees();
   // The job's own mounts are pinned (source, toolchain) or thrown away (out, scratch, tmp).
-  std::vector<std::string> excluded = {doc.mounts.source,
+  const std::vector<std::string> excluded = {doc.mounts.source,
                                              doc.mounts.output,
                                              doc.mounts.scratch,
                                              doc.mounts.tmp,
                                              doc.toolchain.mount_path,
                                              "/proc",
                                              "/dev"};
-  for (const learn::Exclusion& e : exclusions) excluded.push_back(e.path);  // never marked
+  std::vector<std::string> unmarked = excluded;  // and the never-learned paths' own mounts
+  for (const learn::Exclusion& e : exclusions) unmarked.push_back(e.path);
   // Room for the directories besides the files; build_closure() applies max_files itself.
   auto recorder = SEALRUN_TRY(learn::AccessRecorder::create(options.max_files * 2 + 1024));
 
@@ -96,7 +98,7 @@ Result<LearnedAdmission> freeze_learned(const admission::FreezeRequest& request,
   req.live_output_fd = options.live_output_fd;
   learn::ObservedAccess seen;
   req.learning = run::LearningRun{
-      roots, [&](pid_t pid) { return recorder->watch_sandbox(pid, roots, excluded); },
+      roots, [&](pid_t pid) { return recorder->watch_sandbox(pid, roots, unmarked); },
       [&] { seen = recorder->finish(); }};
   run::RunOutcome o = run::run_pipeline(req, run::default_pipeline_deps(mechanism_context()));
   if (!seen.incomplete && seen.events == 0) seen = recorder->finish();  // the job never ran

@@ -84,7 +84,7 @@ ContainmentSpec containment_spec(const admission::Admitted& admitted, const RunL
   for (const auto& l : doc.host_links)
     if (!is_generated_etc_path(l.path))
       s.files_and_links.push_back(
-        {l.path, ViewKind::kLink, {}, "symlink:" + l.target, false, l.target, -1});
+          {l.path, ViewKind::kLink, {}, "symlink:" + l.target, false, l.target, -1});
   if (doc.image) s.image = ImageRef{doc.image->archive, doc.image->image_id};
   s.requested = DimensionSet::all();
   s.required = doc.containment.required;

@@ -13,7 +13,7 @@
 namespace sealrun {
 
 inline constexpr std::array<std::string_view, 6> kGeneratedEtcPaths = {
-    "/etc/passwd", "/etc/group",         "/etc/hosts",
+    "/etc/passwd",   "/etc/group",         "/etc/hosts",
     "/etc/hostname", "/etc/nsswitch.conf", "/etc/resolv.conf"};
 
 // `path` is exactly one of kGeneratedEtcPaths (not below: they are files).

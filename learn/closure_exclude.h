@@ -19,7 +19,7 @@ namespace sealrun::learn {
 
 struct Exclusion {
   std::string path;
-  bool generated = false;  // one of the job's generated /etc files, not the caller's
+  bool generated = false;                 // one of the job's generated /etc files, not the caller's
   size_t files = 0, links = 0, dirs = 0;  // closure entries it removed
   size_t removed() const { return files + links + dirs; }
 };

@@ -104,8 +104,8 @@ ContainmentSpec spec_with_scratch() {
   ContainmentSpec s;
   s.owned_root = "/state/owned/r";
   s.hostname = "sealrun";
-  s.mounts = {{"/state/owned/r/scratch", "/work", MountSpec::Access::kWritable,
-               ViewKind::kScratch}};
+  s.mounts = {
+      {"/state/owned/r/scratch", "/work", MountSpec::Access::kWritable, ViewKind::kScratch}};
   return s;
 }
 
@@ -151,13 +151,15 @@ TEST(JobEtcEntries, OverAReadOnlyTreeOnlyWhereItHasARegularFile) {
   fs::create_symlink("/run/resolv.conf", t / "etc/resolv.conf");
   fs::create_directories(t / "etc/hosts");  // not a file either
   ContainmentSpec s = spec_with_scratch();
-  s.mounts.push_back({t / "etc", "/etc", MountSpec::Access::kReadOnly, ViewKind::kTree, "sha256:1"});
+  s.mounts.push_back(
+      {t / "etc", "/etc", MountSpec::Access::kReadOnly, ViewKind::kTree, "sha256:1"});
   std::vector<std::string> paths;
   for (const auto& e : job_etc_entries(s, JobUser{"sealrun", 1001, 1001, "", true}))
     paths.push_back(e.job_path);
   EXPECT_EQ(paths, std::vector<std::string>{"/etc/passwd"});
   // A tree mounted higher up counts the same way ("/" holding etc/...).
-  s.mounts.back() = {t.path().string(), "/", MountSpec::Access::kReadOnly, ViewKind::kTree, "sha256:1"};
+  s.mounts.back() = {t.path().string(), "/", MountSpec::Access::kReadOnly, ViewKind::kTree,
+                     "sha256:1"};
   paths.clear();
   for (const auto& e : job_etc_entries(s, JobUser{"sealrun", 1001, 1001, "", true}))
     paths.push_back(e.job_path);
@@ -169,9 +171,15 @@ TEST(JobEtcArgv, BoundFromDescriptorsReadOnlyAfterTheMountsTheyCover) {
   g.mechanism = "bwrap";
   g.spec = spec_with_scratch();
   g.spec.argv = {"true"};
-  g.spec.mounts.push_back({"/etc", "/etc", MountSpec::Access::kReadOnly, ViewKind::kTree, "sha256:1"});
-  g.spec.files_and_links.push_back(
-      {"/etc/passwd", ViewKind::kGenerated, "/state/owned/r/view/passwd", "sha256:2", false, {}, -1});
+  g.spec.mounts.push_back(
+      {"/etc", "/etc", MountSpec::Access::kReadOnly, ViewKind::kTree, "sha256:1"});
+  g.spec.files_and_links.push_back({"/etc/passwd",
+                                    ViewKind::kGenerated,
+                                    "/state/owned/r/view/passwd",
+                                    "sha256:2",
+                                    false,
+                                    {},
+                                    -1});
   g.spec.files_and_links.push_back(
       {"/etc/hosts", ViewKind::kGenerated, "/state/owned/r/view/hosts", "sha256:3", false, {}, -1});
   BwrapFds fds{3, 4, {}, {"/stage/0", "/stage/1"}, -1, {{"/etc/passwd", 6}}};

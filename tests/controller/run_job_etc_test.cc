@@ -84,9 +84,9 @@ TEST_F(JobEtcTest, ARebuildsVariedHostnameAndUidAreWhatTheGeneratedFilesSay) {
       {}, "vary.json");
   auto c = run(a, "orig", {"--mechanism", "bwrap"});
   ASSERT_EQ(c.status.code, 0) << c.out << c.err;
-  auto rebuilt = sealrun({"rebuild", receipt_path("orig"), "--admission", a.path, "--state-dir",
-                          state_, "--mechanism", "bwrap", "--vary", "hostname,user_id", "--id",
-                          "varied"});
+  auto rebuilt =
+      sealrun({"rebuild", receipt_path("orig"), "--admission", a.path, "--state-dir", state_,
+               "--mechanism", "bwrap", "--vary", "hostname,user_id", "--id", "varied"});
   // The outputs differ (that is what the variations are for): exit 0 or the "differ" code.
   ASSERT_TRUE(fs::exists(state_ + "/results/varied/out/hostname")) << rebuilt.out << rebuilt.err;
   std::string orig = state_ + "/results/orig/out", varied = state_ + "/results/varied/out";

@@ -120,9 +120,9 @@ TEST_P(ViewBothMechanisms, TheReceiptsViewIsTheJobsMountinfo) {
       EXPECT_EQ(seen.count(path), 1u) << path << " is not a mount of its own";
       checked.insert(path);
     }
-    EXPECT_EQ(checked, (std::set<std::string>{"/etc/passwd", "/etc/group", "/etc/hosts",
-                                              "/etc/hostname", "/etc/nsswitch.conf",
-                                              "/etc/resolv.conf"}));
+    EXPECT_EQ(checked,
+              (std::set<std::string>{"/etc/passwd", "/etc/group", "/etc/hosts", "/etc/hostname",
+                                     "/etc/nsswitch.conf", "/etc/resolv.conf"}));
     auto v = sealrun({"receipt", "verify", receipt_path(id)});
     EXPECT_EQ(v.status.code, 0) << v.out << v.err;
     return;

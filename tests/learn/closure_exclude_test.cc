@@ -55,9 +55,14 @@ TEST(ExcludeObserved, AtOrBelowEachPathCountedAgainstIt) {
   auto ex = learning_exclusions({"/etc/ssl", "/usr/share/ca-certificates"});
   ASSERT_TRUE(ex.ok());
   ObservedAccess seen;
-  seen.files = {"/etc/passwd",          "/etc/passwd-",  "/etc/hosts",
-                "/etc/ssl/certs/ca.pem", "/etc/sslx",     "/etc/ld.so.cache",
-                "/usr/share/ca-certificates/a/b.crt",      "/usr/bin/cat"};
+  seen.files = {"/etc/passwd",
+                "/etc/passwd-",
+                "/etc/hosts",
+                "/etc/ssl/certs/ca.pem",
+                "/etc/sslx",
+                "/etc/ld.so.cache",
+                "/usr/share/ca-certificates/a/b.crt",
+                "/usr/bin/cat"};
   seen.dirs = {"/etc/ssl/certs", "/etc", "/usr/share/ca-certificates"};
   exclude_observed(seen, *ex);
   EXPECT_EQ(seen.files, (std::set<std::string>{"/etc/passwd-", "/etc/sslx", "/etc/ld.so.cache",
@@ -92,8 +97,11 @@ TEST(ExcludeClosure, LinksFilesAndDirsAtOrBelow) {
   EXPECT_EQ(ssl.links, 1u);
   EXPECT_EQ(ssl.dirs, 1u);
   EXPECT_EQ(ssl.removed(), 3u);
-  for (const auto& e : *ex)
-    if (e.path == "/etc/resolv.conf") EXPECT_EQ(e.links, 1u);
+  for (const auto& e : *ex) {
+    if (e.path == "/etc/resolv.conf") {
+      EXPECT_EQ(e.links, 1u);
+    }
+  }
 }
 
 }  // namespace

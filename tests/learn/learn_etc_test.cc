@@ -32,10 +32,20 @@ class LearnEtcTest : public RunTest {
 
   Captured learn(const std::string& script, const std::string& name,
                  const std::vector<std::string>& extra = {}) {
-    std::vector<std::string> args = {"admit",     "freeze",    "--out",           dir_ / name,
-                                     "--source",  src_,        "--toolchain",     toolchain_,
-                                     "--toolchain-mount",      "/opt/toolchain",  "--env",
-                                     "PATH=/usr/bin:/bin",     "--set",           "limits.wall_clock_s=120",
+    std::vector<std::string> args = {"admit",
+                                     "freeze",
+                                     "--out",
+                                     dir_ / name,
+                                     "--source",
+                                     src_,
+                                     "--toolchain",
+                                     toolchain_,
+                                     "--toolchain-mount",
+                                     "/opt/toolchain",
+                                     "--env",
+                                     "PATH=/usr/bin:/bin",
+                                     "--set",
+                                     "limits.wall_clock_s=120",
                                      "--json"};
     args.insert(args.end(), extra.begin(), extra.end());
     args.insert(args.end(), {"--learn", "--", "/bin/sh", "-c", script});
