@@ -86,7 +86,7 @@ constexpr std::string_view kNsswitch =
     "netgroup:  files\n";
 
 constexpr std::string_view kResolv =
-    "# Made by sealrun for this job: it has no network, so it has no resolver (no nameserver).\n";
+    "# Made by sealrun for this job: it has no network, so it has no resolver.\n";
 
 // Whether bwrap can put a file at `path`: nothing but the empty root is there, or the innermost
 // mount covering it is read-only and holds a regular file at that place (bwrap binds over it).

@@ -80,7 +80,7 @@ TEST_F(JobEtcTest, AnOlderAdmissionsPinOfTheHostsPasswdIsLeftOutNotRefused) {
 TEST_F(JobEtcTest, ARebuildsVariedHostnameAndUidAreWhatTheGeneratedFilesSay) {
   Frozen a = freeze(
       "cat /etc/hostname > /out/hostname; id -u > /out/uid; cat /etc/passwd > /out/passwd;"
-      " grep \" $(hostname)\\$\" /etc/hosts > /out/hosts",
+      " grep \"$(hostname)\\$\" /etc/hosts > /out/hosts",
       {}, "vary.json");
   auto c = run(a, "orig", {"--mechanism", "bwrap"});
   ASSERT_EQ(c.status.code, 0) << c.out << c.err;

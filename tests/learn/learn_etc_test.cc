@@ -129,10 +129,12 @@ TEST_F(LearnEtcTest, ALearnExcludeLeavesAPathOutAndSaysHowMuch) {
   EXPECT_EQ(printed.at("excluded"),
             json::parse(R"([{"path": "/etc/debian_version", "files": 1, "links": 0, "dirs": 0},
                             {"path": "/etc/nothing", "files": 0, "links": 0, "dirs": 0}])"));
+  json doc = read_json(dir_ / "ex.json");
   std::set<std::string> files;
-  for (const json& f : read_json(dir_ / "ex.json").at("host_files")) files.insert(f.at("path"));
+  for (const json& f : doc.at("host_files")) files.insert(f.at("path").get<std::string>());
   EXPECT_EQ(files.count("/etc/debian_version"), 0u);
-  EXPECT_EQ(files.count("/usr/lib/os-release"), 1u) << "what is not excluded is still learned";
+  EXPECT_EQ(files.count(fs::canonical("/etc/os-release").string()), 1u)
+      << "what is not excluded is still learned";
 }
 
 TEST_F(LearnEtcTest, ANonNormalisedLearnExcludeIsAUsageErrorBeforeLearning) {
