@@ -19,8 +19,12 @@ bool AdmissionReport::all_passed() const {
 std::string AdmissionReport::summary() const {
   if (refusal) return refusal->message();
   std::string failed;
-  for (const PinCheck& c : checks)
+  std::string unreadable;  // the first pin the user may not read: its own refusal, said first
+  for (const PinCheck& c : checks) {
     if (c.status == CheckStatus::kFail) failed += (failed.empty() ? "" : ", ") + c.target;
+    if (c.status == CheckStatus::kUnreadable && unreadable.empty()) unreadable = c.observed;
+  }
+  if (!unreadable.empty()) return failed.empty() ? unreadable : unreadable + "; pin mismatch: " + failed;
   if (failed.empty()) return all_passed() ? "every check passed" : "no check ran";
   return "pin mismatch: " + failed;
 }
