@@ -24,7 +24,8 @@ std::string AdmissionReport::summary() const {
     if (c.status == CheckStatus::kFail) failed += (failed.empty() ? "" : ", ") + c.target;
     if (c.status == CheckStatus::kUnreadable && unreadable.empty()) unreadable = c.observed;
   }
-  if (!unreadable.empty()) return failed.empty() ? unreadable : unreadable + "; pin mismatch: " + failed;
+  if (!unreadable.empty())
+    return failed.empty() ? unreadable : unreadable + "; pin mismatch: " + failed;
   if (failed.empty()) return all_passed() ? "every check passed" : "no check ran";
   return "pin mismatch: " + failed;
 }
@@ -75,7 +76,7 @@ AdmitOutcome verify_admission(AuthenticatedAdmission admission, AdmissionReport 
   out.report = std::move(report);
   if (!out.report.all_passed()) return out;
   // The export (git, bundle) or snapshot (tree) when one was made, else a tree in place.
-  std::string source_root = !options.source_export_dir.empty() ? options.source_export_dir
+  std::string source_root = !options.source_export_dir.empty()     ? options.source_export_dir
                             : doc.source.kind == SourceKind::kTree ? doc.source.path
                                                                    : std::string();
   out.admitted.emplace(Admitted(std::move(admission.doc_), std::move(admission.path_),

@@ -12,9 +12,9 @@
 #include <filesystem>
 #include <set>
 
-#include "admission/unreadable.h"
 #include "admission/parse_view.h"
 #include "admission/path_rules.h"
+#include "admission/unreadable.h"
 #include "admission/verify.h"
 #include "core/atomic_write.h"
 #include "core/bounded_file.h"
@@ -158,11 +158,12 @@ Result<json> tree_pin(const std::string& spec, const std::string& state_dir) {
   }
   // Recorded in the digest cache as frozen (when there is one): the first run re-verifies by a
   // stat walk. A path in it this user may not read is said as `run` says it (unreadable.h).
-  TreeSummary summary = SEALRUN_TRY(said_unreadable(
-      (is_directory(state_dir) ? tree_digest_reporting({real, state_dir, std::nullopt, false, {}}, {})
-                               : tree_digest(real))
-          .context("--tree " + given),
-      real));
+  TreeSummary summary = SEALRUN_TRY(
+      said_unreadable((is_directory(state_dir)
+                           ? tree_digest_reporting({real, state_dir, std::nullopt, false, {}}, {})
+                           : tree_digest(real))
+                          .context("--tree " + given),
+                      real));
   return json{
       {"host_path", real}, {"job_path", job.empty() ? real : job}, {"tree_sha256", summary.sha256}};
 }
@@ -246,7 +247,8 @@ Result<json> assemble(const FreezeRequest& r) {
       if (t.empty()) return Error::make("host_tools: an entry has no path");
       std::string path = SEALRUN_TRY(real_path(t, "host tool"));
       if (!seen.insert(path).second) continue;
-      auto digest = SEALRUN_TRY(said_unreadable(hash_file(path).context("host tool " + path), path));
+      auto digest =
+          SEALRUN_TRY(said_unreadable(hash_file(path).context("host tool " + path), path));
       pinned.push_back({{"path", path}, {"sha256", digest.sha256}});
     }
     doc["host_tools"] = std::move(pinned);

@@ -8,8 +8,8 @@
 
 #include <filesystem>
 
-#include "controller/commands.h"
 #include "admission/unreadable.h"
+#include "controller/commands.h"
 #include "controller/demo_admission.h"
 #include "controller/demo_unprivileged.h"
 #include "controller/exit_codes.h"

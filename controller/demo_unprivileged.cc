@@ -166,8 +166,8 @@ std::optional<DimensionSet> missing_dimensions(const std::vector<CandidateEnforc
 }
 
 std::string missing_containment_line(const DimensionSet& missing, const std::string& user) {
-  const bool group = missing.contains(Dimension::kMemory) ||
-                     missing.contains(Dimension::kProcessCount);
+  const bool group =
+      missing.contains(Dimension::kMemory) || missing.contains(Dimension::kProcessCount);
   std::string verb = missing.list().size() == 1 ? "is" : "are";
   if (group)
     return fmt::format(

@@ -15,8 +15,8 @@
 #include <cerrno>
 #include <filesystem>
 #include <functional>
-#include <optional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
 #include "admission/admitted.h"
@@ -52,8 +52,7 @@ TEST(Unreadable, ClassifiesOnlyARefusalToRead) {
       // A directory: the entry below it that cannot be read, and here (root) there is none.
       {"EACCES in a readable tree", Error::with_errno(EACCES, "open"), tree, std::nullopt},
       {"no pin", Error::with_errno(EACCES, "hash"), "", std::nullopt},
-      {"missing is not unreadable", Error::with_errno(ENOENT, "open " + file), file,
-       std::nullopt},
+      {"missing is not unreadable", Error::with_errno(ENOENT, "open " + file), file, std::nullopt},
       {"I/O error", Error::with_errno(EIO, "read " + file), file, std::nullopt},
       {"no errno", Error::make("symlink changed during the walk"), file, std::nullopt},
   };
@@ -69,8 +68,7 @@ TEST(Unreadable, MessageAndFreezeError) {
   ASSERT_FALSE(said.ok());
   EXPECT_EQ(said.error().message(), cannot_read_message("/t/f", invoking_user_name()));
   // Anything else is passed on as it was.
-  Result<int> other =
-      said_unreadable(Result<int>(Error::with_errno(ENOENT, "open /t/f")), "/t/f");
+  Result<int> other = said_unreadable(Result<int>(Error::with_errno(ENOENT, "open /t/f")), "/t/f");
   EXPECT_EQ(other.error().message(), "open /t/f: No such file or directory");
   EXPECT_EQ(said_unreadable(Result<int>(7), "/t/f").value(), 7);
   EXPECT_FALSE(invoking_user_name().empty());
@@ -118,9 +116,8 @@ const json* find_target(const json& checks, const std::string& target) {
 TEST(Unreadable, VerifyReportsEachUnreadablePinAsSuch) {
   if (::geteuid() != 0) GTEST_SKIP() << "drops to nobody: needs root";
   testing::TempDir dir;
-  fs::permissions(dir.path(), fs::perms::owner_all | fs::perms::group_read |
-                                  fs::perms::group_exec | fs::perms::others_read |
-                                  fs::perms::others_exec);
+  fs::permissions(dir.path(), fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                                  fs::perms::others_read | fs::perms::others_exec);
   const std::string src = dir / "src", toolchain = dir / "tc", tree = dir / "tree",
                     file = dir / "closure.so", tool = dir / "tool";
   fs::create_directories(src);
@@ -173,10 +170,11 @@ TEST(Unreadable, VerifyReportsEachUnreadablePinAsSuch) {
   EXPECT_EQ((*tl)["observed"],
             "cannot read " + tool + " as nobody: run as root, or pin a tree you can read");
   // The summary (a run's and `admit check`'s refusal) is the first of them, not "pin mismatch".
-  EXPECT_EQ(after["summary"],
-            "cannot read " + tree + "/sub/secret as nobody: run as root, or pin a tree you can read");
+  EXPECT_EQ(after["summary"], "cannot read " + tree +
+                                  "/sub/secret as nobody: run as root, or pin a tree you can read");
 
-  // Root reads the same files: the tree's changed mode is a mismatch, the files' bytes are the same.
+  // Root reads the same files: the tree's changed mode is a mismatch, the files' bytes are the
+  // same.
   AdmissionReport report;
   report.checks = verify_pins(doc);
   json root = checks_json(report.checks);
@@ -188,9 +186,8 @@ TEST(Unreadable, VerifyReportsEachUnreadablePinAsSuch) {
 TEST(Unreadable, FirstUnreadableEntry) {
   if (::geteuid() != 0) GTEST_SKIP() << "drops to nobody: needs root";
   testing::TempDir dir;
-  fs::permissions(dir.path(), fs::perms::owner_all | fs::perms::group_read |
-                                  fs::perms::group_exec | fs::perms::others_read |
-                                  fs::perms::others_exec);
+  fs::permissions(dir.path(), fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                                  fs::perms::others_read | fs::perms::others_exec);
   const std::string root = dir / "t";
   fs::create_directories(root + "/a/b");
   fs::create_directories(root + "/c");

@@ -24,8 +24,7 @@ TEST(DemoUnprivileged, OutermostDirsKeepEachOnce) {
   const Case cases[] = {
       {{}, {}},
       {{"/usr/bin", "/usr/bin"}, {"/usr/bin"}},
-      {{"/usr/include/x86_64-linux-gnu", "/usr/include", "/usr/bin"},
-       {"/usr/bin", "/usr/include"}},
+      {{"/usr/include/x86_64-linux-gnu", "/usr/include", "/usr/bin"}, {"/usr/bin", "/usr/include"}},
       // A sibling whose name extends another's is not inside it.
       {{"/usr/lib/x", "/usr/lib-x", "/usr/lib"}, {"/usr/lib", "/usr/lib-x"}},
       {{"/usr/lib/gcc/x86_64-linux-gnu/12/include", "/usr/lib/gcc/x86_64-linux-gnu/12",
@@ -47,10 +46,10 @@ TEST(DemoUnprivileged, IncludeDirsFromVerboseOutput) {
       " /usr/include\n"
       "End of search list.\n"
       "COMPILER_PATH=/usr/lib/gcc/x86_64-linux-gnu/12/\n";
-  EXPECT_EQ(include_dirs_from(gcc12),
-            (std::vector<std::string>{"/usr/lib/gcc/x86_64-linux-gnu/12/include",
-                                      "/usr/local/include", "/usr/include/x86_64-linux-gnu",
-                                      "/usr/include"}));
+  EXPECT_EQ(
+      include_dirs_from(gcc12),
+      (std::vector<std::string>{"/usr/lib/gcc/x86_64-linux-gnu/12/include", "/usr/local/include",
+                                "/usr/include/x86_64-linux-gnu", "/usr/include"}));
   EXPECT_TRUE(include_dirs_from("no list here\n").empty());
   EXPECT_EQ(include_dirs_from("#include <...> search starts here:\n /opt/inc (framework "
                               "directory)\nEnd of search list.\n"),
@@ -75,12 +74,12 @@ TEST(DemoUnprivileged, MissingDimensionsOfTheBestCandidate) {
 }
 
 TEST(DemoUnprivileged, OneLineSaysWhatIsMissingAndWhatToDo) {
-  EXPECT_EQ(missing_containment_line(DimensionSet{Dimension::kMemory, Dimension::kProcessCount},
-                                     "alice"),
-            "memory, process_count are not enforceable as alice here (a resource group needs "
-            "root, or a cgroup delegated to alice): run as root, or under a systemd user manager "
-            "with a delegated cgroup (cgroup v2), or pass --mode report-only to build with the "
-            "shortfall recorded");
+  EXPECT_EQ(
+      missing_containment_line(DimensionSet{Dimension::kMemory, Dimension::kProcessCount}, "alice"),
+      "memory, process_count are not enforceable as alice here (a resource group needs "
+      "root, or a cgroup delegated to alice): run as root, or under a systemd user manager "
+      "with a delegated cgroup (cgroup v2), or pass --mode report-only to build with the "
+      "shortfall recorded");
   EXPECT_EQ(missing_containment_line(DimensionSet{Dimension::kSyscalls}, "bob"),
             "syscalls is not enforceable as bob here: run as root, or pass --mode report-only to "
             "build with the shortfall recorded");
@@ -118,7 +117,9 @@ TEST(DemoUnprivileged, CompilerTreesHoldTheCompilersParts) {
     EXPECT_TRUE(fs::is_directory(all[i])) << all[i];
     EXPECT_EQ(fs::canonical(all[i]).string(), all[i]) << "pinned trees are real paths";
     for (size_t j = 0; j < all.size(); ++j)
-      if (i != j) EXPECT_FALSE(inside(all[i], all[j])) << all[i] << " in " << all[j];
+      if (i != j) {
+        EXPECT_FALSE(inside(all[i], all[j])) << all[i] << " in " << all[j];
+      }
   }
 }
 

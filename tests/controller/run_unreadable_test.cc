@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -55,8 +56,14 @@ class UnreadableTest : public ::testing::Test {
   // build/sealrun with `args`, as the job user, from its own directory, with a clean environment.
   Captured as_user(const std::vector<std::string>& args, int64_t timeout_ms = 120000) {
     SpawnOptions o;
-    o.argv = {"/usr/sbin/runuser", "-u", user_, "--", "env", "-i",
-              "PATH=/usr/sbin:/usr/bin:/sbin:/bin", "HOME=" + work_,
+    o.argv = {"/usr/sbin/runuser",
+              "-u",
+              user_,
+              "--",
+              "env",
+              "-i",
+              "PATH=/usr/sbin:/usr/bin:/sbin:/bin",
+              "HOME=" + work_,
               std::string(SEALRUN_BINARY_DIR) + "/sealrun"};
     o.argv.insert(o.argv.end(), args.begin(), args.end());
     o.cwd = work_;
@@ -95,9 +102,23 @@ TEST_F(UnreadableTest, APinnedFileTheUserCannotReadIsItsOwnRefusal) {
   make_tree(src, {"hello.txt"});
   make_tree(tc, {"bin/cc"});
   make_tree(tree, {"a", "sub/secret"});
-  std::vector<std::string> freeze = {"admit",     "freeze", "--out",   adm,         "--source",
-                                     src,         "--toolchain", tc, "--tree", tree + "=/data",
-                                     "--state-dir", state,  "--",    "/bin/sh",   "-c",
+  std::vector<std::string> freeze = {"admit",
+                                     "freeze",
+                                     "--out",
+                                     adm,
+                                     "--source",
+                                     src,
+                                     "--toolchain",
+                                     tc,
+                                     "--toolchain-mount",
+                                     "/opt/toolchain",
+                                     "--tree",
+                                     tree + "=/data",
+                                     "--state-dir",
+                                     state,
+                                     "--",
+                                     "/bin/sh",
+                                     "-c",
                                      "true"};
   ASSERT_EQ(::mkdir(state.c_str(), 0700), 0);
   ASSERT_EQ(::chown(state.c_str(), uid_, gid_), 0);
@@ -109,17 +130,19 @@ TEST_F(UnreadableTest, APinnedFileTheUserCannotReadIsItsOwnRefusal) {
   ASSERT_EQ(::chmod(secret.c_str(), 0), 0);  // its owner may not read it either
 
   // run: refused (exit 3) for that reason, before anything ran.
-  auto run = as_user({"run", "--admission", adm, "--sha256", sha, "--state-dir", state, "--id",
-                      "unreadable"});
+  auto run = as_user({"run", adm, "--sha256", sha, "--state-dir", state, "--id", "unreadable"});
   EXPECT_EQ(run.status.code, 3) << run.out << run.err;
   EXPECT_NE(run.err.find("sealrun run: admission refused: " + cannot_read(secret) + "\n"),
             std::string::npos)
       << run.err;
   EXPECT_EQ(run.err.find("pin mismatch"), std::string::npos) << run.err;
   // The receipt says the same, in the verification of the tree.
-  json receipt = json::parse(read_text(state + "/refusals/unreadable/receipt.json"), nullptr,
-                             false);
-  ASSERT_FALSE(receipt.is_discarded());
+  // The receipt is where `run` printed it, on its last line.
+  std::string printed = run.out;
+  while (!printed.empty() && printed.back() == '\n') printed.pop_back();
+  printed = printed.substr(printed.rfind('\n') + 1);
+  json receipt = json::parse(read_text(printed), nullptr, false);
+  ASSERT_FALSE(receipt.is_discarded()) << run.out;
   EXPECT_EQ(receipt["state"], "not_run");
   EXPECT_EQ(receipt["reason"], "admission refused: " + cannot_read(secret));
   bool seen = false;
@@ -149,10 +172,51 @@ TEST_F(UnreadableTest, APinnedFileTheUserCannotReadIsItsOwnRefusal) {
   EXPECT_FALSE(fs::exists(work_ + "/again.json"));
 
   // Root reads the file: for root the tree did change (a mode), and that is a mismatch.
-  auto by_root = as_root({"admit", "check", adm, "--sha256", sha, "--state-dir",
-                          work_ + "/no-state"});
+  auto by_root =
+      as_root({"admit", "check", adm, "--sha256", sha, "--state-dir", work_ + "/no-state"});
   EXPECT_EQ(by_root.status.code, 3) << by_root.out;
   EXPECT_EQ(by_root.err, "sealrun admit check: refused: pin mismatch: trees:" + tree + "\n");
+}
+
+// On this host (cgroup v1, no delegation, no systemd user manager) an ordinary user cannot have
+// the memory and process limits the demo requires: one line says so before anything is hashed
+// or frozen, and the demo exits 4.
+TEST_F(UnreadableTest, TheDemoAsAnOrdinaryUserSaysInOneLineWhatIsMissing) {
+  const std::string out = work_ + "/demo";
+  auto demo = as_user({"demo", "--out", out});
+  EXPECT_EQ(demo.status.code, 4) << demo.out << demo.err;
+  EXPECT_EQ(demo.out, "");
+  EXPECT_EQ(demo.err, "sealrun demo: memory, process_count are not enforceable as " + user_ +
+                          " here (a resource group needs root, or a cgroup delegated to " + user_ +
+                          "): run as root, or under a systemd user manager with a delegated "
+                          "cgroup (cgroup v2), or pass --mode report-only to build with the "
+                          "shortfall recorded\n");
+  EXPECT_FALSE(fs::exists(out + "/admission.json"));
+}
+
+// What the ordinary user's demo pins is enough to build the example with the host's compiler:
+// with the shortfall recorded instead of refused, it ends `built`, from the compiler's own
+// directories (no /usr whole, nothing learned).
+TEST_F(UnreadableTest, TheDemoAsAnOrdinaryUserBuildsFromTheCompilersDirectories) {
+  const std::string out = work_ + "/demo";
+  auto demo = as_user({"demo", "--out", out, "--mode", "report-only", "--json"}, 900000);
+  ASSERT_EQ(demo.status.code, 0) << demo.out << demo.err;
+  json summary = json::parse(demo.out, nullptr, false);
+  ASSERT_FALSE(summary.is_discarded()) << demo.out;
+  EXPECT_EQ(summary["state"], "built");
+  EXPECT_EQ(summary["learned"], false);
+  json adm = json::parse(read_text(out + "/admission.json"), nullptr, false);
+  ASSERT_FALSE(adm.is_discarded());
+  std::vector<std::string> trees;
+  for (const json& t : adm["trees"]) trees.push_back(t["host_path"]);
+  const std::string driver_dir = fs::canonical("/usr/bin/gcc").parent_path().string();
+  EXPECT_NE(std::find(trees.begin(), trees.end(), driver_dir), trees.end()) << adm["trees"];
+  EXPECT_EQ(std::find(trees.begin(), trees.end(), "/usr"), trees.end());
+  EXPECT_NE(adm["toolchain"]["root"], "/usr");
+  json receipt = json::parse(read_text(summary["receipt_path"]), nullptr, false);
+  ASSERT_FALSE(receipt.is_discarded());
+  EXPECT_EQ(receipt["grant"]["mode"], "report-only");
+  EXPECT_EQ(receipt["exit"], 0);
 }
 
 }  // namespace
