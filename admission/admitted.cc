@@ -19,8 +19,13 @@ bool AdmissionReport::all_passed() const {
 std::string AdmissionReport::summary() const {
   if (refusal) return refusal->message();
   std::string failed;
-  for (const PinCheck& c : checks)
+  std::string unreadable;  // the first pin the user may not read: its own refusal, said first
+  for (const PinCheck& c : checks) {
     if (c.status == CheckStatus::kFail) failed += (failed.empty() ? "" : ", ") + c.target;
+    if (c.status == CheckStatus::kUnreadable && unreadable.empty()) unreadable = c.observed;
+  }
+  if (!unreadable.empty())
+    return failed.empty() ? unreadable : unreadable + "; pin mismatch: " + failed;
   if (failed.empty()) return all_passed() ? "every check passed" : "no check ran";
   return "pin mismatch: " + failed;
 }
@@ -71,7 +76,7 @@ AdmitOutcome verify_admission(AuthenticatedAdmission admission, AdmissionReport 
   out.report = std::move(report);
   if (!out.report.all_passed()) return out;
   // The export (git, bundle) or snapshot (tree) when one was made, else a tree in place.
-  std::string source_root = !options.source_export_dir.empty() ? options.source_export_dir
+  std::string source_root = !options.source_export_dir.empty()     ? options.source_export_dir
                             : doc.source.kind == SourceKind::kTree ? doc.source.path
                                                                    : std::string();
   out.admitted.emplace(Admitted(std::move(admission.doc_), std::move(admission.path_),

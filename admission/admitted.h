@@ -25,7 +25,8 @@ struct AdmissionReport {
   // Why the document was refused before or apart from the pins (unreadable, malformed, schema).
   std::optional<Error> refusal;
   bool all_passed() const;
-  // A one-line reason for a person when !all_passed(): the refusal or the failed targets.
+  // A one-line reason for a person when !all_passed(): the refusal, else the first pin the user
+  // may not read ("cannot read PATH as USER: ...", unreadable.h) and the failed targets.
   std::string summary() const;
 };
 

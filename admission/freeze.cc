@@ -14,6 +14,7 @@
 
 #include "admission/parse_view.h"
 #include "admission/path_rules.h"
+#include "admission/unreadable.h"
 #include "admission/verify.h"
 #include "core/atomic_write.h"
 #include "core/bounded_file.h"
@@ -155,14 +156,14 @@ Result<json> tree_pin(const std::string& spec, const std::string& state_dir) {
           "of a job's view); pin a directory beside it",
           given, state));
   }
-  TreeSummary summary;
-  if (is_directory(state_dir)) {
-    // Recorded in the digest cache as frozen: the first run re-verifies by a stat walk.
-    summary = SEALRUN_TRY_CTX(tree_digest_reporting({real, state_dir, std::nullopt, false, {}}, {}),
-                              "--tree " + given);
-  } else {
-    summary = SEALRUN_TRY_CTX(tree_digest(real), "--tree " + given);
-  }
+  // Recorded in the digest cache as frozen (when there is one): the first run re-verifies by a
+  // stat walk. A path in it this user may not read is said as `run` says it (unreadable.h).
+  TreeSummary summary = SEALRUN_TRY(
+      said_unreadable((is_directory(state_dir)
+                           ? tree_digest_reporting({real, state_dir, std::nullopt, false, {}}, {})
+                           : tree_digest(real))
+                          .context("--tree " + given),
+                      real));
   return json{
       {"host_path", real}, {"job_path", job.empty() ? real : job}, {"tree_sha256", summary.sha256}};
 }
@@ -211,11 +212,12 @@ Result<json> assemble(const FreezeRequest& r) {
     options.progress = r.toolchain_progress;
     // Through the state directory's digest cache when there is one: a tree frozen again unchanged
     // costs a stat walk, and the first run finds it recorded.
-    auto summary = SEALRUN_TRY_CTX(
-        is_directory(r.state_dir)
-            ? tree_digest_reporting({root, r.state_dir, std::nullopt, false, options}, {})
-            : tree_digest(root, options),
-        "toolchain " + root);
+    auto summary = SEALRUN_TRY(said_unreadable(
+        (is_directory(r.state_dir)
+             ? tree_digest_reporting({root, r.state_dir, std::nullopt, false, options}, {})
+             : tree_digest(root, options))
+            .context("toolchain " + root),
+        root));
     std::string mount =
         !r.toolchain_mount.empty() ? r.toolchain_mount : string_or(toolchain, "mount_path", root);
     toolchain = {{"root", root}, {"tree_sha256", summary.sha256}, {"mount_path", mount}};
@@ -245,7 +247,8 @@ Result<json> assemble(const FreezeRequest& r) {
       if (t.empty()) return Error::make("host_tools: an entry has no path");
       std::string path = SEALRUN_TRY(real_path(t, "host tool"));
       if (!seen.insert(path).second) continue;
-      auto digest = SEALRUN_TRY_CTX(hash_file(path), "host tool " + path);
+      auto digest =
+          SEALRUN_TRY(said_unreadable(hash_file(path).context("host tool " + path), path));
       pinned.push_back({{"path", path}, {"sha256", digest.sha256}});
     }
     doc["host_tools"] = std::move(pinned);

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <optional>
 
+#include "admission/unreadable.h"
 #include "core/generated_etc.h"
 #include "core/temp_dir.h"
 #include "fingerprint/cached_tree.h"
@@ -33,6 +34,8 @@ std::string_view check_status_name(CheckStatus s) {
       return "fail";
     case CheckStatus::kSkipped:
       return "skipped";
+    case CheckStatus::kUnreadable:
+      return "unreadable";
   }
   return "?";
 }
@@ -59,18 +62,32 @@ std::string format_utc(time_t t) {
   return buf;
 }
 
+// What a failed observation of `pinned` says: that the invoking user may not read it (status
+// kUnreadable, the cannot_read_message()), or the error itself (kFail).
+void observe_error(const Error& error, const std::string& pinned, PinCheck* c) {
+  if (auto path = unreadable_path(error, pinned)) {
+    c->observed = cannot_read_message(*path, invoking_user_name());
+    c->status = CheckStatus::kUnreadable;
+  } else {
+    c->observed = "error: " + error.message();
+    c->status = CheckStatus::kFail;
+  }
+}
+
 class Checks {
  public:
   explicit Checks(std::string skip_reason) : skip_(std::move(skip_reason)) {}
   bool skipping() const { return !skip_.empty(); }
 
-  void compare(std::string target, std::string expected, const Result<std::string>& observed) {
+  // `pinned`: the path the observation reads, named when the user may not read it.
+  void compare(std::string target, std::string expected, const Result<std::string>& observed,
+               const std::string& pinned = {}) {
     PinCheck c{std::move(target), std::move(expected), {}, CheckStatus::kFail};
     if (observed.ok()) {
       c.observed = observed.value();
       c.status = c.observed == c.expected ? CheckStatus::kPass : CheckStatus::kFail;
     } else {
-      c.observed = "error: " + observed.error().message();
+      observe_error(observed.error(), pinned, &c);
     }
     list_.push_back(std::move(c));
   }
@@ -164,7 +181,7 @@ void check_source(const SourcePin& s, const VerifyOptions& options, Checks* chec
     return;
   }
   if (s.kind == SourceKind::kBundle)
-    checks->compare("source.path_sha256", s.path_sha256, file_sha256(s.path));
+    checks->compare("source.path_sha256", s.path_sha256, file_sha256(s.path), s.path);
   if (git) {
     // The commit that the repository (or bundle) has checked out must be the admitted one, and the
     // admitted commit must have the admitted tree.
@@ -192,7 +209,8 @@ void check_image(const ImagePin& image, Checks* checks) {
   }
   // The archive digest is computed on its own, so that a damaged archive still says which of
   // its pins moved even when it can no longer be inspected.
-  checks->compare("image.archive_sha256", image.archive_sha256, file_sha256(image.archive));
+  checks->compare("image.archive_sha256", image.archive_sha256, file_sha256(image.archive),
+                  image.archive);
   auto identity = inspect_image_archive(image.archive);
   if (!identity.ok()) {
     checks->compare("image.image_id", image.image_id, identity.error());
@@ -217,6 +235,8 @@ void check_host_files(const std::vector<HostFilePin>& files, const VerifyOptions
   }
   std::vector<std::string> bad;
   size_t bad_total = 0;
+  std::optional<std::string> unreadable;  // the first file the user may not read
+  size_t unreadable_total = 0;
   FileHasher hasher;
   for (const HostFilePin& f : files) {
     // Not in the view (sealrun makes the job's own: docs/view.md), so its bytes are not checked.
@@ -233,16 +253,34 @@ void check_host_files(const std::vector<HostFilePin>& files, const VerifyOptions
       observed = std::move(opened).error();
     }
     if (observed.ok() && *observed == f.sha256) continue;
+    if (!observed.ok())
+      if (auto path = unreadable_path(observed.error(), f.path)) {
+        if (++unreadable_total == 1) unreadable = std::move(path);
+        continue;
+      }
     if (++bad_total <= 5)
       bad.push_back(
           fmt::format("{} (expected {}, observed {})", f.path, f.sha256,
                       observed.ok() ? *observed : "error: " + observed.error().message()));
   }
-  if (bad_total == 0) {
+  if (bad_total == 0 && unreadable_total == 0) {
     checks->add({"host_files", expected, expected, CheckStatus::kPass});
     return;
   }
   std::string more = bad_total > 5 ? fmt::format(" and {} more", bad_total - 5) : "";
+  if (unreadable) {
+    // The refusal names the first file the user may not read; the rest are counted, so that
+    // nothing is lost for whoever runs it again as root.
+    std::string rest;
+    if (unreadable_total > 1)
+      rest += fmt::format("; {} more file(s) unreadable", unreadable_total - 1);
+    if (bad_total > 0)
+      rest += fmt::format("; {} file(s) differ: {}{}", bad_total, fmt::join(bad, "; "), more);
+    checks->add({"host_files", expected,
+                 cannot_read_message(*unreadable, invoking_user_name()) + rest,
+                 CheckStatus::kUnreadable});
+    return;
+  }
   checks->add({"host_files", expected,
                fmt::format("{} file(s) differ: {}{}", bad_total, fmt::join(bad, "; "), more),
                CheckStatus::kFail});
@@ -275,7 +313,7 @@ PinCheck check_tree(const std::string& target, const std::string& root, const st
   }
   PinCheck c{target, expected, {}, CheckStatus::kFail};
   if (!summary.ok()) {
-    c.observed = "error: " + summary.error().message();
+    observe_error(summary.error(), root, &c);
   } else if (summary->sha256 == expected) {
     c.observed = summary->sha256;
     c.status = CheckStatus::kPass;
@@ -334,7 +372,7 @@ std::vector<PinCheck> verify_pins(const AdmissionDocument& doc, const VerifyOpti
     if (checks.skipping())
       checks.skipped(target, tool.sha256);
     else
-      checks.compare(target, tool.sha256, file_sha256(tool.path));
+      checks.compare(target, tool.sha256, file_sha256(tool.path), tool.path);
   }
 
   if (doc.expires_at_epoch) {

@@ -24,8 +24,12 @@ enum class CheckStatus {
   kPass,
   kFail,
   kSkipped,  // not attempted: an earlier gate (the admission's own digest) failed
+  // Not a mismatch: the invoking user may not read a path the pin covers (EACCES or EPERM), so
+  // nothing is known about its bytes; `observed` says which path as whom (unreadable.h).
+  kUnreadable,
 };
-std::string_view check_status_name(CheckStatus s);  // "pass" / "fail" / "skipped"
+// "pass" / "fail" / "skipped" / "unreadable"
+std::string_view check_status_name(CheckStatus s);
 
 struct PinCheck {
   std::string

@@ -8,8 +8,10 @@
 
 #include <filesystem>
 
+#include "admission/unreadable.h"
 #include "controller/commands.h"
 #include "controller/demo_admission.h"
+#include "controller/demo_unprivileged.h"
 #include "controller/exit_codes.h"
 #include "controller/output.h"
 #include "controller/receipt_review.h"
@@ -52,6 +54,11 @@ void register_demo(CLI::App& app, int* exit_code) {
   cmd->add_option("--out", *out, "where the admission, state and receipt go")
       ->capture_default_str();
   cmd->add_option("--example", *example, "the example tree (default: the bundled examples/hello)");
+  auto mode = std::make_shared<std::string>("enforcing");
+  cmd->add_option("--mode", *mode,
+                  "enforcing (refuse a shortfall) | report-only (record it), as for run")
+      ->check(CLI::IsMember({"enforcing", "report-only"}))
+      ->capture_default_str();
   auto json = std::make_shared<bool>(false);
   cmd->add_flag("--json", *json,
                 "print one JSON document {admission, sha256, learned, id, state, exit, reason, "
@@ -77,6 +84,13 @@ void register_demo(CLI::App& app, int* exit_code) {
     if (!ec) fs::permissions(state_dir, fs::perms::owner_all, ec);
     if (ec) return fail(fmt::format("cannot create {}: {}", state_dir, ec.message()), kExitFailure);
 
+    // Without root, what the demo requires may not be enforceable at all (memory limits need a
+    // resource group): said in one line before anything is hashed (demo_unprivileged.h).
+    if (::geteuid() != 0 && *mode == "enforcing")
+      if (auto missing = unprivileged_containment_gap(state_dir, DimensionSet::all()))
+        return fail(missing_containment_line(*missing, admission::invoking_user_name()),
+                    kExitContainmentUnavailable);
+
     auto admitted = demo_admission(source, out_dir, state_dir, /*relearn=*/false, say);
     if (!admitted) return fail(admitted.error().message(), kExitFailure);
     say(fmt::format("    admission {} sha256 {}\n", admitted->path, admitted->sha256));
@@ -88,6 +102,7 @@ void register_demo(CLI::App& app, int* exit_code) {
     for (char& c : req.id)
       if (c == ':') c = '-';
     req.state_dir = state_dir;
+    req.mode = *mode == "report-only" ? GrantMode::kReportOnly : GrantMode::kEnforcing;
     say(fmt::format("2/3 run {} contained (state in {})\n", req.id, req.state_dir));
     run::RunOutcome o = run::run_pipeline(req, run::default_pipeline_deps(mechanism_context()));
     if (o.exit_code == kExitAdmissionRefused && admitted->reused) {

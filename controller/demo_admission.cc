@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "admission/freeze.h"
+#include "controller/demo_unprivileged.h"
 #include "controller/learn_freeze.h"
 #include "core/bounded_file.h"
 #include "core/process.h"
@@ -56,15 +57,9 @@ Result<DemoAdmission> demo_admission(const std::string& source, const std::strin
                                      const std::string& state_dir, bool relearn,
                                      const std::function<void(const std::string&)>& say) {
   admission::FreezeRequest freeze = demo_request(source, out_dir, state_dir);
-  if (::geteuid() != 0) {
-    // Learning watches file accesses with fanotify, which needs root: pin /usr whole instead
-    // (hashed once, then re-verified by a stat walk through the state directory's digest cache).
-    freeze.toolchain = "/usr";
-    say(fmt::format("1/3 freeze: pinning {} and the toolchain /usr (the job sees nothing else)\n",
-                    source));
-    auto frozen = SEALRUN_TRY_CTX(admission::freeze_admission(freeze), "freeze");
-    return DemoAdmission{frozen.path, frozen.sha256, false, false};
-  }
+  // Learning watches file accesses with fanotify, which needs root: without it, the compiler's
+  // own directories are pinned instead (demo_unprivileged.h).
+  if (::geteuid() != 0) return unprivileged_demo_admission(std::move(freeze), say);
   if (!relearn)
     if (auto earlier = earlier_learned(freeze.out, source)) {
       say(fmt::format("1/3 freeze: reusing the closure learned earlier ({})\n", freeze.out));

@@ -1,7 +1,8 @@
 // The demo's admission (`sealrun demo`): as root, the bundled example with the host C toolchain's
 // closure learned once (`admit freeze --learn`, learn_freeze.h) and kept in the demo's directory,
 // so that later demos verify the same pins (host_files by SHA-256) instead of learning again;
-// without root (learning needs fanotify), the whole host /usr pinned as the toolchain instead.
+// without root (learning needs fanotify), the directories of the host's C compiler pinned instead
+// (demo_unprivileged.h).
 #pragma once
 
 #include <functional>
@@ -14,7 +15,7 @@ namespace sealrun::cli {
 struct DemoAdmission {
   std::string path;
   std::string sha256;
-  bool learned = false;  // a learned closure (else /usr pinned whole)
+  bool learned = false;  // a learned closure (else the compiler's directories pinned as trees)
   bool reused = false;   // an admission learned by an earlier demo, for the same example
 };
 
