@@ -9,7 +9,8 @@
 # learn / bare per project and for the pair (the goal: <= 3x), and the learned closure's size
 # (host_files, host_links, host_dirs and the files' bytes, from `admit freeze --learn --json`).
 # With RUNS=1, each round also times one `sealrun run` of the admission it learned (the steady
-# cost once learned). PROJECTS="fmt" limits the projects; LEARN_ARGS adds options to every
+# cost once learned). PROJECTS="fmt" chooses the projects (hello, fmt and lua: Lua 5.4.4, a plain
+# Makefile, tests/fixtures/lua_source.sh); LEARN_ARGS adds options to every
 # `admit freeze --learn` (e.g. "--learn-exclude /etc/ssl/certs/ca-certificates.crt").
 # Run as root (--learn needs it), from the top of a build:
 #   SEALRUN=build/sealrun bench/realproj_bench.sh [ROUNDS]     # default 3 rounds, both projects
@@ -34,15 +35,18 @@ case $SEALRUN in /*) ;; *) SEALRUN=$PWD/$SEALRUN ;; esac
 [ -x "$SEALRUN" ] || { echo "realproj_bench.sh: no sealrun at $SEALRUN (set SEALRUN)" >&2; exit 1; }
 bash "$here/tests/fixtures/hello_source.sh" "$FIXTURES" >/dev/null
 bash "$here/tests/fixtures/fmt_source.sh" "$FIXTURES" >/dev/null
+case " $projects " in *" lua "*) bash "$here/tests/fixtures/lua_source.sh" "$FIXTURES" >/dev/null ;; esac
 
 # The build of each project, written once for the job's paths (/src, /scratch, /out); the bare
 # build gets the same text with those three replaced by host directories.
 script_hello='cp -a /src /scratch/s && cd /scratch/s && ./configure --prefix=/usr --disable-nls && make -j2 && make install DESTDIR=/out/root'
+script_lua='cp -a /src /scratch/l && cd /scratch/l && make -j2 linux && make install INSTALL_TOP=/out/root/usr'
 script_fmt='cmake -S /src -B /scratch/b -DFMT_TEST=OFF -DFMT_DOC=OFF -DCMAKE_BUILD_TYPE=Release && cmake --build /scratch/b -j2 && DESTDIR=/out/root cmake --install /scratch/b'
 script_of() {
   case $1 in
     hello) printf '%s' "$script_hello" ;;
     fmt) printf '%s' "$script_fmt" ;;
+    lua) printf '%s' "$script_lua" ;;
   esac
 }
 tree_of() { printf '%s/%s-src' "$FIXTURES" "$1"; }
@@ -137,6 +141,6 @@ for p in projects:
     print(f"{'':8} (medians of {len(mine)}; last learn's own phases, ms: {extra})")
 if len(projects) > 1:
     ratio = sums["learn"] / sums["bare"]
-    print(f"pair     {sums['bare']:7.1f}s {sums['learn']:11.1f}s {ratio:5.2f}x"
+    print(f"together {sums['bare']:7.1f}s {sums['learn']:11.1f}s {ratio:5.2f}x"
           f"  (goal <= 3x: {'met' if ratio <= 3 else 'missed'})")
 EOF

@@ -1,5 +1,6 @@
 // Real projects, the way a newcomer brings them: a release tarball as Debian ships it (GNU hello
-// 2.10, automake; fmtlib 9.1.0, CMake), learned with `sealrun admit freeze --learn` and no
+// 2.10, automake; fmtlib 9.1.0, CMake; Lua 5.4.4, a plain Makefile), learned with `sealrun admit
+// freeze --learn` and no
 // --toolchain (the learned closure is the toolchain), then built twice from the learned admission,
 // from a copy of /src into /out, with a `useradd` on the host between the two runs. Both runs must
 // be `built` and give the same outputs, and what they built must work on the host. Run as root
@@ -246,6 +247,25 @@ TEST_F(RealProjectTest, FmtLearnedWithoutAToolchainBuildsTwiceTheSame) {
   auto [code, out] = host_run({dir_ / "use_fmt"});
   EXPECT_EQ(code, 0) << out;
   EXPECT_EQ(out, "fmt-9\n");
+}
+
+// Lua 5.4.4, whose build system is a plain Makefile (`make linux`, recursive): built and
+// installed, and the interpreter built in the job runs on the host.
+TEST_F(RealProjectTest, LuaWithAPlainMakefileLearnedWithoutAToolchainBuildsTwiceTheSame) {
+  std::string src = fixture("lua_source.sh", "lua-src");
+  ASSERT_FALSE(::testing::Test::HasFailure());
+  const std::string script =
+      "cp -a /src /scratch/l && cd /scratch/l && make -j2 linux && "
+      "make install INSTALL_TOP=/out/root/usr";
+  auto [r1, r2] = learn_and_build_twice(src, script, "lua");
+  ASSERT_FALSE(::testing::Test::HasFailure());
+  auto names = output_names(r1);
+  for (const char* built : {"root/usr/bin/lua", "root/usr/bin/luac", "root/usr/lib/liblua.a"})
+    EXPECT_EQ(names.count(built), 1u) << built << " in " << r1["outputs"].dump();
+  auto [code, out] = host_run({output_path("lua-2", "root/usr/bin/lua"), "-e",
+                               "print(string.format('%d-%s', 6 * 7, _VERSION))"});
+  EXPECT_EQ(code, 0) << out;
+  EXPECT_EQ(out, "42-Lua 5.4\n");
 }
 
 }  // namespace
