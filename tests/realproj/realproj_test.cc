@@ -1,13 +1,14 @@
 // Real projects, the way a newcomer brings them: a release tarball as Debian ships it (GNU hello
 // 2.10, automake; fmtlib 9.1.0, CMake; Lua 5.4.4, a plain Makefile), learned with `sealrun admit
-// freeze --learn` and no
-// --toolchain (the learned closure is the toolchain), then built twice from the learned admission,
-// from a copy of /src into /out, with a `useradd` on the host between the two runs. Both runs must
-// be `built` and give the same outputs, and what they built must work on the host. Run as root
-// through the built binary, with real bwrap and real fanotify; `ctest -L realproj`.
+// freeze --learn` and no --toolchain (the learned closure is the toolchain), then built twice from
+// the learned admission, from a copy of /src into /out, with a `useradd` on the host between the
+// two runs. Both runs must be `built` and give the same outputs, and what they built must work on
+// the host. Run as root through the built binary, with real bwrap and real fanotify;
+// `ctest -L realproj`.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -15,6 +16,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <thread>
+#include <vector>
 
 #include "core/process.h"
 #include "tests/controller/run_test_support.h"
@@ -45,7 +47,8 @@ std::pair<int, std::string> host_run(const std::vector<std::string>& argv) {
 // useradd retries while another tool holds /etc/passwd's lock.
 class ThrowawayUser {
  public:
-  ThrowawayUser() : name_("srrp" + std::to_string(::getpid())) {
+  ThrowawayUser() : name_(kPrefix + std::to_string(::getpid())) {
+    remove_stale();
     for (int attempt = 0; attempt < 20; ++attempt) {
       auto [code, out] = host_run({"/usr/sbin/useradd", "-m", "-s", "/usr/sbin/nologin", name_});
       if (code == 0) {
@@ -69,6 +72,24 @@ class ThrowawayUser {
   const std::string& last_error() const { return last_error_; }
 
  private:
+  static constexpr const char* kPrefix = "srrp";
+  // Users of this kind whose test process is gone (killed at its timeout, before its destructor
+  // ran): removed, so a killed run leaves nothing behind for long.
+  static void remove_stale() {
+    std::ifstream passwd("/etc/passwd");
+    std::string line;
+    std::vector<std::string> stale;
+    while (std::getline(passwd, line)) {
+      std::string name = line.substr(0, line.find(':'));
+      std::string pid = name.substr(std::min(name.size(), std::string(kPrefix).size()));
+      if (name.rfind(kPrefix, 0) != 0 || pid.empty() ||
+          pid.find_first_not_of("0123456789") != std::string::npos)
+        continue;
+      if (!fs::exists("/proc/" + pid)) stale.push_back(name);
+    }
+    for (const auto& name : stale) host_run({"/usr/sbin/userdel", "-r", name});
+  }
+
   std::string name_;
   bool added_ = false;
   std::string last_error_;
