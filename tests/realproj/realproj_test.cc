@@ -159,8 +159,8 @@ class RealProjectTest : public RunTest {
     EXPECT_GT(printed.value("host_files", 0), 0) << printed.dump();
     expect_host_churn_not_learned(doc);
     // The release tarball builds from /src as shipped: every entry has one recorded mtime.
-    json source = doc.value("source", json::object());
-    EXPECT_EQ(source.value("mtimes", ""), "fixed") << source.dump();
+    json pinned_source = doc.value("source", json::object());
+    EXPECT_EQ(pinned_source.value("mtimes", ""), "fixed") << pinned_source.dump();
 
     std::string sha = printed.value("sha256", "");
     json r1 = run_learned(name + ".json", sha, name + "-1");
