@@ -160,7 +160,7 @@ class RealProjectTest : public RunTest {
     expect_host_churn_not_learned(doc);
     // The release tarball builds from /src as shipped: every entry has one recorded mtime.
     json pinned_source = doc.value("source", json::object());
-    EXPECT_EQ(pinned_source.value("mtimes", ""), "fixed") << pinned_source.dump();
+    EXPECT_EQ(pinned_source.value("mtimes", ""), "fixed") << "the admission's source.mtimes";
 
     std::string sha = printed.value("sha256", "");
     json r1 = run_learned(name + ".json", sha, name + "-1");
@@ -174,8 +174,8 @@ class RealProjectTest : public RunTest {
       ADD_FAILURE() << "a run left no receipt";
       return {};
     }
-    EXPECT_EQ(r1.value("state", ""), "built") << r1.dump().substr(0, 4000);
-    EXPECT_EQ(r2.value("state", ""), "built") << r2.dump().substr(0, 4000);
+    EXPECT_EQ(r1.value("state", ""), "built") << job_stderr(r1);
+    EXPECT_EQ(r2.value("state", ""), "built") << job_stderr(r2);
     EXPECT_FALSE(r1.value("outputs", json::array()).empty());
     EXPECT_EQ(r1["outputs"], r2["outputs"]) << "two runs of one learned admission differ";
     EXPECT_EQ(r1["outputs_list_sha256"], r2["outputs_list_sha256"]);
@@ -203,6 +203,15 @@ class RealProjectTest : public RunTest {
       if (v.value("kind", "") == "generated") generated.insert(v.value("job_path", ""));
     for (const char* path : {"/etc/passwd", "/etc/group"})
       EXPECT_EQ(generated.count(path), 1u) << path << " is not generated for the job";
+  }
+
+  // The end of the job's stderr in `receipt` (what a failed build said), else its reasons.
+  static std::string job_stderr(const json& receipt) {
+    for (const json& c : receipt.value("commands", json::array()))
+      if (c.value("label", "") == "job")
+        return "the job's stderr ended with:\n" +
+               c.value("stderr", json::object()).value("tail", std::string());
+    return receipt.dump().substr(0, 2000);
   }
 
   // Where the host holds run `id`'s output `path` (relative to /out).
