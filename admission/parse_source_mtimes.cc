@@ -15,8 +15,7 @@ namespace {
 constexpr uint64_t kMaxEpoch = 253402300799ull;  // 9999-12-31T23:59:59Z, as source_date_epoch
 constexpr size_t kMaxListed = 1000000;
 
-bool epoch_value(const json& v, const std::string& path, const ProblemSink& problem,
-                 int64_t* out) {
+bool epoch_value(const json& v, const std::string& path, const ProblemSink& problem, int64_t* out) {
   if (!v.is_number_unsigned() || v.get<uint64_t>() > kMaxEpoch) {
     problem(path, fmt::format("expected an integer between 0 and {} (seconds since the epoch), "
                               "got {}",
@@ -85,8 +84,8 @@ void parse_source_mtimes(const json& root, AdmissionDocument* doc, const Problem
                 "only with source.mtimes \"preserved\" (\"fixed\" gives every entry "
                 "source.mtime_epoch)");
     int64_t epoch = 0;
-    if (!v.contains("mtime_epoch") || !epoch_value(v["mtime_epoch"], "source.mtime_epoch",
-                                                   problem, &epoch))
+    if (!v.contains("mtime_epoch") ||
+        !epoch_value(v["mtime_epoch"], "source.mtime_epoch", problem, &epoch))
       return;  // an older admission: fixed at source_date_epoch
     const json* sde = root.contains("source_date_epoch") ? &root["source_date_epoch"] : nullptr;
     if (sde && sde->is_number_unsigned() && doc->source_date_epoch != epoch) {
@@ -116,15 +115,13 @@ void parse_source_mtimes(const json& root, AdmissionDocument* doc, const Problem
             "only with source.mtimes \"fixed\" (\"preserved\" keeps the host's mtimes)");
   bool listed = v.contains("mtimes_list");
   bool digested = v.contains("mtimes_sha256");
-  if (!listed)
-    problem("source.mtimes_list", "missing (required with source.mtimes \"preserved\")");
+  if (!listed) problem("source.mtimes_list", "missing (required with source.mtimes \"preserved\")");
   if (!digested)
     problem("source.mtimes_sha256", "missing (required with source.mtimes \"preserved\")");
   if (!listed || !digested) return;
   parse_list(v["mtimes_list"], &s.mtimes_list, r, problem);
   // The digest is compared only with a list read whole (a bad entry is reported on its own).
-  bool list_whole =
-      v["mtimes_list"].is_array() && s.mtimes_list.size() == v["mtimes_list"].size();
+  bool list_whole = v["mtimes_list"].is_array() && s.mtimes_list.size() == v["mtimes_list"].size();
   if (!r.sha256(v["mtimes_sha256"], "source.mtimes_sha256", &s.mtimes_sha256) || !list_whole)
     return;
   std::string digest = mtimes_digest(s.mtimes_list);

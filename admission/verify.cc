@@ -151,8 +151,7 @@ PinCheck check_manifest(const SourcePin& s, const VerifyOptions& options, std::s
   return c;
 }
 
-void check_source(const SourcePin& s, int64_t epoch, const VerifyOptions& options,
-                  Checks* checks) {
+void check_source(const SourcePin& s, int64_t epoch, const VerifyOptions& options, Checks* checks) {
   const bool git = s.kind != SourceKind::kTree;
   if (checks->skipping()) {
     if (s.kind == SourceKind::kBundle) checks->skipped("source.path_sha256", s.path_sha256);

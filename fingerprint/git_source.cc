@@ -113,8 +113,7 @@ Result<GitIdentity> read_git_identity(const std::string& repo_or_bundle, const s
   return identity_in(clone, rev, repo_or_bundle);
 }
 
-Result<int64_t> read_git_commit_time(const std::string& repo_or_bundle,
-                                     const std::string& commit) {
+Result<int64_t> read_git_commit_time(const std::string& repo_or_bundle, const std::string& commit) {
   if (!is_git_object_name(commit))
     return Error::make(fmt::format("commit '{}' is not a full object name", commit));
   auto kind = SEALRUN_TRY(kind_of_source(repo_or_bundle));

@@ -28,8 +28,7 @@ struct Walker {
 
   Status count(const std::string& path) {
     if (++entries > max_entries)
-      return Error::make(
-          fmt::format("{}: more than {} entries (at {})", root, max_entries, path));
+      return Error::make(fmt::format("{}: more than {} entries (at {})", root, max_entries, path));
     return ok_status();
   }
 
@@ -137,16 +136,14 @@ std::optional<std::string> first_mtime_difference(const std::vector<MtimeEntry>&
                          format_mtime(observed[j].mtime));
     std::string want = format_mtime(expected[i].mtime);
     std::string got = format_mtime(observed[j].mtime);
-    if (want != got)
-      return fmt::format("{}: mtime {}, expected {}", expected[i].path, got, want);
+    if (want != got) return fmt::format("{}: mtime {}, expected {}", expected[i].path, got, want);
     ++i;
     ++j;
   }
   return std::nullopt;
 }
 
-Status stamp_tree_times(const std::string& root, std::optional<int64_t> epoch,
-                        size_t max_entries) {
+Status stamp_tree_times(const std::string& root, std::optional<int64_t> epoch, size_t max_entries) {
   auto fd = SEALRUN_TRY_CTX(open_at(AT_FDCWD, root, kDirFlags), "set the times of " + root);
   auto st = SEALRUN_TRY(fstat_fd(fd.get(), root));
   Walker walker{max_entries, 0, root};

@@ -20,7 +20,8 @@ constexpr int kDirFlags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW;
 // pinned, or one fixed time stamped over them).
 Status keep_mtime(int fd, const struct stat& st, const std::string& shown) {
   struct timespec times[2] = {st.st_mtim, st.st_mtim};
-  if (::futimens(fd, times) != 0) return Error::from_errno(fmt::format("set the times of {}", shown));
+  if (::futimens(fd, times) != 0)
+    return Error::from_errno(fmt::format("set the times of {}", shown));
   return ok_status();
 }
 

@@ -4,6 +4,9 @@
 // (the default epoch of a tree and of a git commit, --set of either key, --source-mtimes), the
 // mtimes listing and its spelling, stamping a tree, the snapshot keeping host mtimes, and
 // verification on a run's copy (stamped, or a changed host mtime refused by name).
+#include "fingerprint/source_mtimes.h"
+
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -15,7 +18,6 @@
 #include "admission/admitted.h"
 #include "admission/document.h"
 #include "admission/freeze.h"
-#include "fingerprint/source_mtimes.h"
 #include "fingerprint/source_snapshot.h"
 #include "tests/support/temp_dir.h"
 
@@ -197,17 +199,24 @@ TEST(SourceMtimesListing, SpellingIsOneLinePerEntryAndParsesBack) {
     const char* text;
     bool good;
   };
-  const Case cases[] = {{"0.000000000", true},           {"1700000000.123456789", true},
-                        {"-1.999999999", true},          {"1.5", false},
-                        {"1.0000000000", false},         {"01.000000000", false},
-                        {".000000000", false},           {"-0.000000001", false},
-                        {"1e3.000000000", false},        {"1700000000.12345678x", false},
+  const Case cases[] = {{"0.000000000", true},
+                        {"1700000000.123456789", true},
+                        {"-1.999999999", true},
+                        {"1.5", false},
+                        {"1.0000000000", false},
+                        {"01.000000000", false},
+                        {".000000000", false},
+                        {"-0.000000001", false},
+                        {"1e3.000000000", false},
+                        {"1700000000.12345678x", false},
                         {"", false}};
   for (const Case& c : cases) {
     SCOPED_TRACE(c.text);
     auto t = parse_mtime(c.text);
     EXPECT_EQ(t.has_value(), c.good);
-    if (t) EXPECT_EQ(format_mtime(*t), c.text);
+    if (t) {
+      EXPECT_EQ(format_mtime(*t), c.text);
+    }
   }
   auto changed = sample_list();
   changed[1].mtime.tv_sec += 3600;
@@ -324,8 +333,9 @@ TEST_F(SourceMtimesTree, PreservedPinsTheHostMtimesAndACheckNamesTheOneThatChang
   for (const PinCheck& c : refused.report.checks)
     if (c.target == "source.mtimes_sha256") {
       EXPECT_EQ(c.status, CheckStatus::kFail);
-      named = c.observed.find("sub/deeper/x.c: mtime 1500000099.000000000, expected "
-                              "1500000000.000000000") != std::string::npos;
+      named = c.observed.find(
+                  "sub/deeper/x.c: mtime 1500000099.000000000, expected "
+                  "1500000000.000000000") != std::string::npos;
       EXPECT_TRUE(named) << c.observed;
     }
   EXPECT_TRUE(named);
@@ -345,8 +355,8 @@ TEST_F(SourceMtimesTree, ARunsCopyIsStampedFixedOrKeepsAndChecksTheHostsTimes) {
       EXPECT_EQ(c.observed, "fixed at 315619200 (1980-01-02T00:00:00Z)");
     }
   EXPECT_TRUE(listed);
-  for (const char* rel : {"", "/Makefile.am", "/Makefile.in", "/sub", "/sub/deeper",
-                          "/sub/deeper/x.c"}) {
+  for (const char* rel :
+       {"", "/Makefile.am", "/Makefile.in", "/sub", "/sub/deeper", "/sub/deeper/x.c"}) {
     SCOPED_TRACE(rel);
     struct stat st = lstat_of(options.source_export_dir + rel);
     EXPECT_EQ(st.st_mtim.tv_sec, 315619200);
@@ -394,11 +404,10 @@ TEST(SourceMtimesStamp, EveryEntryLinksIncludedGetsTheTimeChildrenBeforeTheirDir
 TEST(SourceMtimesGit, AGitSourceIsFixedAtItsCommitTimeAndCannotBePreserved) {
   TempDir dir;
   std::string repo = dir / "repo";
-  std::string script =
-      "set -e; mkdir -p '" + repo + "' && cd '" + repo +
-      "' && git init -q && echo hi > a.txt && git add a.txt && "
-      "GIT_COMMITTER_DATE='@1611111111 +0200' GIT_AUTHOR_DATE='@1500000000 +0000' "
-      "git -c user.name=t -c user.email=t@example.invalid commit -qm one";
+  std::string script = "set -e; mkdir -p '" + repo + "' && cd '" + repo +
+                       "' && git init -q && echo hi > a.txt && git add a.txt && "
+                       "GIT_COMMITTER_DATE='@1611111111 +0200' GIT_AUTHOR_DATE='@1500000000 +0000' "
+                       "git -c user.name=t -c user.email=t@example.invalid commit -qm one";
   ASSERT_EQ(std::system(script.c_str()), 0);
   FreezeRequest r;
   r.out = dir / "a.json";

@@ -4,6 +4,7 @@
 // mtime changed after freezing is refused (exit 3) naming the entry; and the shape that broke
 // release tarballs: a generated Makefile.in older on the host than its Makefile.am, built by make
 // from `cp -a /src`, is not regenerated.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
@@ -69,8 +70,8 @@ TEST_F(SourceMtimesRun, EveryEntryOfATreeSourceHasTheOneTimeOfSourceDateEpoch) {
   bool checked = false;
   for (const json& v : r["verifications"])
     if (v["target"] == "source.mtimes")
-      checked = v["result"] == "pass" &&
-                v["observed"] == "fixed at 315619200 (1980-01-02T00:00:00Z)";
+      checked =
+          v["result"] == "pass" && v["observed"] == "fixed at 315619200 (1980-01-02T00:00:00Z)";
   EXPECT_TRUE(checked) << r["verifications"].dump();
 
   // Either key of --set chooses the one time for both.
