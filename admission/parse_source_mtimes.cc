@@ -16,7 +16,11 @@ constexpr uint64_t kMaxEpoch = 253402300799ull;  // 9999-12-31T23:59:59Z, as sou
 constexpr size_t kMaxListed = 1000000;
 
 bool epoch_value(const json& v, const std::string& path, const ProblemSink& problem, int64_t* out) {
-  if (!v.is_number_unsigned() || v.get<uint64_t>() > kMaxEpoch) {
+  // A document assembled in memory holds signed integers; one read from text, unsigned ones.
+  bool in_range = v.is_number_unsigned() ? v.get<uint64_t>() <= kMaxEpoch
+                                         : v.is_number_integer() && v.get<int64_t>() >= 0 &&
+                                               v.get<uint64_t>() <= kMaxEpoch;
+  if (!in_range) {
     problem(path, fmt::format("expected an integer between 0 and {} (seconds since the epoch), "
                               "got {}",
                               kMaxEpoch, v.is_number() ? v.dump() : json_type_of(v)));
@@ -88,7 +92,7 @@ void parse_source_mtimes(const json& root, AdmissionDocument* doc, const Problem
         !epoch_value(v["mtime_epoch"], "source.mtime_epoch", problem, &epoch))
       return;  // an older admission: fixed at source_date_epoch
     const json* sde = root.contains("source_date_epoch") ? &root["source_date_epoch"] : nullptr;
-    if (sde && sde->is_number_unsigned() && doc->source_date_epoch != epoch) {
+    if (sde && sde->is_number_integer() && doc->source_date_epoch != epoch) {
       problem("source.mtime_epoch",
               fmt::format("{} differs from source_date_epoch ({}); they are one value "
                           "(SOURCE_DATE_EPOCH and the mtime of every entry of the job's source): "

@@ -257,6 +257,7 @@ class SourceMtimesTree : public ::testing::Test {
     request_.out = dir_ / "admission.json";
     request_.source = src_;
     request_.toolchain = dir_ / "tc";
+    request_.toolchain_mount = "/opt/tc";
     std::filesystem::create_directories(request_.toolchain);
     request_.argv = {"/bin/true"};
   }
@@ -413,6 +414,7 @@ TEST(SourceMtimesGit, AGitSourceIsFixedAtItsCommitTimeAndCannotBePreserved) {
   r.out = dir / "a.json";
   r.source = repo;
   r.toolchain = dir / "tc";
+  r.toolchain_mount = "/opt/tc";
   std::filesystem::create_directories(r.toolchain);
   r.argv = {"/bin/true"};
   auto frozen = freeze_admission(r);
