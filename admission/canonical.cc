@@ -32,6 +32,15 @@ json admission_to_json(const AdmissionDocument& doc) {
   for (const ManifestEntry& e : s.manifest)
     src["manifest"].push_back({{"path", e.path}, {"bytes", e.bytes}, {"sha256", e.sha256}});
   src["manifest_sha256"] = s.manifest_sha256;
+  src["mtimes"] = std::string(source_mtimes_name(s.mtimes));
+  if (s.mtimes == SourceMtimes::kFixed) {
+    src["mtime_epoch"] = doc.source_date_epoch;  // one value, written in both places
+  } else {
+    src["mtimes_sha256"] = s.mtimes_sha256;
+    src["mtimes_list"] = json::array();
+    for (const MtimeEntry& e : s.mtimes_list)
+      src["mtimes_list"].push_back({{"path", e.path}, {"mtime", format_mtime(e.mtime)}});
+  }
   j["source"] = std::move(src);
 
   j["toolchain"] = {{"root", doc.toolchain.root},

@@ -18,6 +18,7 @@
 #include "core/mechanism_kind.h"
 #include "core/result.h"
 #include "fingerprint/source.h"
+#include "fingerprint/source_mtimes.h"
 
 namespace sealrun::admission {
 
@@ -36,6 +37,12 @@ struct Command {
 enum class SourceKind { kGit, kBundle, kTree };
 std::string_view source_kind_name(SourceKind kind);
 
+// The timestamps of the job's source (docs/admission.md, "Source timestamps"): one fixed time for
+// every entry (mtime_epoch, which is also SOURCE_DATE_EPOCH), or the host's own mtimes of a plain
+// tree, pinned entry by entry (mtimes_list) and as a whole (mtimes_sha256).
+enum class SourceMtimes { kFixed, kPreserved };
+std::string_view source_mtimes_name(SourceMtimes mtimes);
+
 struct SourcePin {
   SourceKind kind = SourceKind::kGit;
   std::string path;             // absolute: repository directory, bundle file or plain tree
@@ -44,6 +51,11 @@ struct SourcePin {
   std::string tree;             // git and bundle: 40 hex
   Manifest manifest;            // every regular file of the checked-out tree
   std::string manifest_sha256;  // SHA-256 of manifest_to_jsonl(manifest)
+  // kFixed: every entry's mtime is AdmissionDocument::source_date_epoch (written as
+  // source.mtime_epoch too: one value, so it is kept in one field).
+  SourceMtimes mtimes = SourceMtimes::kFixed;
+  std::vector<MtimeEntry> mtimes_list;  // kPreserved: list_mtimes() of the tree as frozen
+  std::string mtimes_sha256;            // kPreserved: mtimes_digest(mtimes_list)
 };
 
 struct ToolchainPin {

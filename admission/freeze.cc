@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <set>
 
+#include "admission/freeze_source_mtimes.h"
 #include "admission/parse_view.h"
 #include "admission/path_rules.h"
 #include "admission/unreadable.h"
@@ -177,7 +178,19 @@ Result<json> assemble(const FreezeRequest& r) {
     if (!doc.is_object()) return Error::make("draft " + r.draft + ": expected a JSON object");
   }
   if (!doc.contains("schema")) doc["schema"] = std::string(kSchema);
-  for (const std::string& s : r.sets) SEALRUN_TRY(apply_set(&doc, s));
+  SourceTimesChoice times;
+  times.flag = r.source_mtimes;
+  for (const std::string& s : r.sets) {
+    // The one time (SOURCE_DATE_EPOCH and the source's mtime) is set in both places at once.
+    size_t eq = s.find('=');
+    if (eq != std::string::npos && is_source_epoch_key(std::string_view(s).substr(0, eq))) {
+      json value = json::object();
+      SEALRUN_TRY(apply_set(&value, "v" + s.substr(eq)));
+      times.set_epoch = value["v"];
+      continue;
+    }
+    SEALRUN_TRY(apply_set(&doc, s));
+  }
   if (!r.argv.empty()) {
     if (!doc["command"].is_object()) doc["command"] = json::object();
     doc["command"]["argv"] = r.argv;
@@ -195,9 +208,12 @@ Result<json> assemble(const FreezeRequest& r) {
   std::string source_path = !r.source.empty() ? r.source : string_or(source, "path", "");
   if (!source_path.empty()) {
     std::string kind = r.source.empty() ? string_or(source, "kind", "") : "";
+    times.given_source = source;
     source = SEALRUN_TRY(source_pins(source_path, kind));
-  } else if (source.is_null()) {
-    doc.erase("source");
+    SEALRUN_TRY(settle_source_times(&doc, times));
+  } else {
+    if (source.is_null()) doc.erase("source");
+    if (times.set_epoch) doc["source_date_epoch"] = *times.set_epoch;
   }
 
   json& toolchain = doc["toolchain"];

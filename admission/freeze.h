@@ -35,6 +35,9 @@ struct FreezeRequest {
   // first run verifies by a stat walk and a changed file can be named.
   std::string state_dir;
   std::vector<std::string> sets;  // "dotted.key=VALUE" (VALUE: JSON, or else a string)
+  // --source-mtimes: "fixed" or "preserved" (freeze_source_mtimes.h); empty: the draft's or
+  // --set's source.mtimes, else "fixed".
+  std::string source_mtimes;
   std::vector<std::string> env;   // "NAME=VALUE"
   std::vector<std::string> argv;  // the command
   // Called while the toolchain tree is hashed (bytes done, bytes in all).

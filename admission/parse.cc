@@ -12,6 +12,7 @@
 
 #include "admission/document.h"
 #include "admission/json_fields.h"
+#include "admission/parse_source_mtimes.h"
 #include "admission/parse_view.h"
 #include "admission/path_rules.h"
 #include "core/hex.h"
@@ -62,6 +63,7 @@ class Parser {
     ProblemSink problem = [this](const std::string& path, const std::string& what) {
       error(path, what);
     };
+    parse_source_mtimes(root, &doc, problem);  // after source and source_date_epoch
     if (root.contains("trees")) parse_trees(root["trees"], &doc.trees, problem);
     if (root.contains("host_files")) parse_host_files(root["host_files"], &doc.host_files, problem);
     if (root.contains("host_links")) parse_host_links(root["host_links"], &doc.host_links, problem);
@@ -211,14 +213,17 @@ class Parser {
     if (!string(v["kind"], "source.kind", &kind)) return;
     if (kind == "git") {
       out->kind = SourceKind::kGit;
-      keys(v, "source", {"kind", "path", "commit", "tree", "manifest", "manifest_sha256"}, {});
+      keys(v, "source", {"kind", "path", "commit", "tree", "manifest", "manifest_sha256"},
+           {"mtimes", "mtime_epoch", "mtimes_sha256", "mtimes_list"});
     } else if (kind == "bundle") {
       out->kind = SourceKind::kBundle;
       keys(v, "source",
-           {"kind", "path", "path_sha256", "commit", "tree", "manifest", "manifest_sha256"}, {});
+           {"kind", "path", "path_sha256", "commit", "tree", "manifest", "manifest_sha256"},
+           {"mtimes", "mtime_epoch", "mtimes_sha256", "mtimes_list"});
     } else if (kind == "tree") {
       out->kind = SourceKind::kTree;
-      keys(v, "source", {"kind", "path", "manifest", "manifest_sha256"}, {});
+      keys(v, "source", {"kind", "path", "manifest", "manifest_sha256"},
+           {"mtimes", "mtime_epoch", "mtimes_sha256", "mtimes_list"});
     } else {
       error("source.kind",
             fmt::format("expected \"git\", \"bundle\" or \"tree\", got \"{}\"", kind));

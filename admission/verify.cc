@@ -12,6 +12,7 @@
 
 #include "admission/unreadable.h"
 #include "core/generated_etc.h"
+#include "admission/verify_source_mtimes.h"
 #include "core/temp_dir.h"
 #include "fingerprint/cached_tree.h"
 #include "fingerprint/file_hash.h"
@@ -123,7 +124,7 @@ std::string describe_mismatches(const std::vector<ManifestMismatch>& mismatches)
 
 // Verifies the manifest against the files of the admitted source: the tree itself for kind
 // "tree", an export of the admitted commit for git and bundle sources.
-PinCheck check_manifest(const SourcePin& s, const VerifyOptions& options) {
+PinCheck check_manifest(const SourcePin& s, const VerifyOptions& options, std::string* root_out) {
   PinCheck c{"source.manifest",
              fmt::format("{} file(s) as listed in source.manifest", s.manifest.size()),
              {},
@@ -155,6 +156,7 @@ PinCheck check_manifest(const SourcePin& s, const VerifyOptions& options) {
       return c;
     }
   }
+  *root_out = root;
   auto mismatches = verify_manifest(root, s.manifest);
   if (!mismatches.ok()) {
     c.observed = "error: " + mismatches.error().message();
@@ -167,7 +169,7 @@ PinCheck check_manifest(const SourcePin& s, const VerifyOptions& options) {
   return c;
 }
 
-void check_source(const SourcePin& s, const VerifyOptions& options, Checks* checks) {
+void check_source(const SourcePin& s, int64_t epoch, const VerifyOptions& options, Checks* checks) {
   const bool git = s.kind != SourceKind::kTree;
   if (checks->skipping()) {
     if (s.kind == SourceKind::kBundle) checks->skipped("source.path_sha256", s.path_sha256);
@@ -178,6 +180,8 @@ void check_source(const SourcePin& s, const VerifyOptions& options, Checks* chec
     checks->skipped("source.manifest_sha256", s.manifest_sha256);
     checks->skipped("source.manifest",
                     fmt::format("{} file(s) as listed in source.manifest", s.manifest.size()));
+    if (s.mtimes == SourceMtimes::kPreserved)
+      checks->skipped("source.mtimes_sha256", s.mtimes_sha256);
     return;
   }
   if (s.kind == SourceKind::kBundle)
@@ -196,7 +200,14 @@ void check_source(const SourcePin& s, const VerifyOptions& options, Checks* chec
   }
   checks->compare("source.manifest_sha256", s.manifest_sha256,
                   Result<std::string>(manifest_digest(s.manifest)));
-  checks->add(check_manifest(s, options));
+  std::string root;
+  PinCheck manifest = check_manifest(s, options, &root);
+  bool verified = manifest.passed();
+  checks->add(std::move(manifest));
+  // The times of what was verified: stamped (fixed) or checked (preserved) before the job sees it.
+  if (verified)
+    if (auto times = check_source_times(s, epoch, root, !options.source_export_dir.empty()))
+      checks->add(std::move(*times));
 }
 
 void check_image(const ImagePin& image, Checks* checks) {
@@ -361,7 +372,7 @@ void check_view_pins(const AdmissionDocument& doc, const VerifyOptions& options,
 
 std::vector<PinCheck> verify_pins(const AdmissionDocument& doc, const VerifyOptions& options) {
   Checks checks(options.skip_reason);
-  check_source(doc.source, options, &checks);
+  check_source(doc.source, doc.source_date_epoch, options, &checks);
 
   check_view_pins(doc, options, &checks);
 

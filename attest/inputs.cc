@@ -49,10 +49,23 @@ Result<json> source_inputs(const SourcePin& s) {
   SEALRUN_TRY(check(is_sha256_hex(s.manifest_sha256), "source.manifest_sha256", s.manifest_sha256,
                     "64 lower-case hex digits"));
   json annotations = {{"kind", "source"}, {"source_kind", s.kind}, {"job_path", s.job_path}};
+  // The timestamps the job saw: one time for every entry, or the host's, pinned by their digest.
+  if (s.mtimes == "fixed") {
+    annotations["mtimes"] = "fixed";
+    annotations["mtime_epoch"] = s.mtime_epoch;
+  } else if (s.mtimes == "preserved") {
+    SEALRUN_TRY(check(is_sha256_hex(s.mtimes_sha256), "source.mtimes_sha256", s.mtimes_sha256,
+                      "64 lower-case hex digits"));
+    annotations["mtimes"] = "preserved";
+  } else if (!s.mtimes.empty()) {
+    return Error::make(fmt::format("source.mtimes: \"{}\" is not fixed or preserved",
+                                   printable_text(s.mtimes, 40)));
+  }
   json out = json::array();
   if (s.kind == "tree") {
-    out.push_back(descriptor("source", file_uri(s.path),
-                             {{kSourceManifestDigestKey, s.manifest_sha256}}, annotations));
+    json digest = {{kSourceManifestDigestKey, s.manifest_sha256}};
+    if (s.mtimes == "preserved") digest[kSourceMtimesDigestKey] = s.mtimes_sha256;
+    out.push_back(descriptor("source", file_uri(s.path), std::move(digest), annotations));
     return out;
   }
   if (s.kind != "git" && s.kind != "bundle")
@@ -112,7 +125,8 @@ Result<json> image_input(const ImagePin& i) {
 // in-toto's DigestSet algorithms with a fixed hex length; others are checked for hex only.
 size_t known_digest_length(std::string_view alg) {
   if (alg == "sha256" || alg == "sha512_256" || alg == "sha3_256" || alg == "blake2s" ||
-      alg == kSemanticTreeDigestKey || alg == kSourceManifestDigestKey)
+      alg == kSemanticTreeDigestKey || alg == kSourceManifestDigestKey ||
+      alg == kSourceMtimesDigestKey)
     return 64;
   if (alg == "sha224" || alg == "sha512_224" || alg == "sha3_224") return 56;
   if (alg == "sha384" || alg == "sha3_384") return 96;

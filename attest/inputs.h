@@ -9,8 +9,11 @@
 //   sealrun_semanticTreeV1   - semantic-tree-v1 digest of a directory (docs/semantic-tree-v1.md)
 //   sealrun_sourceManifestV1 - SHA-256 of a source manifest's canonical bytes
 //                              (docs/source-manifest.md)
+//   sealrun_sourceMtimesV1   - SHA-256 of a source's canonical mtimes listing, when its host
+//                              mtimes are preserved (docs/admission.md, "Source timestamps")
 #pragma once
 
+#include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -23,6 +26,7 @@ namespace sealrun::attest {
 
 inline constexpr char kSemanticTreeDigestKey[] = "sealrun_semanticTreeV1";
 inline constexpr char kSourceManifestDigestKey[] = "sealrun_sourceManifestV1";
+inline constexpr char kSourceMtimesDigestKey[] = "sealrun_sourceMtimesV1";
 
 // admission `source`.
 struct SourcePin {
@@ -33,6 +37,11 @@ struct SourcePin {
   std::string manifest_sha256;    // all kinds
   std::string path_sha256;        // bundle: SHA-256 of the bundle file
   std::string job_path = "/src";  // mounts.source
+  // source.mtimes: "fixed" (every entry at mtime_epoch) or "preserved" (pinned by
+  // mtimes_sha256); empty: not recorded (annotations say nothing of the times).
+  std::string mtimes;
+  int64_t mtime_epoch = 0;
+  std::string mtimes_sha256;
 };
 
 // A pinned directory: a toolchain (`toolchain.root`/`tree_sha256`/`mount_path`) or a host tree

@@ -199,6 +199,13 @@ void register_admit(CLI::App& app, int* exit_code) {
                      "A partial admission (JSON) to start from; flags and --set override it");
   freeze->add_option("--source", f->request.source,
                      "Source: a git repository directory, a git bundle file, or a plain tree");
+  freeze
+      ->add_option("--source-mtimes", f->request.source_mtimes,
+                   "fixed (default): every entry of the job's source gets one mtime, "
+                   "source_date_epoch (a git source's commit time, else 315619200 = "
+                   "1980-01-02T00:00:00Z); preserved (plain tree only): the host's mtimes, "
+                   "pinned. Same as --set source.mtimes=...")
+      ->check(CLI::IsMember({"fixed", "preserved"}));
   freeze->add_option("--toolchain", f->request.toolchain,
                      "Toolchain root directory (read-only in the job)");
   freeze->add_option("--toolchain-mount", f->request.toolchain_mount,

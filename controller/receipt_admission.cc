@@ -17,6 +17,9 @@ attest::AdmissionPins pins_of(const admission::AdmissionDocument& doc) {
   src.manifest_sha256 = doc.source.manifest_sha256;
   src.path_sha256 = doc.source.path_sha256;
   src.job_path = doc.mounts.source;
+  src.mtimes = std::string(admission::source_mtimes_name(doc.source.mtimes));
+  src.mtime_epoch = doc.source_date_epoch;
+  src.mtimes_sha256 = doc.source.mtimes_sha256;
   pins.source = src;
   pins.toolchains.push_back(
       {doc.toolchain.root, doc.toolchain.mount_path, doc.toolchain.tree_sha256});
@@ -45,6 +48,18 @@ Result<nlohmann::json> admission_summary(const admission::Admitted& admitted) {
       {"mounts", full["mounts"]},
       {"inputs", inputs},
   };
+}
+
+void annotate_source_view(nlohmann::json* view, const admission::AdmissionDocument& doc) {
+  if (!view->is_array()) return;
+  for (nlohmann::json& e : *view) {
+    if (!e.is_object() || e.value("kind", "") != "source") continue;
+    e["mtimes"] = std::string(admission::source_mtimes_name(doc.source.mtimes));
+    if (doc.source.mtimes == admission::SourceMtimes::kFixed)
+      e["mtime_epoch"] = doc.source_date_epoch;
+    else
+      e["mtimes_sha256"] = doc.source.mtimes_sha256;
+  }
 }
 
 }  // namespace sealrun::receipt

@@ -14,4 +14,8 @@ namespace sealrun::receipt {
 
 Result<nlohmann::json> admission_summary(const admission::Admitted& admitted);
 
+// Adds to the receipt's view[] entry of the source (kind "source") the times its entries had:
+// `mtimes` ("fixed" or "preserved") with `mtime_epoch` or `mtimes_sha256`.
+void annotate_source_view(nlohmann::json* view, const admission::AdmissionDocument& doc);
+
 }  // namespace sealrun::receipt

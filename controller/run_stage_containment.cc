@@ -6,6 +6,7 @@
 
 #include "containment/view_plan.h"
 #include "controller/exit_codes.h"
+#include "controller/receipt_admission.h"
 #include "controller/run_dirs.h"
 #include "controller/run_image_root.h"
 #include "controller/run_owned_space.h"
@@ -134,6 +135,7 @@ StageStatus stage_acquire_grant(RunContext& run) {
   // What the job will see, from the same plan the mechanism's command line is built from.
   run.receipt.view = receipt::view_json(
       plan_view(g.spec, g.mechanism == "podman" ? ViewRoot::kImage : ViewRoot::kEmptyTmpfs));
+  receipt::annotate_source_view(&run.receipt.view, run.admitted->document());
   // Locators name what the mechanism will make that outlives a reboot (podman's storage): the
   // record of them is durable before they exist. Without any (bwrap: namespaces and mounts, gone
   // with a reboot, and nothing for sweep to do by the mechanism's name), the name is written with

@@ -13,6 +13,8 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <optional>
+#include <string_view>
 #include <system_error>
 
 #include "core/atomic_write.h"
@@ -109,6 +111,48 @@ Result<GitIdentity> read_git_identity(const std::string& repo_or_bundle, const s
   std::string clone = scratch.path() + "/repo.git";
   SEALRUN_TRY(clone_bundle(repo_or_bundle, scratch.path(), clone));
   return identity_in(clone, rev, repo_or_bundle);
+}
+
+Result<int64_t> read_git_commit_time(const std::string& repo_or_bundle, const std::string& commit) {
+  if (!is_git_object_name(commit))
+    return Error::make(fmt::format("commit '{}' is not a full object name", commit));
+  auto kind = SEALRUN_TRY(kind_of_source(repo_or_bundle));
+  std::optional<ScopedTempDir> scratch;
+  std::string git_dir = git_dir_of(repo_or_bundle);
+  if (kind == SourceKind::kBundle) {
+    scratch.emplace(SEALRUN_TRY(ScopedTempDir::create("sealrun-git")));
+    git_dir = scratch->path() + "/repo.git";
+    SEALRUN_TRY(clone_bundle(repo_or_bundle, scratch->path(), git_dir));
+  }
+  // The raw commit object: plumbing, no pretty-format, no config consulted.
+  std::string object =
+      SEALRUN_TRY(run_git({"--git-dir=" + git_dir, "cat-file", "commit", commit},
+                          fmt::format("{}: read commit {}", repo_or_bundle, commit)));
+  // Header lines up to the first empty line; "committer NAME <EMAIL> SECONDS +ZZZZ".
+  size_t pos = 0;
+  while (pos < object.size() && object[pos] != '\n') {
+    size_t end = object.find('\n', pos);
+    if (end == std::string::npos) end = object.size();
+    std::string_view line(object.data() + pos, end - pos);
+    if (line.substr(0, 10) == "committer ") {
+      size_t zone = line.rfind(' ');
+      size_t secs = zone == std::string_view::npos ? zone : line.rfind(' ', zone - 1);
+      if (secs != std::string_view::npos) {
+        std::string_view digits = line.substr(secs + 1, zone - secs - 1);
+        int64_t t = 0;
+        bool good = !digits.empty() && digits.size() <= 18;
+        for (char c : digits) {
+          good = good && c >= '0' && c <= '9';
+          t = t * 10 + (c - '0');
+        }
+        if (good) return t;
+      }
+      break;
+    }
+    pos = end + 1;
+  }
+  return Error::make(
+      fmt::format("{}: commit {} has no readable committer time", repo_or_bundle, commit));
 }
 
 Status export_git_commit(const std::string& repo_or_bundle, const std::string& commit,

@@ -26,6 +26,10 @@ Result<GitIdentity> read_git_identity(const std::string& repo_or_bundle,
 Status export_git_commit(const std::string& repo_or_bundle, const std::string& commit,
                          const std::string& expected_tree, const std::string& dest);
 
+// The committer time of `commit` (seconds since the epoch, as git recorded it): the default
+// SOURCE_DATE_EPOCH and mtime of a git or bundle source (docs/admission.md).
+Result<int64_t> read_git_commit_time(const std::string& repo_or_bundle, const std::string& commit);
+
 struct ManifestEntry {
   std::string path;  // relative, '/'-separated, no "." or ".." components, no leading '/'
   uint64_t bytes = 0;

@@ -16,6 +16,15 @@ namespace {
 
 constexpr int kDirFlags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW;
 
+// The host's mtime, as atime too (source_mtimes.h: what a run shows the job is then either these,
+// pinned, or one fixed time stamped over them).
+Status keep_mtime(int fd, const struct stat& st, const std::string& shown) {
+  struct timespec times[2] = {st.st_mtim, st.st_mtim};
+  if (::futimens(fd, times) != 0)
+    return Error::from_errno(fmt::format("set the times of {}", shown));
+  return ok_status();
+}
+
 struct Copier {
   size_t max_entries;
   size_t entries = 0;
@@ -36,7 +45,7 @@ struct Copier {
     }
     if (::fchmod(out.get(), st.st_mode & 0777) != 0)
       return Error::from_errno(fmt::format("chmod {}", shown));
-    return ok_status();
+    return keep_mtime(out.get(), now, shown);
   }
 
   Status copy_dir(int from_dir, int to_dir, const std::string& shown) {
@@ -53,6 +62,7 @@ struct Copier {
         SEALRUN_TRY(copy_dir(from.get(), to.get(), path));
         if (::fchmod(to.get(), st.st_mode & 0777) != 0)
           return Error::from_errno(fmt::format("chmod {}", path));
+        SEALRUN_TRY(keep_mtime(to.get(), st, path));  // after its entries were made
       } else if (S_ISREG(st.st_mode)) {
         SEALRUN_TRY(copy_file(from_dir, to_dir, name, st, path));
       } else if (S_ISLNK(st.st_mode)) {
@@ -63,6 +73,9 @@ struct Copier {
         if (::symlinkat(std::string(target.data(), static_cast<size_t>(n)).c_str(), to_dir,
                         name.c_str()) != 0)
           return Error::from_errno(fmt::format("symlink {}", path));
+        struct timespec times[2] = {st.st_mtim, st.st_mtim};
+        if (::utimensat(to_dir, name.c_str(), times, AT_SYMLINK_NOFOLLOW) != 0)
+          return Error::from_errno(fmt::format("set the times of {}", path));
       }
       // FIFOs, sockets, devices: not part of what a source is (the manifest lists regular files).
     }
@@ -82,7 +95,7 @@ Status snapshot_tree(const std::string& root, const std::string& dest, size_t ma
   SEALRUN_TRY_CTX(copier.copy_dir(from.get(), to.get(), root), "snapshot of " + root);
   if (::fchmod(to.get(), st.st_mode & 0777) != 0)
     return Error::from_errno(fmt::format("chmod {}", dest));
-  return ok_status();
+  return keep_mtime(to.get(), st, dest);
 }
 
 }  // namespace sealrun

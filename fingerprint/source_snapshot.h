@@ -1,8 +1,9 @@
 // A private snapshot of a plain source tree: the bytes a run verifies and then shows the job, so
 // that a change on the host after verification cannot reach the job (ACCEPTANCE 27). Directories,
 // regular files (content and permission bits, never set-id bits) and symlinks (as symlinks, never
-// followed) are copied; other kinds (FIFOs, sockets, devices) are left out — the manifest speaks
-// only of regular files, and verifying the snapshot afterwards proves what it holds.
+// followed) are copied, each with the host's mtime (source_mtimes.h decides what the job sees);
+// other kinds (FIFOs, sockets, devices) are left out — the manifest speaks only of regular files,
+// and verifying the snapshot afterwards proves what it holds.
 #pragma once
 
 #include <string>
