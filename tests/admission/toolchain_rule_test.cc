@@ -115,6 +115,7 @@ TEST(ToolchainRule, VerificationsSayTheLearnedClosureIsTheToolchain) {
   sealrun::testing::write_text(dir / "cc", "a compiler");
   json j = without_toolchain();
   j["host_files"] = {{{"path", dir / "cc"}, {"sha256", sha256_hex("a compiler")}}};
+  j["mounts"] = {{"tmp", "/job-tmp"}};  // the file is under the host's /tmp
   auto doc = parse_admission_json(j);
   ASSERT_TRUE(doc.ok()) << doc.error().message();
   EXPECT_EQ(toolchain_stand_in(*doc), "the learned closure (1 host files)");

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "fingerprint/sha256.h"
 #include "tests/controller/run_test_support.h"
 
 namespace sealrun::testing {
@@ -138,7 +139,7 @@ TEST_F(ClosureFromTest, ACommitThatDoesNotCompileIsAdmittedAndFailsAtRun) {
         dir_ / "user/no-state";
     args.insert(args.end(),
                 {"--json", "--closure-from", dir_ / "learned.json", "--", "/bin/sh", "build.sh"});
-    std::vector<std::string> argv = {"setpriv", "--reuid=sealrun", "--regid=sealrun",
+    std::vector<std::string> argv = {"/usr/bin/setpriv", "--reuid=sealrun", "--regid=sealrun",
                                      "--clear-groups",
                                      std::string(SEALRUN_BINARY_DIR) + "/sealrun"};
     argv.insert(argv.end(), args.begin(), args.end());
@@ -209,13 +210,16 @@ TEST_F(ClosureFromChangeTest, NamesAChangedFileAndRefusesAVanishedOne) {
   auto c = learn("learned.json", {"/bin/sh", "-c", "cat " + data_ + " > /out/copy"});
   ASSERT_EQ(c.status.code, 0) << c.err;
   std::set<std::string> pinned;
-  for (const json& f : read_json(dir_ / "learned.json").at("host_files")) pinned.insert(f["path"]);
+  const json learned = read_json(dir_ / "learned.json");  // named: the loop must not dangle
+  for (const json& f : learned.at("host_files")) pinned.insert(f["path"].get<std::string>());
   ASSERT_TRUE(pinned.count(data_)) << "the learned closure pins " << data_;
 
   // Unchanged: nothing named.
   auto same = closure_from("learned.json", "same.json", src_);
   ASSERT_EQ(same.status.code, 0) << same.err;
-  EXPECT_EQ(same.err.find("changed since"), std::string::npos) << same.err;
+  EXPECT_EQ(same.err.find("changed since " + dir_ / "learned.json" + ": "), std::string::npos)
+      << same.err;
+  EXPECT_NE(same.err.find("0 changed since"), std::string::npos) << same.err;
 
   write_text(data_, "edited bytes\n");
   auto changed = closure_from("learned.json", "changed.json", src_);
@@ -227,8 +231,14 @@ TEST_F(ClosureFromChangeTest, NamesAChangedFileAndRefusesAVanishedOne) {
   ASSERT_EQ(as_json.status.code, 0) << as_json.err;
   EXPECT_EQ(json::parse(as_json.out).at("changed"), json::array({data_}));
   // The new admission pins the bytes as they are now.
-  for (const json& f : read_json(dir_ / "changed.json").at("host_files"))
-    if (f["path"] == data_) EXPECT_NE(f["sha256"], "") << f;
+  bool repinned = false;
+  const json changed_doc = read_json(dir_ / "changed.json");
+  for (const json& f : changed_doc.at("host_files")) {
+    if (f["path"] != data_) continue;
+    repinned = true;
+    EXPECT_EQ(f["sha256"], sha256_hex("edited bytes\n"));
+  }
+  EXPECT_TRUE(repinned);
 
   // A --tree over the file's directory wins: the entry is dropped and counted.
   auto tree = closure_from("learned.json", "tree.json", src_, {"--json", "--tree", data_dir_});
