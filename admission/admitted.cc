@@ -30,7 +30,8 @@ std::string AdmissionReport::summary() const {
   return "pin mismatch: " + failed;
 }
 
-ReadOutcome read_admission(const std::string& path, const std::string& expected_sha256) {
+ReadOutcome read_admission(const std::string& path, const std::string& expected_sha256,
+                           const ParseOptions& parse) {
   ReadOutcome out;
   AdmissionReport& report = out.report;
   report.path = path;
@@ -50,7 +51,7 @@ ReadOutcome read_admission(const std::string& path, const std::string& expected_
   report.checks.push_back({"admission", expected, report.observed_sha256,
                            digest_ok ? CheckStatus::kPass : CheckStatus::kFail});
 
-  auto doc = parse_admission_bytes(*bytes);
+  auto doc = parse_admission_bytes(*bytes, parse);
   if (!doc.ok()) {
     report.refusal = std::move(doc).error().context("admission " + path);
     return out;

@@ -42,7 +42,7 @@ class AuthenticatedAdmission {
   const std::string& sha256() const { return sha256_; }
 
  private:
-  friend ReadOutcome read_admission(const std::string&, const std::string&);
+  friend ReadOutcome read_admission(const std::string&, const std::string&, const ParseOptions&);
   friend AdmitOutcome verify_admission(AuthenticatedAdmission, AdmissionReport,
                                        const VerifyOptions&);
   AuthenticatedAdmission(AdmissionDocument doc, std::string path, std::string sha256)
@@ -61,7 +61,9 @@ struct ReadOutcome {
 // bytes with `expected_sha256` first, then parses it strictly. When the digest does not match,
 // the document is still parsed (bounded, harmless) so that problems are reported, and its pins
 // are listed as skipped: an unauthenticated document does not get to point us at paths to hash.
-ReadOutcome read_admission(const std::string& path, const std::string& expected_sha256);
+// `parse`: a learning run reads an admission whose closure is still to come (ParseOptions).
+ReadOutcome read_admission(const std::string& path, const std::string& expected_sha256,
+                           const ParseOptions& parse = {});
 
 class Admitted {
  public:

@@ -43,9 +43,11 @@ json admission_to_json(const AdmissionDocument& doc) {
   }
   j["source"] = std::move(src);
 
-  j["toolchain"] = {{"root", doc.toolchain.root},
-                    {"tree_sha256", doc.toolchain.tree_sha256},
-                    {"mount_path", doc.toolchain.mount_path}};
+  // Absent when the admission has none (a learned closure is its toolchain): the key is left out.
+  if (doc.toolchain)
+    j["toolchain"] = {{"root", doc.toolchain->root},
+                      {"tree_sha256", doc.toolchain->tree_sha256},
+                      {"mount_path", doc.toolchain->mount_path}};
   if (doc.image) {
     j["image"] = {{"archive", doc.image->archive},
                   {"archive_sha256", doc.image->archive_sha256},

@@ -149,7 +149,10 @@ struct AdmissionDocument {
   int64_t source_date_epoch = 0;
   std::map<std::string, std::string> env;  // allowed into the job, besides SOURCE_DATE_EPOCH
   SourcePin source;
-  ToolchainPin toolchain;
+  // Absent only when something else gives the job its programs: a learned closure (host_files),
+  // an image, or pinned trees (docs/admission.md). A learned admission without one says so: the
+  // learned closure is its toolchain.
+  std::optional<ToolchainPin> toolchain;
   std::optional<ImagePin> image;
   std::vector<HostToolPin> host_tools;
   std::vector<TreePin> trees;
@@ -165,12 +168,26 @@ struct AdmissionDocument {
   std::optional<Reference> reference;
 };
 
+struct ParseOptions {
+  // The document is the start of a learned admission (`admit freeze --learn`, `--closure-from`):
+  // its closure is added afterwards, so a missing toolchain is not yet a problem. Only the
+  // learning run itself reads such a document; what is written is parsed without this.
+  bool closure_follows = false;
+};
+
+// The rule for a missing `toolchain`: allowed when the admission pins a learned closure
+// (host_files), an image or trees, which give the job its programs instead (or, with
+// options.closure_follows, will).
+bool toolchain_may_be_absent(const AdmissionDocument& doc, const ParseOptions& options = {});
+
 // Validates a whole document (already read by parse_strict_json) against the schema: unknown
 // keys, missing keys, wrong types, relative paths, ".." components, bad digests, inconsistent
 // limits. The error lists every problem found (up to a bound), each prefixed with its JSON path.
-Result<AdmissionDocument> parse_admission_json(const nlohmann::json& doc);
+Result<AdmissionDocument> parse_admission_json(const nlohmann::json& doc,
+                                               const ParseOptions& options = {});
 // parse_strict_json + parse_admission_json on exact bytes.
-Result<AdmissionDocument> parse_admission_bytes(std::string_view bytes);
+Result<AdmissionDocument> parse_admission_bytes(std::string_view bytes,
+                                                const ParseOptions& options = {});
 
 // The document as JSON with every field present (defaults written out).
 nlohmann::json admission_to_json(const AdmissionDocument& doc);

@@ -297,7 +297,10 @@ Result<json> assemble(const FreezeRequest& r) {
 
 Result<std::string> freeze_to_bytes(const FreezeRequest& request) {
   json doc = SEALRUN_TRY(assemble(request));
-  AdmissionDocument parsed = SEALRUN_TRY_CTX(parse_admission_json(doc), "the frozen admission");
+  ParseOptions options;
+  options.closure_follows = request.closure_follows;
+  AdmissionDocument parsed =
+      SEALRUN_TRY_CTX(parse_admission_json(doc, options), "the frozen admission");
   std::string bytes = canonical_admission_bytes(parsed);
   if (bytes.size() > kMaxAdmissionBytes)
     return Error::make(
@@ -305,7 +308,7 @@ Result<std::string> freeze_to_bytes(const FreezeRequest& request) {
                     "(a very large source manifest?)",
                     bytes.size(), kMaxAdmissionBytes));
   // What we write must read back as itself; anything else is a bug here, caught before it ships.
-  SEALRUN_TRY_CTX(parse_admission_bytes(bytes), "re-reading the frozen admission");
+  SEALRUN_TRY_CTX(parse_admission_bytes(bytes, options), "re-reading the frozen admission");
   return bytes;
 }
 
@@ -319,7 +322,9 @@ Result<FreezeResult> freeze_admission(const FreezeRequest& request) {
   FreezeResult result;
   result.path = request.out;
   result.sha256 = sha256_hex(bytes);
-  result.document = SEALRUN_TRY(parse_admission_bytes(bytes));
+  ParseOptions options;
+  options.closure_follows = request.closure_follows;
+  result.document = SEALRUN_TRY(parse_admission_bytes(bytes, options));
   return result;
 }
 

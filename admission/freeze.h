@@ -46,6 +46,9 @@ struct FreezeRequest {
   // start): written as it is instead of hashing `toolchain` again. `run` verifies it like any pin,
   // so a toolchain that changed since is refused, not silently re-pinned.
   std::optional<ToolchainPin> toolchain_pin;
+  // The admission is the start of a learned one (`--learn`, `--closure-from`): its closure is
+  // added afterwards, so it may lack a toolchain (ParseOptions::closure_follows).
+  bool closure_follows = false;
 };
 
 struct FreezeResult {

@@ -31,18 +31,24 @@ constexpr size_t kMaxHostTools = 64;
 constexpr size_t kMaxReferenceValue = 2048;
 constexpr size_t kMaxReferencePattern = 256;
 constexpr uint64_t kMaxLimit = 1ull << 62;
+constexpr const char* kNoToolchain =
+    "missing: the job needs its programs from somewhere; give --toolchain DIR, or --learn to pin "
+    "what the command uses (an admission without a toolchain needs a learned closure in "
+    "host_files, an image, or pinned trees)";
 
 class Parser {
  public:
+  explicit Parser(const ParseOptions& options) : options_(options) {}
+
   AdmissionDocument run(const json& root) {
     AdmissionDocument doc;
     if (!root.is_object()) {
       error("document", "expected an object, got " + json_type_of(root));
       return doc;
     }
-    keys(root, "", {"schema", "command", "source", "toolchain"},
-         {"source_date_epoch", "env", "image", "host_tools", "trees", "host_files", "host_links",
-          "host_dirs", "mounts", "limits", "containment", "expires_at", "reference"});
+    keys(root, "", {"schema", "command", "source"},
+         {"toolchain", "source_date_epoch", "env", "image", "host_tools", "trees", "host_files",
+          "host_links", "host_dirs", "mounts", "limits", "containment", "expires_at", "reference"});
     if (root.contains("schema")) {
       std::string schema;
       if (string(root["schema"], "schema", &schema) && schema != kSchema)
@@ -57,7 +63,7 @@ class Parser {
     }
     if (root.contains("env")) env(root["env"], &doc.env);
     if (root.contains("source")) source(root["source"], &doc.source);
-    if (root.contains("toolchain")) toolchain(root["toolchain"], &doc.toolchain);
+    if (root.contains("toolchain")) toolchain(root["toolchain"], &doc.toolchain.emplace());
     if (root.contains("image")) image(root["image"], &doc.image.emplace());
     if (root.contains("host_tools")) host_tools(root["host_tools"], &doc.host_tools);
     ProblemSink problem = [this](const std::string& path, const std::string& what) {
@@ -82,8 +88,9 @@ class Parser {
       }
     }
     if (root.contains("reference")) reference(root["reference"], &doc.reference.emplace());
-    if (root.contains("toolchain") && doc.toolchain.mount_path.empty())
-      doc.toolchain.mount_path = doc.toolchain.root;
+    if (doc.toolchain && doc.toolchain->mount_path.empty())
+      doc.toolchain->mount_path = doc.toolchain->root;
+    if (!doc.toolchain && !toolchain_may_be_absent(doc, options_)) error("toolchain", kNoToolchain);
     cross_checks(doc);
     check_view_places(doc, problem);
     return doc;
@@ -463,8 +470,8 @@ class Parser {
                                  {"mounts.output", doc.mounts.output},
                                  {"mounts.scratch", doc.mounts.scratch},
                                  {"mounts.tmp", doc.mounts.tmp}};
-    if (!doc.toolchain.mount_path.empty())
-      places.push_back({"toolchain.mount_path", doc.toolchain.mount_path});
+    if (doc.toolchain && !doc.toolchain->mount_path.empty())
+      places.push_back({"toolchain.mount_path", doc.toolchain->mount_path});
     for (size_t i = 0; i < places.size(); ++i) {
       if (places[i].path == "/") {
         error(places[i].field, "cannot be \"/\" (the job's root is read-only)");
@@ -477,6 +484,7 @@ class Parser {
     }
   }
 
+  ParseOptions options_;
   std::vector<std::string> errors_;
   size_t dropped_ = 0;
   FieldReader fields_{
@@ -501,8 +509,13 @@ std::string_view outputs_from_name(OutputsFrom from) {
   return from == OutputsFrom::kSource ? "source" : "output";
 }
 
-Result<AdmissionDocument> parse_admission_json(const json& root) {
-  Parser parser;
+bool toolchain_may_be_absent(const AdmissionDocument& doc, const ParseOptions& options) {
+  return options.closure_follows || !doc.host_files.empty() || doc.image.has_value() ||
+         !doc.trees.empty();
+}
+
+Result<AdmissionDocument> parse_admission_json(const json& root, const ParseOptions& options) {
+  Parser parser(options);
   AdmissionDocument doc = parser.run(root);
   if (parser.errors().empty()) return doc;
   std::string message;
@@ -511,9 +524,10 @@ Result<AdmissionDocument> parse_admission_json(const json& root) {
   return Error::make(message);
 }
 
-Result<AdmissionDocument> parse_admission_bytes(std::string_view bytes) {
+Result<AdmissionDocument> parse_admission_bytes(std::string_view bytes,
+                                                const ParseOptions& options) {
   auto root = SEALRUN_TRY(parse_strict_json(bytes));
-  return parse_admission_json(root);
+  return parse_admission_json(root, options);
 }
 
 }  // namespace sealrun::admission

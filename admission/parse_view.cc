@@ -138,8 +138,8 @@ void check_view_places(const AdmissionDocument& doc, const ProblemSink& problem)
       {"mounts.source", doc.mounts.source},   {"mounts.output", doc.mounts.output},
       {"mounts.scratch", doc.mounts.scratch}, {"mounts.tmp", doc.mounts.tmp},
       {"/proc (the job's own)", "/proc"},     {"/dev (the job's own)", "/dev"}};
-  if (!doc.toolchain.mount_path.empty())
-    places.push_back({"toolchain.mount_path", doc.toolchain.mount_path});
+  if (doc.toolchain && !doc.toolchain->mount_path.empty())
+    places.push_back({"toolchain.mount_path", doc.toolchain->mount_path});
   auto place = [&](const std::string& field, const std::string& path) {
     if (path == "/") {
       problem(field, "cannot be \"/\" (the job's root is built from the view)");

@@ -79,6 +79,12 @@ struct VerifyOptions {
 // One PinCheck per pin of `doc`, in document order.
 std::vector<PinCheck> verify_pins(const AdmissionDocument& doc, const VerifyOptions& options = {});
 
+// What gives the job its programs, for a person: "toolchain.root DIR"; without a toolchain "the
+// learned closure (N host files)", "the image's file system" or "the pinned trees (N)". Without a
+// toolchain, verify_pins() records it as the check "toolchain" (always passing: what it names is
+// verified by its own checks).
+std::string toolchain_stand_in(const AdmissionDocument& doc);
+
 // The pins of what the job's view binds from the host, and only those: the toolchain tree, each
 // --tree (a changed one named entry by entry from the digest cache, as verify_pins() does), and
 // the closure files. The same checks and targets as verify_pins() makes of them; a run makes

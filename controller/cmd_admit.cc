@@ -13,6 +13,7 @@
 
 #include "admission/admitted.h"
 #include "admission/freeze.h"
+#include "controller/closure_from.h"
 #include "controller/commands.h"
 #include "controller/exit_codes.h"
 #include "controller/learn_freeze.h"
@@ -32,6 +33,7 @@ struct FreezeArgs {
   bool json = false;
   bool learn = false;  // --learn: learn_freeze.h
   LearnOptions learn_options;
+  std::string closure_from;  // --closure-from: closure_from.h
 };
 
 struct CheckArgs {
@@ -115,6 +117,12 @@ int run_freeze(FreezeArgs& args) {
   if (!args.learn_options.exclude.empty()) {
     print_error("admit freeze", "--learn-exclude: only with --learn");
     return kExitUsage;
+  }
+  if (!args.closure_from.empty()) {
+    args.request.toolchain_progress = terminal_progress("toolchain");
+    return closure_from_command(
+        args.request,
+        {args.closure_from, args.learn_options.max_bytes, terminal_progress("closure")}, args.json);
   }
   args.request.toolchain_progress = terminal_progress("toolchain");
   auto frozen = admission::freeze_admission(args.request);
@@ -207,7 +215,8 @@ void register_admit(CLI::App& app, int* exit_code) {
                    "pinned. Same as --set source.mtimes=...")
       ->check(CLI::IsMember({"fixed", "preserved"}));
   freeze->add_option("--toolchain", f->request.toolchain,
-                     "Toolchain root directory (read-only in the job)");
+                     "Toolchain root directory (read-only in the job); optional with --learn or "
+                     "--closure-from, whose learned closure is then the toolchain");
   freeze->add_option("--toolchain-mount", f->request.toolchain_mount,
                      "Where the toolchain appears in the job (default: its host path)");
   freeze
@@ -239,18 +248,29 @@ void register_admit(CLI::App& app, int* exit_code) {
   freeze->add_option("--env", f->request.env, "NAME=VALUE allowed into the job (repeatable)")
       ->allow_extra_args(false)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-  freeze->add_flag("--learn", f->learn,
-                   "Run the command once in a learning sandbox (host /usr, /etc, /bin, /lib* "
-                   "read-only; no network; as root) and pin exactly the host files it opened, "
-                   "the links it needed and the directories it listed (host_files, host_links, "
-                   "host_dirs); the learning run's outputs are thrown away");
+  auto* learn_flag = freeze->add_flag(
+      "--learn", f->learn,
+      "Run the command once in a learning sandbox (host /usr, /etc, /bin, /lib* "
+      "read-only; no network; as root) and pin exactly the host files it opened, "
+      "the links it needed and the directories it listed (host_files, host_links, "
+      "host_dirs); the learning run's outputs are thrown away. No --toolchain needed: "
+      "the learned closure is the toolchain");
+  freeze
+      ->add_option("--closure-from", f->closure_from,
+                   "ADMISSION: take that admission's learned closure (and its toolchain and trees "
+                   "unless given here) and pin it again for this source and command, without "
+                   "learning and without root: every file hashed again, every link read again; "
+                   "prints each entry changed since (--json: changed[]); a vanished one is an "
+                   "error. Entries under this freeze's own --tree/--toolchain are left out")
+      ->excludes(learn_flag);
   freeze
       ->add_option("--learn-max-files", f->learn_options.max_files,
                    "With --learn: the most host files the closure may hold")
       ->capture_default_str();
   freeze
       ->add_option("--learn-max-bytes", f->learn_options.max_bytes,
-                   "With --learn: the most bytes the closure's files may hold in all")
+                   "With --learn or --closure-from: the most bytes the closure's files may hold "
+                   "in all")
       ->capture_default_str();
   freeze
       ->add_option("--learn-exclude", f->learn_options.exclude,
@@ -264,7 +284,7 @@ void register_admit(CLI::App& app, int* exit_code) {
       "--json", f->json,
       "Print {path, sha256} as JSON (with --learn also host_files, host_links, "
       "host_dirs counts, hashed_bytes, learn_ms, hash_ms, and excluded[]: {path, files, "
-      "links, dirs} per --learn-exclude)");
+      "links, dirs} per --learn-exclude; with --closure-from also dropped and changed[])");
   freeze->add_option("ARGV", f->request.argv, "The command the job runs (after --)");
   freeze->callback([f, exit_code] { *exit_code = run_freeze(*f); });
 

@@ -65,13 +65,7 @@ Result<DemoAdmission> demo_admission(const std::string& source, const std::strin
       say(fmt::format("1/3 freeze: reusing the closure learned earlier ({})\n", freeze.out));
       return *earlier;
     }
-  // The toolchain is an empty directory: everything the build uses is in the learned closure.
-  std::string toolchain = out_dir + "/toolchain";
-  std::error_code ec;
-  fs::create_directories(toolchain, ec);
-  if (ec) return Error::make(fmt::format("cannot create {}: {}", toolchain, ec.message()));
-  freeze.toolchain = toolchain;
-  freeze.toolchain_mount = "/opt/toolchain";
+  // No toolchain: everything the build uses is in the learned closure, which is the toolchain.
   say(fmt::format(
       "1/3 freeze: learning what building {} reads of this host (the job will see only that)\n",
       source));

@@ -50,7 +50,7 @@ Result<LearnedAdmission> freeze_learned(const admission::FreezeRequest& request,
   if (request.argv.empty())
     return Error::make(
         "--learn: give the command to learn after --, e.g. admit freeze --out A.json --source . "
-        "--toolchain DIR --learn -- make");
+        "--learn -- make");
   if (request.out.empty()) return Error::make("--out: a path for the admission is required");
   // Never learned: the job's generated /etc files, and what the caller excluded.
   std::vector<learn::Exclusion> exclusions =
@@ -68,6 +68,7 @@ Result<LearnedAdmission> freeze_learned(const admission::FreezeRequest& request,
   admission::FreezeRequest base_request = request;
   base_request.out = tmp.path() + "/base-admission.json";
   base_request.force = true;
+  base_request.closure_follows = true;  // no --toolchain: the learned closure is the toolchain
   auto base = SEALRUN_TRY(admission::freeze_admission(base_request));
   const admission::AdmissionDocument& doc = base.document;
   if (doc.image)
@@ -77,13 +78,9 @@ Result<LearnedAdmission> freeze_learned(const admission::FreezeRequest& request,
 
   const std::vector<std::string> roots = learning_host_trees();
   // The job's own mounts are pinned (source, toolchain) or thrown away (out, scratch, tmp).
-  const std::vector<std::string> excluded = {doc.mounts.source,
-                                             doc.mounts.output,
-                                             doc.mounts.scratch,
-                                             doc.mounts.tmp,
-                                             doc.toolchain.mount_path,
-                                             "/proc",
-                                             "/dev"};
+  std::vector<std::string> excluded = {doc.mounts.source, doc.mounts.output, doc.mounts.scratch,
+                                       doc.mounts.tmp,    "/proc",           "/dev"};
+  if (doc.toolchain) excluded.push_back(doc.toolchain->mount_path);
   std::vector<std::string> unmarked = excluded;  // and the never-learned paths' own mounts
   for (const learn::Exclusion& e : exclusions) unmarked.push_back(e.path);
   // Room for the directories besides the files; build_closure() applies max_files itself.

@@ -21,8 +21,9 @@ attest::AdmissionPins pins_of(const admission::AdmissionDocument& doc) {
   src.mtime_epoch = doc.source_date_epoch;
   src.mtimes_sha256 = doc.source.mtimes_sha256;
   pins.source = src;
-  pins.toolchains.push_back(
-      {doc.toolchain.root, doc.toolchain.mount_path, doc.toolchain.tree_sha256});
+  if (doc.toolchain)  // without one, the closure below is the toolchain (verifications say so)
+    pins.toolchains.push_back(
+        {doc.toolchain->root, doc.toolchain->mount_path, doc.toolchain->tree_sha256});
   if (doc.image)
     pins.image = attest::ImagePin{doc.image->archive, doc.image->archive_sha256,
                                   doc.image->image_id, doc.image->diff_ids};

@@ -38,7 +38,8 @@ Status validate_run_id(const std::string& id) {
 }
 
 std::string default_job_path(const admission::AdmissionDocument& doc) {
-  return doc.toolchain.mount_path + "/bin:/usr/local/bin:/usr/bin:/bin";
+  const std::string usual = "/usr/local/bin:/usr/bin:/bin";
+  return doc.toolchain ? doc.toolchain->mount_path + "/bin:" + usual : usual;
 }
 
 std::map<std::string, std::string> job_environment(const admission::AdmissionDocument& doc) {
@@ -64,8 +65,9 @@ ContainmentSpec containment_spec(const admission::Admitted& admitted, const RunL
   s.mounts.push_back({admitted.source_root(), doc.mounts.source,
                       doc.mounts.source_writable ? Access::kWritable : Access::kReadOnly,
                       ViewKind::kSource, "sha256:" + doc.source.manifest_sha256});
-  s.mounts.push_back({doc.toolchain.root, doc.toolchain.mount_path, Access::kReadOnly,
-                      ViewKind::kToolchain, "sha256:" + doc.toolchain.tree_sha256});
+  if (doc.toolchain)  // without one, the learned closure (or trees, or image) is the toolchain
+    s.mounts.push_back({doc.toolchain->root, doc.toolchain->mount_path, Access::kReadOnly,
+                        ViewKind::kToolchain, "sha256:" + doc.toolchain->tree_sha256});
   for (const auto& tree : doc.trees)
     s.mounts.push_back({tree.host_path, tree.job_path, Access::kReadOnly, ViewKind::kTree,
                         "sha256:" + tree.tree_sha256});

@@ -74,7 +74,10 @@ StageStatus stage_check_request(RunContext& run) {
 }
 
 StageStatus stage_read_admission(RunContext& run) {
-  auto read = admission::read_admission(run.req.admission_path, run.req.sha256);
+  // A learning run's admission gets its closure (and with it, maybe, its toolchain) afterwards.
+  admission::ParseOptions parse;
+  parse.closure_follows = run.req.learning.has_value();
+  auto read = admission::read_admission(run.req.admission_path, run.req.sha256, parse);
   for (const auto& c : read.report.checks) run.receipt.verifications.push_back(to_verification(c));
   if (!read.admission) return stage_fail(kExitAdmissionRefused, refusal_reason(read.report));
   const auto& limits = read.admission->document().limits;

@@ -83,7 +83,7 @@ TEST_F(AdmitTest, FrozenAdmissionPassesEveryCheck) {
   EXPECT_EQ(out.admitted->sha256(), frozen.sha256);
   EXPECT_EQ(out.admitted->source_root(), dir_.str() + "/src");
   EXPECT_EQ(out.admitted->document().env.at("LANG"), "C.UTF-8");
-  EXPECT_EQ(out.admitted->document().toolchain.mount_path, "/opt/tc");
+  EXPECT_EQ(out.admitted->document().toolchain->mount_path, "/opt/tc");
   std::vector<std::string> targets;
   for (const PinCheck& c : out.report.checks) targets.push_back(c.target);
   EXPECT_EQ(targets, (std::vector<std::string>{"admission", "source.manifest_sha256",
@@ -136,7 +136,7 @@ TEST_F(AdmitTest, EachPinAlteredByOneByteFailsExactlyItsCheck) {
   std::vector<Pin> pins = {
       {doc->source.manifest_sha256, {"source.manifest_sha256"}},
       {doc->source.manifest[0].sha256, {"source.manifest", "source.manifest_sha256"}},
-      {doc->toolchain.tree_sha256, {"toolchain.tree_sha256"}},
+      {doc->toolchain->tree_sha256, {"toolchain.tree_sha256"}},
       {doc->host_tools[0].sha256, {tool}},
   };
   for (const Pin& pin : pins) {

@@ -35,7 +35,7 @@ TEST(AdmissionParse, ValidDocumentGetsTheMissionDefaults) {
   auto doc = parse_admission_json(valid_doc());
   ASSERT_TRUE(doc.ok()) << doc.error().message();
   EXPECT_EQ(doc->command.cwd, "/src");
-  EXPECT_EQ(doc->toolchain.mount_path, "/opt/tc");
+  EXPECT_EQ(doc->toolchain->mount_path, "/opt/tc");
   EXPECT_EQ(doc->limits.memory_high_bytes, 7 * kGiB);
   EXPECT_EQ(doc->limits.memory_max_bytes, 8 * kGiB);
   EXPECT_EQ(doc->limits.swap_max_bytes, 0u);

@@ -36,10 +36,17 @@ TEST(RunPlan, JobEnvironmentIsExactlyTheAdmittedVariablesAndSourceDateEpoch) {
 
 TEST(RunPlan, WithoutAnAdmittedPathTheJobGetsTheToolchainsBinThenTheSystems) {
   admission::AdmissionDocument doc;
-  doc.toolchain.mount_path = "/toolchain";
+  doc.toolchain.emplace().mount_path = "/toolchain";
   auto env = job_environment(doc);
   EXPECT_EQ(env["PATH"], "/toolchain/bin:/usr/local/bin:/usr/bin:/bin");
   EXPECT_EQ(env.size(), 2u);
+}
+
+// A learned admission without a toolchain: the closure binds host files at their own paths.
+TEST(RunPlan, WithoutAToolchainTheJobGetsTheSystemsPath) {
+  admission::AdmissionDocument doc;
+  doc.host_files.push_back({"/usr/bin/cc", std::string(64, 'a')});
+  EXPECT_EQ(job_environment(doc)["PATH"], "/usr/local/bin:/usr/bin:/bin");
 }
 
 TEST(RunPlan, CensusGetsEveryAdmittedGuard) {
