@@ -134,8 +134,8 @@ TEST(Unreadable, VerifyReportsEachUnreadablePinAsSuch) {
   doc.source.path = src;
   doc.source.manifest = build_manifest(src).value();
   doc.source.manifest_sha256 = manifest_digest(doc.source.manifest);
-  doc.toolchain.root = toolchain;
-  doc.toolchain.tree_sha256 = tree_digest(toolchain)->sha256;
+  doc.toolchain.emplace().root = toolchain;
+  doc.toolchain->tree_sha256 = tree_digest(toolchain)->sha256;
   doc.trees.push_back({tree, "/data", tree_digest(tree)->sha256});
   doc.host_files.push_back({file, hash_file(file)->sha256});
   doc.host_tools.push_back({tool, hash_file(tool)->sha256});
