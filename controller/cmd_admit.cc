@@ -79,12 +79,18 @@ int run_learned_freeze(FreezeArgs& args) {
                 {"host_links", learned->links},
                 {"host_dirs", learned->dirs},
                 {"hashed_bytes", learned->bytes},
+                {"lookups", learned->lookups},
+                {"dropped_under_pins", learned->dropped},
                 {"learn_ms", learned->learn_ms},
-                {"hash_ms", learned->hash_ms}});
+                {"hash_ms", learned->hash_ms},
+                {"prove_ms", learned->prove_ms}});
   } else {
-    fmt::print(stderr, "learned {} host files ({}), {} links, {} directories in {} ms + {} ms\n",
+    fmt::print(stderr,
+               "learned {} host files ({}), {} links, {} directories ({} paths looked up, {} "
+               "entries left to the pins); learning {} ms, hashing {} ms, proving {} ms\n",
                learned->files, mib(learned->bytes), learned->links, learned->dirs,
-               learned->learn_ms, learned->hash_ms);
+               learned->lookups, learned->dropped, learned->learn_ms, learned->hash_ms,
+               learned->prove_ms);
     fmt::print("{}  {}\n", learned->sha256, learned->path);
   }
   return kExitOk;
@@ -210,9 +216,10 @@ void register_admit(CLI::App& app, int* exit_code) {
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   freeze->add_flag("--learn", f->learn,
                    "Run the command once in a learning sandbox (host /usr, /etc, /bin, /lib* "
-                   "read-only; no network; as root) and pin exactly the host files it opened, "
-                   "the links it needed and the directories it listed (host_files, host_links, "
-                   "host_dirs); the learning run's outputs are thrown away");
+                   "read-only; no network; as root) and pin exactly the host paths it opened or "
+                   "looked up: files, the links it needed, directories (host_files, host_links, "
+                   "host_dirs); then run the learned admission once more and write it only if "
+                   "that builds too; the runs' outputs are thrown away");
   freeze
       ->add_option("--learn-max-files", f->learn_options.max_files,
                    "With --learn: the most host files the closure may hold")
@@ -223,7 +230,8 @@ void register_admit(CLI::App& app, int* exit_code) {
       ->capture_default_str();
   freeze->add_flag("--json", f->json,
                    "Print {path, sha256} as JSON (with --learn also host_files, host_links, "
-                   "host_dirs counts, hashed_bytes, learn_ms, hash_ms)");
+                   "host_dirs counts, lookups, dropped_under_pins, hashed_bytes, learn_ms, "
+                   "hash_ms, prove_ms)");
   freeze->add_option("ARGV", f->request.argv, "The command the job runs (after --)");
   freeze->callback([f, exit_code] { *exit_code = run_freeze(*f); });
 

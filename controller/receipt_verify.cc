@@ -153,7 +153,7 @@ void check_view(const json& doc, Findings& f) {
   }
   static const std::set<std::string> kKinds = {
       "source", "toolchain", "tree", "image", "closure", "out",       "scratch",
-      "tmp",    "proc",      "dev",  "link",  "sys",     "generated", "init"};
+      "tmp",    "proc",      "dev",  "link",  "sys",     "generated", "init", "dir"};
   static const std::set<std::string> kKernelMade = {"proc", "dev", "tmp", "sys"};
   std::vector<std::string> bad;
   for (const json& e : doc["view"]) {
