@@ -82,7 +82,7 @@ ObservedLookups LookupTracer::finish() {
     stop_ = true;
     cv_.notify_all();
     while (!cv_.wait_for(lock, kFinishGrace, [this] { return done_; }))
-      for (pid_t p : tracees_) ::kill(p, SIGKILL);  // still ours (not reaped): not recycled
+      if (pid1_alive_) ::kill(attach_pid_, SIGKILL);  // the whole PID namespace goes with it
     lock.unlock();
     thread_.join();
   }
@@ -111,7 +111,7 @@ void LookupTracer::run() {
       cv_.notify_all();
       return;
     }
-    tracees_.insert(pid);
+    pid1_alive_ = true;
     attached_ = ok_status();
     cv_.notify_all();
   }
@@ -135,14 +135,10 @@ void LookupTracer::run() {
 void LookupTracer::handle_stop(pid_t pid, int status) {
   if (WIFEXITED(status) || WIFSIGNALED(status)) {
     std::lock_guard lock(mu_);
-    tracees_.erase(pid);
+    if (pid == attach_pid_) pid1_alive_ = false;
     return;
   }
   if (!WIFSTOPPED(status)) return;
-  {
-    std::lock_guard lock(mu_);
-    tracees_.insert(pid);  // a new child may report its first stop before its parent's event
-  }
   const int sig = WSTOPSIG(status);
   const int event = status >> 16;
   int inject = 0;
@@ -150,21 +146,14 @@ void LookupTracer::handle_stop(pid_t pid, int status) {
     case PTRACE_EVENT_SECCOMP:
       on_seccomp(pid);
       break;
-    case PTRACE_EVENT_FORK:
-    case PTRACE_EVENT_VFORK:
-    case PTRACE_EVENT_CLONE: {
-      unsigned long child = 0;
-      if (::ptrace(PTRACE_GETEVENTMSG, pid, nullptr, &child) == 0 && child != 0) {
-        std::lock_guard lock(mu_);
-        tracees_.insert(static_cast<pid_t>(child));
-      }
-      break;
-    }
+    case PTRACE_EVENT_FORK:   // the new process is traced already and reports its own first
+    case PTRACE_EVENT_VFORK:  // stop (PTRACE_EVENT_STOP with SIGTRAP), handled below
+    case PTRACE_EVENT_CLONE:
     case PTRACE_EVENT_EXEC:
       break;
     case PTRACE_EVENT_STOP:
       // A group stop (the job stopped itself or a child with SIGSTOP/SIGTSTP/...): stay stopped
-      // until SIGCONT, as without a tracer. Otherwise a new tracee's first stop: go on.
+      // until SIGCONT, as without a tracer. Otherwise (SIGTRAP) a new tracee's first stop: go on.
       if (sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU) {
         (void)::ptrace(PTRACE_LISTEN, pid, nullptr, nullptr);
         return;

@@ -79,7 +79,9 @@ class LookupTracer {
   std::optional<Status> attached_;
   bool stop_ = false;
   bool done_ = false;
-  std::set<pid_t> tracees_;  // seen and not yet exited (for the kill after the grace period)
+  // The sandbox's PID 1 until its exit is seen: killing it (after the grace period) ends every
+  // process of the job, and its pid cannot be reused before its exit has been waited for by us.
+  bool pid1_alive_ = false;
   ObservedLookups seen_;
 };
 
