@@ -5,6 +5,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+
 #include "admission/document.h"
 #include "controller/host_config.h"
 #include "controller/learn_prove.h"
@@ -67,6 +69,7 @@ Result<LearnedAdmission> freeze_learned(const admission::FreezeRequest& request,
                                      doc.mounts.tmp};
   if (!doc.toolchain.mount_path.empty()) places.push_back(doc.toolchain.mount_path);
   for (const auto& tree : doc.trees) places.push_back(tree.job_path);
+  places.erase(std::remove(places.begin(), places.end(), std::string()), places.end());
   std::vector<std::string> excluded = places;
   excluded.insert(excluded.end(), {"/proc", "/dev"});
   // Room for the directories besides the files; build_closure() applies max_files itself.

@@ -61,7 +61,7 @@ Status prove_learned(const ProveRequest& request) {
   auto lacking = learn::lacking_in_view(looked, request.roots, request.places, request.closure);
   return Error::make(fmt::format(
       "the proving run of the learned admission did not build as the learning run did (exit {}: "
-      "{}){}{}; no admission was written",
+      "{}){}; no admission was written{}",
       o.exit_code, o.receipt.reason.empty() ? o.message : o.receipt.reason, lacking_text(lacking),
       learn_stderr_tail(o)));
 }

@@ -72,7 +72,9 @@ Status add_lookups(const ObservedLookups& looked, const std::vector<std::string>
   std::set<std::string> dirs(closure->dirs.begin(), closure->dirs.end());
   std::map<std::string, std::string> links;
   for (const HostLink& l : closure->links) links.emplace(l.path, l.target);
-  auto ours = [&](const std::string& p) { return within_any(p, roots) && !within_any(p, excluded); };
+  auto ours = [&](const std::string& p) {
+    return within_any(p, roots) && !within_any(p, excluded);
+  };
   each_lookup(looked, [&](const std::string& path, bool follow) {
     auto r = resolve_lookup(path, follow);
     if (!r) return;
@@ -90,10 +92,10 @@ Status add_lookups(const ObservedLookups& looked, const std::vector<std::string>
     }
   });
   if (files.size() > max_files)
-    return Error::make(fmt::format(
-        "the learning run opened or looked up {} host files, over the limit of {} "
-        "(--learn-max-files)",
-        files.size(), max_files));
+    return Error::make(
+        fmt::format("the learning run opened or looked up {} host files, over the limit of {} "
+                    "(--learn-max-files)",
+                    files.size(), max_files));
   closure->files.assign(files.begin(), files.end());
   closure->dirs.assign(dirs.begin(), dirs.end());
   closure->links.clear();
@@ -144,7 +146,8 @@ std::vector<std::string> lacking_in_view(const ObservedLookups& looked,
     if (!r) return;
     for (const HostLink& l : r->chain) {
       auto it = links.find(l.path);
-      if (within_any(l.path, roots) && !shown(l.path) && (it == links.end() || it->second != l.target))
+      if (within_any(l.path, roots) && !shown(l.path) &&
+          (it == links.end() || it->second != l.target))
         lacking.insert(l.path == path ? path : fmt::format("{} (the link {})", path, l.path));
     }
     if (!within_any(r->end, roots) || shown(r->end)) return;

@@ -2,12 +2,12 @@
 // read a path out of one: the pure half of learn/lookup_tracer.h, as data (one table), unit-tested.
 //
 // fanotify (access_recorder.h) sees what a job opens; a `stat`, `access` or `readlink` opens
-// nothing, yet a configure script's `test -x /usr/bin/foo` or CMake's stat of its Modules/CMake.cmake
-// decides what the job does next. So these calls stop the job for a tracer (seccomp
-// SECCOMP_RET_TRACE, only these calls: everything else runs at full speed). The seccomp return data
-// of each traced call is its row in the table below, so the tracer knows the call's layout whatever
-// the ABI (x86_64, i386, x32 number the same call differently; the kernel hands the arguments over
-// in one form, PTRACE_GET_SYSCALL_INFO).
+// nothing, yet a configure script's `test -x /usr/bin/foo` or CMake's stat of its
+// Modules/CMake.cmake decides what the job does next. So these calls stop the job for a tracer
+// (seccomp SECCOMP_RET_TRACE, only these calls: everything else runs at full speed). The seccomp
+// return data of each traced call is its row in the table below, so the tracer knows the call's
+// layout whatever the ABI (x86_64, i386, x32 number the same call differently; the kernel hands the
+// arguments over in one form, PTRACE_GET_SYSCALL_INFO).
 //
 // A path is recorded as the job named it, made absolute against the job's working directory or
 // the directory descriptor (both as the job sees them), with "." and repeated slashes dropped and

@@ -103,9 +103,9 @@ void LookupTracer::run() {
       return;
     }
     if (::ptrace(PTRACE_SEIZE, pid, nullptr, reinterpret_cast<void*>(kOptions)) != 0) {
-      attached_ = Status(Error::from_errno(fmt::format("ptrace(PTRACE_SEIZE) of the sandbox ({})",
-                                                       pid))
-                             .context("tracing the job's lookups needs root"));
+      attached_ =
+          Status(Error::from_errno(fmt::format("ptrace(PTRACE_SEIZE) of the sandbox ({})", pid))
+                     .context("tracing the job's lookups needs root"));
       seen_.incomplete = "the lookup tracer could not attach";
       done_ = true;
       cv_.notify_all();
