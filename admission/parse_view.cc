@@ -185,8 +185,8 @@ void check_view_places(const AdmissionDocument& doc, const ProblemSink& problem)
     }
     for (const Place& place : places)
       if (paths_overlap(dir, place.path) && dir.size() >= place.path.size()) {
-        problem(field, fmt::format("\"{}\" lies at or below {} (\"{}\")", dir, place.field,
-                                   place.path));
+        problem(field,
+                fmt::format("\"{}\" lies at or below {} (\"{}\")", dir, place.field, place.path));
         break;
       }
   }

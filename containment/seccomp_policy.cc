@@ -146,8 +146,8 @@ Result<std::string> compile_seccomp_bpf(const SeccompPolicy& policy) {
     std::vector<scmp_arg_cmp> cmps;
     for (const auto& a : t.args) {
       if (a.index > 5)
-        return Error::make(fmt::format("seccomp trace of {}: argument index {} > 5", t.name,
-                                       a.index));
+        return Error::make(
+            fmt::format("seccomp trace of {}: argument index {} > 5", t.name, a.index));
       cmps.push_back(scmp_arg_cmp{a.index, SCMP_CMP_MASKED_EQ, a.mask, a.value});
     }
     int rc = seccomp_rule_add_array(ctx.get(), SCMP_ACT_TRACE(t.data), nr,

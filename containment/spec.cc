@@ -189,8 +189,8 @@ Status validate_spec(const ContainmentSpec& spec) {
         return Error::make(fmt::format("link {} has an empty or NUL-bearing target", e.job_path));
     } else if (e.kind == ViewKind::kDir) {
       if (e.writable || !e.host_path.empty())
-        return Error::make(fmt::format("view directory {} has a host path or is writable",
-                                       e.job_path));
+        return Error::make(
+            fmt::format("view directory {} has a host path or is writable", e.job_path));
     } else if (e.kind == ViewKind::kClosure || e.kind == ViewKind::kGenerated ||
                e.kind == ViewKind::kInit) {
       SEALRUN_TRY(check_normalised_path(e.host_path, "view file"));
@@ -199,7 +199,8 @@ Status validate_spec(const ContainmentSpec& spec) {
         return Error::make(fmt::format("view file {} has no pin", e.job_path));
     } else {
       return Error::make(fmt::format(
-          "view entry {} is neither a file (closure, generated, init), a link nor a directory", e.job_path));
+          "view entry {} is neither a file (closure, generated, init), a link nor a directory",
+          e.job_path));
     }
   }
   if (spec.image) {

@@ -88,9 +88,8 @@ int run_learned_freeze(FreezeArgs& args) {
     fmt::print(stderr,
                "learned {} host files ({}), {} links, {} directories ({} paths looked up, {} "
                "entries left to the pins); learning {} ms, hashing {} ms, proving {} ms\n",
-               learned->files, mib(learned->bytes), learned->links, learned->dirs,
-               learned->lookups, learned->dropped, learned->learn_ms, learned->hash_ms,
-               learned->prove_ms);
+               learned->files, mib(learned->bytes), learned->links, learned->dirs, learned->lookups,
+               learned->dropped, learned->learn_ms, learned->hash_ms, learned->prove_ms);
     fmt::print("{}  {}\n", learned->sha256, learned->path);
   }
   return kExitOk;

@@ -136,8 +136,9 @@ Result<LearnedAdmission> freeze_learned(const admission::FreezeRequest& request,
     return std::move(reread).error().context("the learned admission does not parse; nothing was "
                                              "written");
   if (admission::canonical_admission_bytes(*reread) != bytes)
-    return Error::make("the learned admission does not read back to the same bytes; nothing was "
-                       "written");
+    return Error::make(
+        "the learned admission does not read back to the same bytes; nothing was "
+        "written");
   out.hash_ms = monotonic_ms() - started;
 
   // The proving run: the learned admission as `sealrun run` runs it, before anything is written.
