@@ -174,6 +174,22 @@ void check_view_places(const AdmissionDocument& doc, const ProblemSink& problem)
         break;
       }
   }
+  // A directory is made in the empty root: never below a mount, a tree or a link (bwrap could
+  // not make it there, or it would go through the link); above one it is already there.
+  for (size_t i = 0; i < doc.host_dirs.size(); ++i) {
+    std::string field = json_path_index("host_dirs", i);
+    const std::string& dir = doc.host_dirs[i];
+    if (dir == "/" || below_kernel_place(dir)) {
+      problem(field, fmt::format("\"{}\" is \"/\" or lies below /proc, /sys or /dev", dir));
+      continue;
+    }
+    for (const Place& place : places)
+      if (paths_overlap(dir, place.path) && dir.size() >= place.path.size()) {
+        problem(field,
+                fmt::format("\"{}\" lies at or below {} (\"{}\")", dir, place.field, place.path));
+        break;
+      }
+  }
 }
 
 }  // namespace sealrun::admission

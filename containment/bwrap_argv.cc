@@ -54,6 +54,9 @@ std::vector<std::string> build_bwrap_argv(const std::string& bwrap_path, const G
           add({"--ro-bind", e.host_path, e.job_path});
         break;
       }
+      case ViewKind::kDir:
+        add({"--dir", e.job_path});
+        break;
       case ViewKind::kClosure:
         // By path (bwrap resolves it as the job user): a closure has many files, and each was
         // verified by its SHA-256 just before the run.

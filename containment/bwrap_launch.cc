@@ -151,7 +151,12 @@ Result<Launched> launch(const std::string& bwrap_path, const std::optional<JobUs
   std::string bpf;
   UniqueFd seccomp_fd;
   {  // Always installed, requested or not: it costs nothing and only narrows the job.
-    bpf = SEALRUN_TRY_CTX(compile_seccomp_bpf(job_seccomp_policy()), "compile seccomp policy");
+    SeccompPolicy policy = job_seccomp_policy();
+    // A traced call without a tracer fails with ENOSYS: traces only with the hook that attaches.
+    if (!io.traced_syscalls.empty() && !io.on_sandbox_ready)
+      return Error::make("traced system calls need a tracer attached at the start gate");
+    policy.traces = io.traced_syscalls;
+    bpf = SEALRUN_TRY_CTX(compile_seccomp_bpf(policy), "compile seccomp policy");
     seccomp_fd = SEALRUN_TRY(seccomp_program_fd(bpf));
     pass.emplace_back(seccomp_fd.get(), kSeccompFd);
     fds.seccomp = kSeccompFd;

@@ -22,6 +22,7 @@
 #include <string_view>
 #include <vector>
 
+#include "containment/seccomp_policy.h"
 #include "core/dimension.h"
 #include "core/mechanism_kind.h"
 #include "core/process.h"
@@ -72,6 +73,10 @@ struct JobIo {
   // failure stops the sandbox before the command runs. `admit freeze --learn` marks the
   // sandbox's mounts for fanotify here. Only bwrap supports it; podman refuses a job that sets it.
   std::function<Status(pid_t sandbox_pid)> on_sandbox_ready;
+  // System calls that stop the job for a tracer, which on_sandbox_ready must have attached (with
+  // PTRACE_O_TRACESECCOMP) to the given pid: a learning or proving run (learn/lookup_tracer.h).
+  // Empty for every ordinary run. Only bwrap supports it.
+  std::vector<SyscallTrace> traced_syscalls;
 };
 
 // A sandbox's exit code read the shell's way: 128 + N (N in 1..64) means the job was killed by

@@ -207,7 +207,7 @@ class PodmanMechanism final : public Mechanism {
  protected:
   Result<std::unique_ptr<ContainedJob>> start(const Grant& grant, resgroup::ResourceGroup* group,
                                               const JobIo& io) override {
-    if (io.on_sandbox_ready)
+    if (io.on_sandbox_ready || !io.traced_syscalls.empty())
       return Error::make(
           "podman cannot stop a container between its setup and its command; "
           "a job that must be watched from its first instruction needs bwrap");

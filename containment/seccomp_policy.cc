@@ -139,6 +139,21 @@ Result<std::string> compile_seccomp_bpf(const SeccompPolicy& policy) {
     if (rc != 0)
       return Error::with_errno(-rc, fmt::format("seccomp rule for {} (\"{}\")", d.name, d.why));
   }
+  for (const auto& t : policy.traces) {
+    int nr = seccomp_syscall_resolve_name(t.name.c_str());
+    if (nr == __NR_SCMP_ERROR)
+      return Error::make(fmt::format("seccomp policy traces unknown system call \"{}\"", t.name));
+    std::vector<scmp_arg_cmp> cmps;
+    for (const auto& a : t.args) {
+      if (a.index > 5)
+        return Error::make(
+            fmt::format("seccomp trace of {}: argument index {} > 5", t.name, a.index));
+      cmps.push_back(scmp_arg_cmp{a.index, SCMP_CMP_MASKED_EQ, a.mask, a.value});
+    }
+    int rc = seccomp_rule_add_array(ctx.get(), SCMP_ACT_TRACE(t.data), nr,
+                                    static_cast<unsigned>(cmps.size()), cmps.data());
+    if (rc != 0) return Error::with_errno(-rc, fmt::format("seccomp trace of {}", t.name));
+  }
   auto mem = ::memfd_create("sealrun-seccomp", MFD_CLOEXEC);
   if (mem < 0) return Error::from_errno("memfd_create for the seccomp program");
   UniqueFd fd(mem);

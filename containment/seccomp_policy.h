@@ -27,8 +27,20 @@ struct SyscallDenial {
   std::string why;             // one line for docs and probe output
 };
 
+// A system call that stops the job for its tracer (SCMP_ACT_TRACE(data)) instead of running
+// straight on: only for a job that has a ptrace tracer attached from its first instruction (a
+// learning or proving run, learn/lookup_tracer.h). Without a tracer the kernel fails a traced call
+// with ENOSYS, so a policy with traces must never reach a job without one.
+struct SyscallTrace {
+  std::string name;            // libseccomp spelling; a name the native ABI lacks (stat64) is
+                               // traced in the ABIs that have it
+  uint16_t data = 0;           // SECCOMP_RET_DATA: tells the tracer which call (any ABI) it is
+  std::vector<ArgMatch> args;  // all must match; empty: always trace
+};
+
 struct SeccompPolicy {
   std::vector<SyscallDenial> denials;
+  std::vector<SyscallTrace> traces;  // empty for every ordinary run
   // Also cover the 32-bit ABIs (x86, x32) so a job cannot switch ABI to escape the filter.
   bool include_compat_arches = true;
 };
@@ -39,7 +51,8 @@ SeccompPolicy job_seccomp_policy();
 Result<std::string> compile_seccomp_bpf(const SeccompPolicy& policy);
 // The compiled program in a sealed memfd (offset 0), ready to pass to bwrap as --seccomp FD.
 Result<UniqueFd> seccomp_program_fd(const std::string& bpf);
-// The same policy as an OCI/podman JSON seccomp profile.
+// The same policy as an OCI/podman JSON seccomp profile (denials only: podman jobs are never
+// traced).
 std::string seccomp_policy_oci_json(const SeccompPolicy& policy);
 
 }  // namespace sealrun

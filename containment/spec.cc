@@ -101,6 +101,8 @@ std::string_view view_kind_name(ViewKind kind) {
       return "generated";
     case ViewKind::kInit:
       return "init";
+    case ViewKind::kDir:
+      return "dir";
   }
   return "?";
 }
@@ -185,6 +187,10 @@ Status validate_spec(const ContainmentSpec& spec) {
     if (e.kind == ViewKind::kLink) {
       if (e.link_target.empty() || e.link_target.find('\0') != std::string::npos)
         return Error::make(fmt::format("link {} has an empty or NUL-bearing target", e.job_path));
+    } else if (e.kind == ViewKind::kDir) {
+      if (e.writable || !e.host_path.empty())
+        return Error::make(
+            fmt::format("view directory {} has a host path or is writable", e.job_path));
     } else if (e.kind == ViewKind::kClosure || e.kind == ViewKind::kGenerated ||
                e.kind == ViewKind::kInit) {
       SEALRUN_TRY(check_normalised_path(e.host_path, "view file"));
@@ -193,7 +199,8 @@ Status validate_spec(const ContainmentSpec& spec) {
         return Error::make(fmt::format("view file {} has no pin", e.job_path));
     } else {
       return Error::make(fmt::format(
-          "view entry {} is neither a file (closure, generated, init) nor a link", e.job_path));
+          "view entry {} is neither a file (closure, generated, init), a link nor a directory",
+          e.job_path));
     }
   }
   if (spec.image) {

@@ -39,6 +39,9 @@ enum class ViewKind {
   kSys,
   kGenerated,
   kInit,
+  // A directory that exists in the view without a mount (a learned closure's host_dirs: the job
+  // looked it up or listed it); empty but for what else the view places below it. bwrap only.
+  kDir,
 };
 std::string_view view_kind_name(ViewKind kind);
 

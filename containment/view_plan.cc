@@ -50,9 +50,11 @@ std::vector<ViewEntry> plan_view(const ContainmentSpec& spec, ViewRoot root) {
                     static_cast<int>(i)});
   }
   // An image's root has its own /bin and /lib layout, and podman cannot make links in it: links
-  // are part of an empty-tmpfs view only (and so absent from a podman run's recorded view).
+  // and closure directories are part of an empty-tmpfs view only (and so absent from a podman
+  // run's recorded view).
   for (const ViewEntry& e : spec.files_and_links)
-    if (root == ViewRoot::kEmptyTmpfs || e.kind != ViewKind::kLink) view.push_back(e);
+    if (root == ViewRoot::kEmptyTmpfs || (e.kind != ViewKind::kLink && e.kind != ViewKind::kDir))
+      view.push_back(e);
   return view;
 }
 

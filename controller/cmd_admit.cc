@@ -96,13 +96,18 @@ int run_learned_freeze(FreezeArgs& args) {
                 {"host_links", learned->links},
                 {"host_dirs", learned->dirs},
                 {"hashed_bytes", learned->bytes},
+                {"lookups", learned->lookups},
+                {"dropped_under_pins", learned->dropped},
                 {"learn_ms", learned->learn_ms},
                 {"hash_ms", learned->hash_ms},
-                {"excluded", exclusions_json(learned->excluded)}});
+                {"excluded", exclusions_json(learned->excluded)},
+                {"prove_ms", learned->prove_ms}});
   } else {
-    fmt::print(stderr, "learned {} host files ({}), {} links, {} directories in {} ms + {} ms\n",
-               learned->files, mib(learned->bytes), learned->links, learned->dirs,
-               learned->learn_ms, learned->hash_ms);
+    fmt::print(stderr,
+               "learned {} host files ({}), {} links, {} directories ({} paths looked up, {} "
+               "entries left to the pins); learning {} ms, hashing {} ms, proving {} ms\n",
+               learned->files, mib(learned->bytes), learned->links, learned->dirs, learned->lookups,
+               learned->dropped, learned->learn_ms, learned->hash_ms, learned->prove_ms);
     for (const learn::Exclusion& e : learned->excluded)
       if (!e.generated)
         fmt::print(stderr, "--learn-exclude {}: left out {} files, {} links, {} directories\n",
@@ -251,9 +256,10 @@ void register_admit(CLI::App& app, int* exit_code) {
   auto* learn_flag = freeze->add_flag(
       "--learn", f->learn,
       "Run the command once in a learning sandbox (host /usr, /etc, /bin, /lib* "
-      "read-only; no network; as root) and pin exactly the host files it opened, "
-      "the links it needed and the directories it listed (host_files, host_links, "
-      "host_dirs); the learning run's outputs are thrown away. No --toolchain needed: "
+      "read-only; no network; as root) and pin exactly the host paths it opened or "
+      "looked up: files, the links it needed, directories (host_files, host_links, "
+      "host_dirs); then run the learned admission once more and write it only if "
+      "that builds too; the runs' outputs are thrown away. No --toolchain needed: "
       "the learned closure is the toolchain");
   freeze
       ->add_option("--closure-from", f->closure_from,
@@ -283,7 +289,8 @@ void register_admit(CLI::App& app, int* exit_code) {
   freeze->add_flag(
       "--json", f->json,
       "Print {path, sha256} as JSON (with --learn also host_files, host_links, "
-      "host_dirs counts, hashed_bytes, learn_ms, hash_ms, and excluded[]: {path, files, "
+      "host_dirs counts, lookups, dropped_under_pins, hashed_bytes, learn_ms, hash_ms, "
+      "prove_ms, and excluded[]: {path, files, "
       "links, dirs} per --learn-exclude; with --closure-from also dropped and changed[])");
   freeze->add_option("ARGV", f->request.argv, "The command the job runs (after --)");
   freeze->callback([f, exit_code] { *exit_code = run_freeze(*f); });

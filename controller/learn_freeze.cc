@@ -5,35 +5,26 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+
 #include "admission/document.h"
 #include "controller/host_config.h"
+#include "controller/learn_prove.h"
 #include "controller/run_pipeline.h"
 #include "controller/run_plan.h"
 #include "core/atomic_write.h"
+#include "core/generated_etc.h"
 #include "core/syscall.h"
 #include "core/temp_dir.h"
 #include "fingerprint/sha256.h"
 #include "learn/access_recorder.h"
 #include "learn/closure.h"
 #include "learn/closure_pins.h"
+#include "learn/lookup_closure.h"
+#include "learn/lookup_syscalls.h"
+#include "learn/lookup_tracer.h"
 
 namespace sealrun::cli {
-
-namespace {
-
-// The end of the learning job's stderr, for the message of a failed learning run.
-std::string stderr_tail(const run::RunOutcome& o) {
-  for (const auto& c : o.receipt.commands) {
-    if (c.label != "job" || c.stderr_record.tail.empty()) continue;
-    std::string tail = c.stderr_record.tail;
-    if (tail.size() > 2000) tail = "..." + tail.substr(tail.size() - 2000);
-    while (!tail.empty() && tail.back() == '\n') tail.pop_back();
-    return "; its stderr ended with:\n" + tail;
-  }
-  return "";
-}
-
-}  // namespace
 
 std::vector<std::string> learning_host_trees() {
   std::vector<std::string> trees;
@@ -77,14 +68,20 @@ Result<LearnedAdmission> freeze_learned(const admission::FreezeRequest& request,
         "not the host's, so there is no host closure to learn; leave out --image (or --learn)");
 
   const std::vector<std::string> roots = learning_host_trees();
-  // The job's own mounts are pinned (source, toolchain) or thrown away (out, scratch, tmp).
-  std::vector<std::string> excluded = {doc.mounts.source, doc.mounts.output, doc.mounts.scratch,
-                                       doc.mounts.tmp,    "/proc",           "/dev"};
-  if (doc.toolchain) excluded.push_back(doc.toolchain->mount_path);
+  // The job's own mounts are pinned (source, toolchain, trees) or thrown away (out, scratch,
+  // tmp): nothing at or below them is recorded, and pinned trees win over the host's.
+  std::vector<std::string> places = {doc.mounts.source, doc.mounts.output, doc.mounts.scratch,
+                                     doc.mounts.tmp};
+  if (doc.toolchain) places.push_back(doc.toolchain->mount_path);
+  for (const auto& tree : doc.trees) places.push_back(tree.job_path);
+  places.erase(std::remove(places.begin(), places.end(), std::string()), places.end());
+  std::vector<std::string> excluded = places;
+  excluded.insert(excluded.end(), {"/proc", "/dev"});
   std::vector<std::string> unmarked = excluded;  // and the never-learned paths' own mounts
   for (const learn::Exclusion& e : exclusions) unmarked.push_back(e.path);
   // Room for the directories besides the files; build_closure() applies max_files itself.
   auto recorder = SEALRUN_TRY(learn::AccessRecorder::create(options.max_files * 2 + 1024));
+  auto tracer = learn::LookupTracer::create({roots, excluded, options.max_files * 2 + 1024});
 
   run::RunRequest req;
   req.admission_path = base.path;
@@ -94,29 +91,46 @@ Result<LearnedAdmission> freeze_learned(const admission::FreezeRequest& request,
   req.state_dir = tmp.path() + "/state";
   req.live_output_fd = options.live_output_fd;
   learn::ObservedAccess seen;
-  req.learning = run::LearningRun{
-      roots, [&](pid_t pid) { return recorder->watch_sandbox(pid, roots, unmarked); },
-      [&] { seen = recorder->finish(); }};
+  learn::ObservedLookups looked;
+  req.learning = run::LearningRun{roots,
+                                  [&](pid_t pid) -> Status {
+                                    SEALRUN_TRY(recorder->watch_sandbox(pid, roots, unmarked));
+                                    return tracer->attach(pid);
+                                  },
+                                  [&] {
+                                    seen = recorder->finish();
+                                    looked = tracer->finish();
+                                  },
+                                  learn::traced_syscalls(learn::TraceSet::kLearning)};
   run::RunOutcome o = run::run_pipeline(req, run::default_pipeline_deps(mechanism_context()));
   if (!seen.incomplete && seen.events == 0) seen = recorder->finish();  // the job never ran
+  looked = tracer->finish();
   if (o.exit_code != 0 || o.receipt.state != "built")
     return Error::make(fmt::format(
         "the command failed while learning (exit {}: {}); no admission was written{}", o.exit_code,
-        o.receipt.reason.empty() ? o.message : o.receipt.reason, stderr_tail(o)));
+        o.receipt.reason.empty() ? o.message : o.receipt.reason, learn_stderr_tail(o)));
   if (recorder->marked().empty())
     return Error::make("the learning run ended without its file accesses being recorded");
   if (seen.incomplete)
     return Error::make("learning could not record every host file the command opened: " +
                        *seen.incomplete + "; no admission was written");
+  if (looked.incomplete)
+    return Error::make("learning could not record every host path the command looked up: " +
+                       *looked.incomplete + "; no admission was written");
   LearnedAdmission out;
   out.learn_ms = monotonic_ms() - started;
+  out.lookups = looked.followed.size() + looked.unfollowed.size();
 
   started = monotonic_ms();
   learn::ClosureLimits limits;
   limits.max_files = options.max_files;
   learn::exclude_observed(seen, exclusions);
   auto closure = SEALRUN_TRY_CTX(learn::build_closure(seen, roots, limits), "the learned closure");
+  SEALRUN_TRY_CTX(learn::add_lookups(looked, roots, excluded, options.max_files, &closure),
+                  "the learned closure");
+  // The generated /etc paths and --learn-exclude's leave the closure, looked-up entries included.
   learn::exclude_closure(closure, exclusions);
+  out.dropped = learn::drop_under_places(places, &closure);
   auto pinned = SEALRUN_TRY(learn::pin_closure(closure, options.max_bytes, options.hash_progress));
   std::string bytes = SEALRUN_TRY(
       learn::learned_admission_bytes(admission::canonical_admission_bytes(doc), pinned));
@@ -132,10 +146,22 @@ Result<LearnedAdmission> freeze_learned(const admission::FreezeRequest& request,
     return std::move(reread).error().context("the learned admission does not parse; nothing was "
                                              "written");
   if (admission::canonical_admission_bytes(*reread) != bytes)
-    return Error::make("the learned admission does not read back to the same bytes; nothing was "
-                       "written");
-  SEALRUN_TRY_CTX(write_file_atomic(request.out, bytes, 0644), "write " + request.out);
+    return Error::make(
+        "the learned admission does not read back to the same bytes; nothing was "
+        "written");
   out.hash_ms = monotonic_ms() - started;
+
+  // The proving run: the learned admission as `sealrun run` runs it, before anything is written.
+  started = monotonic_ms();
+  const std::string proving = tmp.path() + "/learned-admission.json";
+  SEALRUN_TRY_CTX(write_file_atomic(proving, bytes, 0644), "write " + proving);
+  // What the proving run's view shows besides the closure: the places, and the generated /etc.
+  std::vector<std::string> shown = places;
+  shown.insert(shown.end(), kGeneratedEtcPaths.begin(), kGeneratedEtcPaths.end());
+  SEALRUN_TRY(prove_learned({proving, sha256_hex(bytes), tmp.path() + "/state",
+                             options.live_output_fd, roots, excluded, shown, closure}));
+  out.prove_ms = monotonic_ms() - started;
+  SEALRUN_TRY_CTX(write_file_atomic(request.out, bytes, 0644), "write " + request.out);
   out.path = request.out;
   out.sha256 = sha256_hex(bytes);
   out.files = pinned.files.size();

@@ -2,9 +2,12 @@
 // through the run pipeline in a learning sandbox (the host trees /usr, /etc and the real /bin,
 // /lib* shown read-only besides the pins; still bwrap, the job user, no network, a resource group,
 // the admission's wall clock), record every host file it opened or executed and every directory it
-// listed (learn/access_recorder.h), find the links it needed (learn/closure.h), hash the closure,
-// and write the admission with host_files, host_links and host_dirs added. The learning run's
-// state, scratch and outputs are thrown away; a failed command writes no admission.
+// listed (learn/access_recorder.h) and every host path it looked up (learn/lookup_tracer.h), find
+// the links it needed (learn/closure.h, learn/lookup_closure.h), drop what a pinned tree, the
+// toolchain or a mount shows instead, hash the closure, run the learned admission once more as
+// `sealrun run` would (the proving run, controller/learn_prove.h), and only when that builds too
+// write the admission with host_files, host_links and host_dirs added. The learning and proving
+// runs' state, scratch and outputs are thrown away; a failed command writes no admission.
 #pragma once
 
 #include <cstdint>
@@ -35,6 +38,9 @@ struct LearnedAdmission {
   int64_t learn_ms = 0;  // the learning run, freeze of the base admission included
   int64_t hash_ms = 0;   // links found and files hashed
   std::vector<learn::Exclusion> excluded;  // the generated /etc paths, then --learn-exclude's
+  int64_t prove_ms = 0;  // the proving run of the learned admission
+  size_t lookups = 0;    // distinct host paths the learning run looked up
+  size_t dropped = 0;    // closure entries dropped under a pinned tree, the toolchain or a mount
 };
 
 // The host trees a learning sandbox shows: those of /usr /bin /sbin /lib /lib32 /lib64 /libx32

@@ -152,8 +152,8 @@ void check_view(const json& doc, Findings& f) {
     return;
   }
   static const std::set<std::string> kKinds = {
-      "source", "toolchain", "tree", "image", "closure", "out",       "scratch",
-      "tmp",    "proc",      "dev",  "link",  "sys",     "generated", "init"};
+      "source", "toolchain", "tree", "image", "closure",   "out",  "scratch", "tmp",
+      "proc",   "dev",       "link", "sys",   "generated", "init", "dir"};
   static const std::set<std::string> kKernelMade = {"proc", "dev", "tmp", "sys"};
   std::vector<std::string> bad;
   for (const json& e : doc["view"]) {

@@ -24,7 +24,8 @@
 
 namespace sealrun::run {
 
-// A learning run (`admit freeze --learn`): host trees shown to the job read-only besides its pins
+// A learning run (`admit freeze --learn`), or its proving run (no host trees, a tracer): host
+// trees shown to the job read-only besides its pins
 // (bound under the admitted mounts, so a pinned toolchain still covers its part of /usr), and a
 // hook called once the sandbox is set up, before the command starts (JobIo::on_sandbox_ready), and
 // one when the job has ended.
@@ -35,6 +36,8 @@ struct LearningRun {
   // Called once the job has ended (or could not be waited for), before anything is cleaned up:
   // whatever holds on to the sandbox's mounts lets go here, or the owned space stays busy.
   std::function<void()> on_job_end;
+  // System calls that stop the job for the tracer on_sandbox_ready attaches (JobIo).
+  std::vector<SyscallTrace> traced_syscalls;
 };
 
 struct RunRequest {

@@ -87,6 +87,9 @@ ContainmentSpec containment_spec(const admission::Admitted& admitted, const RunL
     if (!is_generated_etc_path(l.path))
       s.files_and_links.push_back(
           {l.path, ViewKind::kLink, {}, "symlink:" + l.target, false, l.target, -1});
+  // Directories the job looked up or listed: present (the pin is the admission's list itself).
+  for (const auto& d : doc.host_dirs)
+    s.files_and_links.push_back({d, ViewKind::kDir, {}, "directory", false, {}, -1});
   if (doc.image) s.image = ImageRef{doc.image->archive, doc.image->image_id};
   s.requested = DimensionSet::all();
   s.required = doc.containment.required;

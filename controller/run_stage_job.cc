@@ -94,6 +94,7 @@ StageStatus stage_run_job(RunContext& run) {
   JobIo io{-1, out->get(), err->get(), {}};
   std::optional<Status> bound;  // the closure as bound, when it was looked at
   io.on_sandbox_ready = sandbox_ready_hook(run, bound);
+  if (run.req.learning) io.traced_syscalls = run.req.learning->traced_syscalls;
   auto job = run.chosen->spawn(*run.grant, run.group.get(), io);
   if (bound) {
     const std::string expected =
