@@ -19,6 +19,7 @@
 #include "fingerprint/sha256.h"
 #include "learn/access_recorder.h"
 #include "learn/closure.h"
+#include "learn/closure_carry.h"
 #include "learn/closure_pins.h"
 #include "learn/lookup_closure.h"
 #include "learn/lookup_syscalls.h"
@@ -70,13 +71,9 @@ Result<LearnedAdmission> freeze_learned(const admission::FreezeRequest& request,
   const std::vector<std::string> roots = learning_host_trees();
   // The job's own mounts are pinned (source, toolchain, trees) or thrown away (out, scratch,
   // tmp): nothing at or below them is recorded, and pinned trees win over the host's.
-  std::vector<std::string> places = {doc.mounts.source, doc.mounts.output, doc.mounts.scratch,
-                                     doc.mounts.tmp};
-  if (doc.toolchain) places.push_back(doc.toolchain->mount_path);
-  for (const auto& tree : doc.trees) places.push_back(tree.job_path);
-  places.erase(std::remove(places.begin(), places.end(), std::string()), places.end());
-  std::vector<std::string> excluded = places;
-  excluded.insert(excluded.end(), {"/proc", "/dev"});
+  // (/proc and /dev among them: kernel-made, never pinned.)
+  const std::vector<std::string> places = learn::pinned_places(doc);
+  const std::vector<std::string>& excluded = places;
   std::vector<std::string> unmarked = excluded;  // and the never-learned paths' own mounts
   for (const learn::Exclusion& e : exclusions) unmarked.push_back(e.path);
   // Room for the directories besides the files; build_closure() applies max_files itself.
