@@ -12,7 +12,7 @@
 
 #include "core/process.h"
 #include "fingerprint/file_hash.h"
-#include "tests/controller/run_test_support.h"
+#include "tests/learn/learn_run_test.h"
 
 namespace sealrun::testing {
 namespace {
@@ -23,40 +23,7 @@ using nlohmann::json;
 constexpr const char* kGenerated[] = {"/etc/passwd",   "/etc/group",         "/etc/hosts",
                                       "/etc/hostname", "/etc/nsswitch.conf", "/etc/resolv.conf"};
 
-class LearnEtcTest : public RunTest {
- public:
-  void SetUp() override {
-    if (::geteuid() != 0) GTEST_SKIP() << "--learn needs root (fanotify); CI runs as root";
-    RunTest::SetUp();
-  }
-
-  Captured learn(const std::string& script, const std::string& name,
-                 const std::vector<std::string>& extra = {}) {
-    std::vector<std::string> args = {"admit",
-                                     "freeze",
-                                     "--out",
-                                     dir_ / name,
-                                     "--source",
-                                     src_,
-                                     "--toolchain",
-                                     toolchain_,
-                                     "--toolchain-mount",
-                                     "/opt/toolchain",
-                                     "--env",
-                                     "PATH=/usr/bin:/bin",
-                                     "--set",
-                                     "limits.wall_clock_s=120",
-                                     "--json"};
-    args.insert(args.end(), extra.begin(), extra.end());
-    args.insert(args.end(), {"--learn", "--", "/bin/sh", "-c", script});
-    return sealrun(args, std::nullopt, 300000);
-  }
-
-  static json read_json(const std::string& path) {
-    std::ifstream in(path);
-    return json::parse(in);
-  }
-};
+class LearnEtcTest : public LearnRunTest {};
 
 // Runs a host command; the test fails when it does.
 void host(const std::vector<std::string>& argv) {

@@ -16,7 +16,7 @@
 #include "core/process.h"
 #include "fingerprint/file_hash.h"
 #include "fingerprint/sha256.h"
-#include "tests/controller/run_test_support.h"
+#include "tests/learn/learn_run_test.h"
 
 namespace sealrun::testing {
 namespace {
@@ -24,36 +24,8 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-class LearnTest : public RunTest {
+class LearnTest : public LearnRunTest {
  public:
-  void SetUp() override {
-    if (::geteuid() != 0) GTEST_SKIP() << "--learn needs root (fanotify); CI runs as root";
-    RunTest::SetUp();
-  }
-
-  // `admit freeze --learn` of `/bin/sh -c script` over the fixture's source and toolchain.
-  Captured learn(const std::string& script, const std::string& name,
-                 const std::vector<std::string>& extra = {}) {
-    std::vector<std::string> args = {"admit",
-                                     "freeze",
-                                     "--out",
-                                     dir_ / name,
-                                     "--source",
-                                     src_,
-                                     "--toolchain",
-                                     toolchain_,
-                                     "--toolchain-mount",
-                                     "/opt/toolchain",
-                                     "--env",
-                                     "PATH=/usr/bin:/bin",
-                                     "--set",
-                                     "limits.wall_clock_s=120",
-                                     "--json"};
-    args.insert(args.end(), extra.begin(), extra.end());
-    args.insert(args.end(), {"--learn", "--", "/bin/sh", "-c", script});
-    return sealrun(args, std::nullopt, 300000);
-  }
-
   // Runs the admission `learned` wrote to `name` twice (ids ID-1 and ID-2): both receipts.
   std::pair<json, json> run_twice(const Captured& learned, const std::string& name,
                                   const std::string& id) {
@@ -63,11 +35,6 @@ class LearnTest : public RunTest {
       EXPECT_EQ(r.status.code, 0) << r.out << r.err;
     }
     return {receipt(id + "-1"), receipt(id + "-2")};
-  }
-
-  static json read_json(const std::string& path) {
-    std::ifstream in(path);
-    return json::parse(in);
   }
 
   static std::map<std::string, std::string> files_of(const json& doc) {

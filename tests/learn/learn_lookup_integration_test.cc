@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/process.h"
-#include "tests/controller/run_test_support.h"
+#include "tests/learn/learn_run_test.h"
 
 namespace sealrun::testing {
 namespace {
@@ -22,35 +22,13 @@ using nlohmann::json;
 
 constexpr const char* kLicenses = "/usr/share/common-licenses";
 
-class LearnLookupTest : public RunTest {
+class LearnLookupTest : public LearnRunTest {
  public:
   void SetUp() override {
-    if (::geteuid() != 0) GTEST_SKIP() << "--learn needs root (fanotify, ptrace); CI runs as root";
-    RunTest::SetUp();
+    LearnRunTest::SetUp();
+    if (IsSkipped()) return;
     ASSERT_TRUE(fs::is_regular_file(std::string(kLicenses) + "/GPL-3"))
         << "base-files' licenses are on every Debian host";
-  }
-
-  Captured learn(const std::string& script, const std::string& name,
-                 const std::vector<std::string>& extra = {}) {
-    std::vector<std::string> args = {"admit",
-                                     "freeze",
-                                     "--out",
-                                     dir_ / name,
-                                     "--source",
-                                     src_,
-                                     "--toolchain",
-                                     toolchain_,
-                                     "--toolchain-mount",
-                                     "/opt/toolchain",
-                                     "--env",
-                                     "PATH=/usr/bin:/bin",
-                                     "--set",
-                                     "limits.wall_clock_s=120",
-                                     "--json"};
-    args.insert(args.end(), extra.begin(), extra.end());
-    args.insert(args.end(), {"--learn", "--", "/bin/sh", "-c", script});
-    return sealrun(args, std::nullopt, 300000);
   }
 
   // The job's stdout in a `sealrun run` of what `learned` wrote to `name`.
@@ -59,11 +37,6 @@ class LearnLookupTest : public RunTest {
     auto r = run(a, id);
     EXPECT_EQ(r.status.code, 0) << r.out << r.err;
     return receipt(id)["commands"][0]["stdout"]["tail"];
-  }
-
-  static json read_json(const std::string& path) {
-    std::ifstream in(path);
-    return json::parse(in);
   }
 
   static std::string host_says(const std::string& script) {
