@@ -36,6 +36,16 @@ bool path_within(const std::string& path, const std::string& root) {
                           path[root.size()] == '/');
 }
 
+bool path_within_any(const std::string& path, const std::vector<std::string>& roots) {
+  return std::any_of(roots.begin(), roots.end(),
+                     [&](const std::string& r) { return path_within(path, r); });
+}
+
+std::string parent_path(const std::string& path) {
+  size_t slash = path.rfind('/');
+  return slash == 0 || slash == std::string::npos ? "/" : path.substr(0, slash);
+}
+
 std::vector<MountEntry> mountinfo_mounts(const std::string& text) {
   std::vector<MountEntry> mounts;
   size_t start = 0;

@@ -93,5 +93,9 @@ std::vector<std::string> mounts_to_mark(const std::vector<std::string>& points,
                                         const std::vector<std::string>& excluded);
 // `path` is `root` or below it ("/usr" holds "/usr/bin", not "/usrx").
 bool path_within(const std::string& path, const std::string& root);
+// `path` is one of `roots` or below one.
+bool path_within_any(const std::string& path, const std::vector<std::string>& roots);
+// The directory holding `path` ("/" for a top-level name and for "/").
+std::string parent_path(const std::string& path);
 
 }  // namespace sealrun::learn

@@ -22,21 +22,11 @@ constexpr int kMaxLinks =
 // The top-level names a merged-/usr host makes links of (bwrap_argv.cc's system paths).
 constexpr const char* kCompatNames[] = {"bin", "sbin", "lib", "lib32", "lib64", "libx32"};
 
-std::string parent_of(const std::string& path) {
-  size_t slash = path.rfind('/');
-  return slash == 0 || slash == std::string::npos ? "/" : path.substr(0, slash);
-}
-
-bool within_any(const std::string& path, const std::vector<std::string>& roots) {
-  return std::any_of(roots.begin(), roots.end(),
-                     [&](const std::string& r) { return path_within(path, r); });
-}
-
 Result<std::vector<std::string>> kept(const std::set<std::string>& seen,
                                       const std::vector<std::string>& roots, bool dirs) {
   std::vector<std::string> out;
   for (const std::string& p : seen) {
-    if (!within_any(p, roots)) continue;
+    if (!path_within_any(p, roots)) continue;
     struct stat st {};
     if (::lstat(p.c_str(), &st) != 0)
       return Error::from_errno(p).context("a host path the learning run opened is gone");
@@ -60,7 +50,7 @@ Result<std::string> resolve_recording_links(const std::string& path, std::vector
     todo.pop_front();
     if (part == ".") continue;
     if (part == "..") {
-      resolved = resolved.empty() ? "" : parent_of(resolved);
+      resolved = resolved.empty() ? "" : parent_path(resolved);
       if (resolved == "/") resolved.clear();
       continue;
     }
@@ -107,7 +97,7 @@ Result<Closure> build_closure(const ObservedAccess& seen, const std::vector<std:
   std::set<std::string> scan;
   for (const std::string& p : recorded) {
     if (std::binary_search(c.dirs.begin(), c.dirs.end(), p)) scan.insert(p);
-    for (std::string d = parent_of(p); d != "/" && within_any(d, roots); d = parent_of(d))
+    for (std::string d = parent_path(p); d != "/" && path_within_any(d, roots); d = parent_path(d))
       if (!scan.insert(d).second) break;  // its ancestors are in already
   }
   for (const char* name : kCompatNames) {

@@ -17,16 +17,6 @@ namespace sealrun::learn {
 
 namespace {
 
-bool at_or_under_any(const std::string& path, const std::vector<std::string>& places) {
-  for (const std::string& place : places) {
-    if (path == place) return true;
-    if (place == "/" || (path.size() > place.size() && path.compare(0, place.size(), place) == 0 &&
-                         path[place.size()] == '/'))
-      return true;
-  }
-  return false;
-}
-
 bool overlaps_any(const std::string& path, const std::vector<std::string>& places) {
   for (const std::string& place : places)
     if (admission::paths_overlap(path, place)) return true;
@@ -47,7 +37,7 @@ CarriedClosure carry_closure(const admission::AdmissionDocument& from,
                              const std::vector<std::string>& places) {
   CarriedClosure out;
   for (const admission::HostFilePin& f : from.host_files) {
-    if (at_or_under_any(f.path, places))
+    if (path_within_any(f.path, places))
       ++out.dropped;
     else
       out.files.push_back(f);
@@ -60,7 +50,7 @@ CarriedClosure carry_closure(const admission::AdmissionDocument& from,
       out.links.push_back(l);
   }
   for (const std::string& d : from.host_dirs) {
-    if (at_or_under_any(d, places))
+    if (path_within_any(d, places))
       ++out.dropped;
     else
       out.dirs.push_back(d);

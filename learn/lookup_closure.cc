@@ -13,16 +13,6 @@ namespace sealrun::learn {
 
 namespace {
 
-std::string parent_of(const std::string& path) {
-  size_t slash = path.rfind('/');
-  return slash == 0 || slash == std::string::npos ? "/" : path.substr(0, slash);
-}
-
-bool within_any(const std::string& path, const std::vector<std::string>& roots) {
-  return std::any_of(roots.begin(), roots.end(),
-                     [&](const std::string& r) { return path_within(path, r); });
-}
-
 // `path` resolved on the host: the links met on the way and where it ends. Without `follow`
 // the last component is not followed (lstat, readlink). nullopt: a loop (the job got ELOOP).
 struct Resolved {
@@ -38,7 +28,7 @@ std::optional<Resolved> resolve_lookup(const std::string& path, bool follow) {
     r.end = *end;
     return r;
   }
-  auto dir = resolve_recording_links(parent_of(path), &r.chain);
+  auto dir = resolve_recording_links(parent_path(path), &r.chain);
   if (!dir) return std::nullopt;
   r.end = (*dir == "/" ? "" : *dir) + "/" + base;
   return r;
@@ -73,7 +63,7 @@ Status add_lookups(const ObservedLookups& looked, const std::vector<std::string>
   std::map<std::string, std::string> links;
   for (const HostLink& l : closure->links) links.emplace(l.path, l.target);
   auto ours = [&](const std::string& p) {
-    return within_any(p, roots) && !within_any(p, excluded);
+    return path_within_any(p, roots) && !path_within_any(p, excluded);
   };
   each_lookup(looked, [&](const std::string& path, bool follow) {
     auto r = resolve_lookup(path, follow);
@@ -106,7 +96,7 @@ Status add_lookups(const ObservedLookups& looked, const std::vector<std::string>
 size_t drop_under_places(const std::vector<std::string>& places, Closure* closure) {
   size_t dropped = 0;
   auto under = [&](const std::string& p) {
-    bool drop = within_any(p, places);
+    bool drop = path_within_any(p, places);
     dropped += drop ? 1 : 0;
     return drop;
   };
@@ -117,7 +107,7 @@ size_t drop_under_places(const std::vector<std::string>& places, Closure* closur
   auto link_in_the_way = [&](const HostLink& l) {
     bool above = std::any_of(places.begin(), places.end(),
                              [&](const std::string& p) { return path_within(p, l.path); });
-    bool drop = above || within_any(l.path, places);
+    bool drop = above || path_within_any(l.path, places);
     dropped += drop ? 1 : 0;
     return drop;
   };
@@ -138,19 +128,19 @@ std::vector<std::string> lacking_in_view(const ObservedLookups& looked,
   for (const HostLink& l : closure.links) all.push_back(l.path);
   all.insert(all.end(), places.begin(), places.end());
   std::sort(all.begin(), all.end());
-  auto shown = [&](const std::string& p) { return within_any(p, places); };
+  auto shown = [&](const std::string& p) { return path_within_any(p, places); };
   std::set<std::string> lacking;
   each_lookup(looked, [&](const std::string& path, bool follow) {
-    if (!within_any(path, roots) || shown(path)) return;
+    if (!path_within_any(path, roots) || shown(path)) return;
     auto r = resolve_lookup(path, follow);
     if (!r) return;
     for (const HostLink& l : r->chain) {
       auto it = links.find(l.path);
-      if (within_any(l.path, roots) && !shown(l.path) &&
+      if (path_within_any(l.path, roots) && !shown(l.path) &&
           (it == links.end() || it->second != l.target))
         lacking.insert(l.path == path ? path : fmt::format("{} (the link {})", path, l.path));
     }
-    if (!within_any(r->end, roots) || shown(r->end)) return;
+    if (!path_within_any(r->end, roots) || shown(r->end)) return;
     struct stat st {};
     if (::lstat(r->end.c_str(), &st) != 0) return;
     bool there = false;
