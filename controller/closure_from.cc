@@ -94,19 +94,8 @@ Result<ClosureFromAdmission> freeze_closure_from(const admission::FreezeRequest&
   learn::Closure now = SEALRUN_TRY_CTX(learn::look_again(carried),
                                        "--closure-from " + options.from + "; nothing was written");
   auto pinned = SEALRUN_TRY(learn::pin_closure(now, options.max_bytes, options.hash_progress));
-  std::string bytes = SEALRUN_TRY(learn::learned_admission_bytes(base, pinned));
-  if (bytes.size() > admission::kMaxAdmissionBytes)
-    return Error::make(
-        fmt::format("the admission would be {} bytes ({} host files), over the "
-                    "admission limit of {} bytes",
-                    bytes.size(), pinned.files.size(), admission::kMaxAdmissionBytes));
-  // What is written must parse as it is (a toolchain or the closure in its place), and write back
-  // to the same bytes.
-  auto reread = admission::parse_admission_bytes(bytes);
-  if (!reread)
-    return std::move(reread).error().context("the admission does not parse; nothing was written");
-  if (admission::canonical_admission_bytes(*reread) != bytes)
-    return Error::make("the admission does not read back to the same bytes; nothing was written");
+  // What is written must parse as it is (a toolchain or the closure in its place).
+  std::string bytes = SEALRUN_TRY(learn::checked_admission_bytes(base, pinned));
   SEALRUN_TRY_CTX(write_file_atomic(request.out, bytes, 0644), "write " + request.out);
   out.hash_ms = monotonic_ms() - started;
   out.path = request.out;

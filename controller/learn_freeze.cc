@@ -130,22 +130,7 @@ Result<LearnedAdmission> freeze_learned(const admission::FreezeRequest& request,
   out.dropped = learn::drop_under_places(places, &closure);
   auto pinned = SEALRUN_TRY(learn::pin_closure(closure, options.max_bytes, options.hash_progress));
   std::string bytes = SEALRUN_TRY(
-      learn::learned_admission_bytes(admission::canonical_admission_bytes(doc), pinned));
-  if (bytes.size() > admission::kMaxAdmissionBytes)
-    return Error::make(fmt::format(
-        "the learned admission would be {} bytes ({} host files), over the admission limit of "
-        "{} bytes; learn a narrower command, or pin a large tree with --toolchain instead",
-        bytes.size(), pinned.files.size(), admission::kMaxAdmissionBytes));
-  // Re-read as freeze does: what is written must parse, and write back to the same bytes (a
-  // closure path the view refuses, e.g. one under /proc or over a mount, fails here, not at run).
-  auto reread = admission::parse_admission_bytes(bytes);
-  if (!reread)
-    return std::move(reread).error().context("the learned admission does not parse; nothing was "
-                                             "written");
-  if (admission::canonical_admission_bytes(*reread) != bytes)
-    return Error::make(
-        "the learned admission does not read back to the same bytes; nothing was "
-        "written");
+      learn::checked_admission_bytes(admission::canonical_admission_bytes(doc), pinned));
   out.hash_ms = monotonic_ms() - started;
 
   // The proving run: the learned admission as `sealrun run` runs it, before anything is written.

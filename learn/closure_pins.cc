@@ -8,6 +8,7 @@
 #include <deque>
 
 #include "admission/canonical_json.h"
+#include "admission/document.h"
 #include "core/hex.h"
 #include "core/strict_json.h"
 #include "core/syscall.h"
@@ -86,6 +87,22 @@ Result<std::string> learned_admission_bytes(std::string_view base, const PinnedC
     doc[key] = value;
   }
   return admission::canonical_json_bytes(doc);
+}
+
+Result<std::string> checked_admission_bytes(std::string_view base, const PinnedClosure& pinned) {
+  std::string bytes = SEALRUN_TRY(learned_admission_bytes(base, pinned));
+  if (bytes.size() > admission::kMaxAdmissionBytes)
+    return Error::make(fmt::format(
+        "the admission would be {} bytes ({} host files), over the admission limit of {} bytes; "
+        "learn a narrower command, or pin a large tree with --tree or --toolchain instead; "
+        "nothing was written",
+        bytes.size(), pinned.files.size(), admission::kMaxAdmissionBytes));
+  auto reread = admission::parse_admission_bytes(bytes);
+  if (!reread)
+    return std::move(reread).error().context("the admission does not parse; nothing was written");
+  if (admission::canonical_admission_bytes(*reread) != bytes)
+    return Error::make("the admission does not read back to the same bytes; nothing was written");
+  return bytes;
 }
 
 }  // namespace sealrun::learn

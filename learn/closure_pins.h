@@ -46,4 +46,9 @@ nlohmann::json closure_fields(const PinnedClosure& pinned);
 // added, in canonical bytes. Refuses a base that already has any of the fields.
 Result<std::string> learned_admission_bytes(std::string_view base, const PinnedClosure& pinned);
 
+// learned_admission_bytes(), checked as freeze checks what it writes: within the admission's size
+// bound, parsing strictly (a closure path the view refuses, e.g. one under /proc or over a mount,
+// fails here, not at run), and writing back to the same bytes. Errors say nothing was written.
+Result<std::string> checked_admission_bytes(std::string_view base, const PinnedClosure& pinned);
+
 }  // namespace sealrun::learn
