@@ -6,12 +6,23 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <array>
 
 #include "core/syscall.h"
 #include "fingerprint/sha256.h"
 
 namespace sealrun {
 namespace {
+
+// The {atime, mtime} an entry is given: both the one epoch, or, without one, atime = the entry's
+// own mtime and mtime kept (so reading the copy leaves no trace of when that happened).
+std::array<struct timespec, 2> stamped_times(std::optional<int64_t> epoch, const struct stat& st) {
+  if (epoch) {
+    struct timespec t = {static_cast<time_t>(*epoch), 0};
+    return {t, t};
+  }
+  return {st.st_mtim, {0, UTIME_OMIT}};
+}
 
 constexpr int kDirFlags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW;
 
@@ -58,14 +69,8 @@ struct Walker {
         auto sub = SEALRUN_TRY(open_at(dir, name, kDirFlags));
         SEALRUN_TRY(stamp(sub.get(), path, epoch));
       }
-      struct timespec times[2];
-      if (epoch) {
-        times[0] = times[1] = {static_cast<time_t>(*epoch), 0};
-      } else {
-        times[0] = st.st_mtim;
-        times[1] = {0, UTIME_OMIT};
-      }
-      if (::utimensat(dir, name.c_str(), times, AT_SYMLINK_NOFOLLOW) != 0)
+      std::array<struct timespec, 2> times = stamped_times(epoch, st);
+      if (::utimensat(dir, name.c_str(), times.data(), AT_SYMLINK_NOFOLLOW) != 0)
         return Error::from_errno(fmt::format("set the times of {}/{}", root, path));
     }
     return ok_status();
@@ -148,14 +153,8 @@ Status stamp_tree_times(const std::string& root, std::optional<int64_t> epoch, s
   auto st = SEALRUN_TRY(fstat_fd(fd.get(), root));
   Walker walker{max_entries, 0, root};
   SEALRUN_TRY(walker.stamp(fd.get(), ".", epoch));
-  struct timespec times[2];
-  if (epoch) {
-    times[0] = times[1] = {static_cast<time_t>(*epoch), 0};
-  } else {
-    times[0] = st.st_mtim;
-    times[1] = {0, UTIME_OMIT};
-  }
-  if (::futimens(fd.get(), times) != 0)
+  std::array<struct timespec, 2> times = stamped_times(epoch, st);
+  if (::futimens(fd.get(), times.data()) != 0)
     return Error::from_errno(fmt::format("set the times of {}", root));
   return ok_status();
 }
