@@ -89,7 +89,10 @@ TEST_F(LearnEtcTest, AUseraddBetweenTwoRunsOfALearnedAdmissionChangesNothing) {
 }
 
 TEST_F(LearnEtcTest, ALearnExcludeLeavesAPathOutAndSaysHowMuch) {
-  auto c = learn("cat /etc/debian_version /etc/os-release > /dev/null", "ex.json",
+  // The job reads the excluded file when it is there, as a build reads an optional input: the
+  // learning run sees the host's, the proving run (the learned view) does not, and both build.
+  auto c = learn("cat /etc/os-release > /dev/null; cat /etc/debian_version 2>/dev/null || true",
+                 "ex.json",
                  {"--learn-exclude", "/etc/debian_version", "--learn-exclude", "/etc/nothing"});
   ASSERT_EQ(c.status.code, 0) << c.err;
   json printed = json::parse(c.out);
@@ -102,6 +105,16 @@ TEST_F(LearnEtcTest, ALearnExcludeLeavesAPathOutAndSaysHowMuch) {
   EXPECT_EQ(files.count("/etc/debian_version"), 0u);
   EXPECT_EQ(files.count(fs::canonical("/etc/os-release").string()), 1u)
       << "what is not excluded is still learned";
+}
+
+// A job that needs what was excluded fails its proving run, which names the path: the exclusion
+// is honest, never a closure that builds only on the learning host.
+TEST_F(LearnEtcTest, AJobThatNeedsAnExcludedPathFailsItsProvingRunNamingIt) {
+  auto c = learn("cat /etc/debian_version > /dev/null", "needs.json",
+                 {"--learn-exclude", "/etc/debian_version"});
+  EXPECT_EQ(c.status.code, 1) << c.err;
+  EXPECT_NE(c.err.find("the learned view lacks: /etc/debian_version"), std::string::npos) << c.err;
+  EXPECT_FALSE(fs::exists(dir_ / "needs.json"));
 }
 
 TEST_F(LearnEtcTest, ANonNormalisedLearnExcludeIsAUsageErrorBeforeLearning) {
