@@ -181,9 +181,11 @@ class RealProjectTest : public RunTest {
     EXPECT_EQ(r1["outputs_list_sha256"], r2["outputs_list_sha256"]);
     // A looked-up /usr is in the view as an empty directory (kind dir) that the closure's files
     // fill; the host's tree is never bound there whole.
-    for (const json& v : r1.value("view", json::array()))
-      if (v.value("job_path", "") == "/usr")
+    for (const json& v : r1.value("view", json::array())) {
+      if (v.value("job_path", "") == "/usr") {
         EXPECT_EQ(v.value("kind", ""), "dir") << "the host's /usr is not in a learned view whole";
+      }
+    }
     expect_generated_etc(r1);
     return {r1, r2};
   }
