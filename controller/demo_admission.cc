@@ -70,8 +70,11 @@ Result<DemoAdmission> demo_admission(const std::string& source, const std::strin
       "1/3 freeze: learning what building {} reads of this host (the job will see only that)\n",
       source));
   auto learned = SEALRUN_TRY_CTX(freeze_learned(freeze, LearnOptions{}), "freeze --learn");
-  say(fmt::format("    learned {} host files, {} links in {} ms; hashed in {} ms\n", learned.files,
-                  learned.links, learned.learn_ms, learned.hash_ms));
+  say(fmt::format(
+      "    learned {} host files, {} links, {} directories in {} ms; hashed in {} ms; the proving "
+      "run built it again in the learned view in {} ms\n",
+      learned.files, learned.links, learned.dirs, learned.learn_ms, learned.hash_ms,
+      learned.prove_ms));
   return DemoAdmission{learned.path, learned.sha256, true, false};
 }
 
