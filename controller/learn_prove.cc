@@ -40,24 +40,45 @@ std::string learn_stderr_tail(const run::RunOutcome& o) {
   return "";
 }
 
-Status prove_learned(const ProveRequest& request) {
-  auto tracer = learn::LookupTracer::create({request.roots, request.excluded, 400000});
+namespace {
+
+// One run of the learned admission through the pipeline, as `sealrun run` runs it; with `tracer`,
+// every lookup and open of the job is recorded into `looked`.
+run::RunOutcome run_learned(const ProveRequest& request, learn::LookupTracer* tracer,
+                            learn::ObservedLookups* looked) {
   run::RunRequest req;
   req.admission_path = request.admission_path;
   req.sha256 = request.sha256;
-  req.id = run::generated_run_id("prove");
+  // Ids of one second's runs are alike: the traced re-run is told apart by its own prefix.
+  req.id = run::generated_run_id(tracer == nullptr ? "prove" : "prove-traced");
   req.mechanism = MechanismKind::kBwrap;
   req.state_dir = request.state_dir;
   req.live_output_fd = request.live_output_fd;
-  learn::ObservedLookups looked;
   // No host trees: the view is the learned admission's, as in `sealrun run`.
-  req.learning = run::LearningRun{{},
-                                  [&](pid_t pid) { return tracer->attach(pid); },
-                                  [&] { looked = tracer->finish(); },
-                                  learn::traced_syscalls(learn::TraceSet::kProving)};
+  if (tracer != nullptr)
+    req.learning = run::LearningRun{{},
+                                    [&](pid_t pid) { return tracer->attach(pid); },
+                                    [&] { *looked = tracer->finish(); },
+                                    learn::traced_syscalls(learn::TraceSet::kProving)};
   run::RunOutcome o = run::run_pipeline(req, run::default_pipeline_deps(mechanism_context()));
-  looked = tracer->finish();  // again: the job may never have started
-  if (o.exit_code == 0 && o.receipt.state == "built") return ok_status();
+  if (tracer != nullptr) *looked = tracer->finish();  // again: the job may never have started
+  return o;
+}
+
+bool built(const run::RunOutcome& o) { return o.exit_code == 0 && o.receipt.state == "built"; }
+
+}  // namespace
+
+// The proving run itself is untraced, exactly a `sealrun run` (a traced run of a fork-heavy build
+// such as a configure script takes about twice as long: every traced call and every fork stops
+// the job for the tracer). Only when it fails is the admission run once more with the tracer, to
+// name what the learned view lacked.
+Status prove_learned(const ProveRequest& request) {
+  run::RunOutcome o = run_learned(request, nullptr, nullptr);
+  if (built(o)) return ok_status();
+  auto tracer = learn::LookupTracer::create({request.roots, request.excluded, 400000});
+  learn::ObservedLookups looked;
+  run_learned(request, tracer.get(), &looked);
   auto lacking = learn::lacking_in_view(looked, request.roots, request.places, request.closure);
   return Error::make(fmt::format(
       "the proving run of the learned admission did not build as the learning run did (exit {}: "

@@ -1,11 +1,12 @@
 // The proving run of `admit freeze --learn`: the learned admission, written to a temporary file,
 // is run once more through the run pipeline exactly as `sealrun run` runs it (its pins verified,
-// bwrap as the job user, the learned view only: no host trees), with the lookup tracer attached
-// (learn/lookup_tracer.h, here also tracing every open, so an open that fails in the learned view
-// is seen). Learning writes its admission only when this run ends `built`, as the learning run did;
-// otherwise the error says what the proving run lacked: the host paths it looked up or opened that
-// exist on the host but not in the learned view (learn/lookup_closure.h lacking_in_view), its exit
-// and reason, and the end of its stderr.
+// bwrap as the job user, the learned view only: no host trees). Learning writes its admission
+// only when this run ends `built`, as the learning run did; otherwise the admission is run once
+// more with the lookup tracer attached (learn/lookup_tracer.h, here also tracing every open, so an
+// open that fails in the learned view is seen), and the error says what the proving run lacked:
+// the host paths that run looked up or opened that exist on the host but not in the learned view
+// (learn/lookup_closure.h lacking_in_view), the proving run's exit and reason, and the end of its
+// stderr.
 #pragma once
 
 #include <cstdint>
