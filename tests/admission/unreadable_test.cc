@@ -25,6 +25,7 @@
 #include "fingerprint/source.h"
 #include "fingerprint/tree.h"
 #include "tests/support/temp_dir.h"
+#include "tests/support/unprivileged.h"
 
 namespace sealrun::admission {
 namespace {
@@ -74,31 +75,9 @@ TEST(Unreadable, MessageAndFreezeError) {
   EXPECT_FALSE(invoking_user_name().empty());
 }
 
-// Runs fn() in a child as nobody (65534) and returns what it returned.
+// fn() as nobody (65534): the tests run as root, who reads a file at mode 000.
 std::string as_nobody(const std::function<std::string()>& fn) {
-  int p[2];
-  if (::pipe2(p, O_CLOEXEC) != 0) return "pipe failed";
-  pid_t pid = ::fork();
-  if (pid == 0) {
-    ::close(p[0]);
-    if (::setgroups(0, nullptr) != 0 || ::setresgid(65534, 65534, 65534) != 0 ||
-        ::setresuid(65534, 65534, 65534) != 0)
-      ::_exit(3);
-    std::string out = fn();
-    (void)!::write(p[1], out.data(), out.size());
-    ::_exit(0);
-  }
-  ::close(p[1]);
-  std::string out;
-  char buf[4096];
-  ssize_t n;
-  while ((n = ::read(p[0], buf, sizeof buf)) > 0) out.append(buf, static_cast<size_t>(n));
-  ::close(p[0]);
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-    return "child failed: status " + std::to_string(status);
-  return out;
+  return sealrun::testing::run_unprivileged(fn);
 }
 
 json checks_json(const std::vector<PinCheck>& checks) {
