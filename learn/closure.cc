@@ -2,6 +2,7 @@
 #include "learn/closure.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -10,6 +11,7 @@
 #include <deque>
 #include <map>
 
+#include "core/syscall.h"
 #include "core/trusted_dir.h"
 
 namespace sealrun::learn {
@@ -62,11 +64,7 @@ Result<std::string> resolve_recording_links(const std::string& path, std::vector
     }
     if (++links > kMaxLinks)
       return Error::make(fmt::format("{}: more than {} symbolic links", path, kMaxLinks));
-    char buf[4096];
-    ssize_t n = ::readlink(candidate.c_str(), buf, sizeof buf);
-    if (n <= 0 || static_cast<size_t>(n) >= sizeof buf)
-      return Error::from_errno("readlink " + candidate);
-    std::string target(buf, static_cast<size_t>(n));
+    std::string target = SEALRUN_TRY(read_link_at(AT_FDCWD, candidate));
     chain->push_back({candidate, target});
     std::deque<std::string> more = path_components(target);
     todo.insert(todo.begin(), more.begin(), more.end());

@@ -2,6 +2,7 @@
 #include "learn/closure_carry.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <string.h>
@@ -12,6 +13,7 @@
 #include <map>
 
 #include "admission/path_rules.h"
+#include "core/syscall.h"
 
 namespace sealrun::learn {
 
@@ -95,12 +97,11 @@ Result<Closure> look_again(const CarriedClosure& carried) {
     std::string why = kind_now(link.path, &st);
     if (why.empty() && !S_ISLNK(st.st_mode)) why = "is no longer a symbolic link";
     if (why.empty()) {
-      std::string target(static_cast<size_t>(st.st_size > 0 ? st.st_size : 0) + 256, '\0');
-      ssize_t n = ::readlink(link.path.c_str(), target.data(), target.size());
-      if (n < 0 || static_cast<size_t>(n) >= target.size())
-        why = fmt::format("cannot be read as a link ({})", n < 0 ? ::strerror(errno) : "too long");
+      auto target = read_link_at(AT_FDCWD, link.path);
+      if (target)
+        link.target = std::move(*target);
       else
-        link.target = target.substr(0, static_cast<size_t>(n));
+        why = fmt::format("cannot be read as a link ({})", target.error().message());
     }
     if (!why.empty()) problem(fmt::format("link {} {}", link.path, why));
   }

@@ -1,6 +1,7 @@
 // add_lookups(), drop_under_places(), lacking_in_view(): see lookup_closure.h.
 #include "learn/lookup_closure.h"
 
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -8,6 +9,8 @@
 #include <algorithm>
 #include <map>
 #include <set>
+
+#include "core/syscall.h"
 
 namespace sealrun::learn {
 
@@ -38,13 +41,6 @@ template <typename F>
 void each_lookup(const ObservedLookups& looked, F&& f) {
   for (const std::string& p : looked.followed) f(p, true);
   for (const std::string& p : looked.unfollowed) f(p, false);
-}
-
-std::optional<std::string> read_link(const std::string& path) {
-  char buf[4096];
-  ssize_t n = ::readlink(path.c_str(), buf, sizeof buf);
-  if (n <= 0 || static_cast<size_t>(n) >= sizeof buf) return std::nullopt;
-  return std::string(buf, static_cast<size_t>(n));
 }
 
 // Whether sorted `paths` holds one strictly below `dir`.
@@ -78,7 +74,7 @@ Status add_lookups(const ObservedLookups& looked, const std::vector<std::string>
     } else if (S_ISDIR(st.st_mode)) {
       dirs.insert(r->end);
     } else if (S_ISLNK(st.st_mode)) {
-      if (auto target = read_link(r->end)) links.emplace(r->end, *target);
+      if (auto target = read_link_at(AT_FDCWD, r->end)) links.emplace(r->end, *target);
     }
   });
   if (files.size() > max_files)
