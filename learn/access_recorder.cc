@@ -41,6 +41,12 @@ bool path_within_any(const std::string& path, const std::vector<std::string>& ro
                      [&](const std::string& r) { return path_within(path, r); });
 }
 
+bool path_overlaps_any(const std::string& path, const std::vector<std::string>& places) {
+  return std::any_of(places.begin(), places.end(), [&](const std::string& p) {
+    return path_within(path, p) || path_within(p, path);
+  });
+}
+
 std::string parent_path(const std::string& path) {
   size_t slash = path.rfind('/');
   return slash == 0 || slash == std::string::npos ? "/" : path.substr(0, slash);

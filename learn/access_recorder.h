@@ -95,6 +95,8 @@ std::vector<std::string> mounts_to_mark(const std::vector<std::string>& points,
 bool path_within(const std::string& path, const std::string& root);
 // `path` is one of `roots` or below one.
 bool path_within_any(const std::string& path, const std::vector<std::string>& roots);
+// `path` is one of `places`, below one, or above one (a link there would be the way into it).
+bool path_overlaps_any(const std::string& path, const std::vector<std::string>& places);
 // The directory holding `path` ("/" for a top-level name and for "/").
 std::string parent_path(const std::string& path);
 

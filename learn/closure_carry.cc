@@ -12,20 +12,9 @@
 #include <algorithm>
 #include <map>
 
-#include "admission/path_rules.h"
 #include "core/syscall.h"
 
 namespace sealrun::learn {
-
-namespace {
-
-bool overlaps_any(const std::string& path, const std::vector<std::string>& places) {
-  for (const std::string& place : places)
-    if (admission::paths_overlap(path, place)) return true;
-  return false;
-}
-
-}  // namespace
 
 std::vector<std::string> pinned_places(const admission::AdmissionDocument& doc) {
   std::vector<std::string> places = {doc.mounts.source, doc.mounts.output, doc.mounts.scratch,
@@ -46,7 +35,7 @@ CarriedClosure carry_closure(const admission::AdmissionDocument& from,
   }
   // A link above a pinned place would be the way into it: the place wins there too.
   for (const admission::HostLinkPin& l : from.host_links) {
-    if (overlaps_any(l.path, places))
+    if (path_overlaps_any(l.path, places))
       ++out.dropped;
     else
       out.links.push_back(l);

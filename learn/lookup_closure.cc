@@ -101,9 +101,7 @@ size_t drop_under_places(const std::vector<std::string>& places, Closure* closur
   closure->dirs.erase(std::remove_if(closure->dirs.begin(), closure->dirs.end(), under),
                       closure->dirs.end());
   auto link_in_the_way = [&](const HostLink& l) {
-    bool above = std::any_of(places.begin(), places.end(),
-                             [&](const std::string& p) { return path_within(p, l.path); });
-    bool drop = above || path_within_any(l.path, places);
+    bool drop = path_overlaps_any(l.path, places);
     dropped += drop ? 1 : 0;
     return drop;
   };

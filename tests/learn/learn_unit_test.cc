@@ -52,6 +52,19 @@ TEST(PathWithinTest, ComponentBoundaries) {
   EXPECT_TRUE(path_within("/anything", "/"));
 }
 
+TEST(PathWithinTest, AnyAndOverlapping) {
+  const std::vector<std::string> places = {"/src", "/usr/share/cmake-3.25"};
+  EXPECT_TRUE(path_within_any("/src/a", places));
+  EXPECT_FALSE(path_within_any("/usr/share", places));
+  EXPECT_TRUE(path_overlaps_any("/usr/share", places)) << "above a place: the way into it";
+  EXPECT_TRUE(path_overlaps_any("/usr/share/cmake-3.25/Modules", places));
+  EXPECT_FALSE(path_overlaps_any("/usr/share/cmake", places));
+  EXPECT_FALSE(path_overlaps_any("/srcx", places));
+  EXPECT_EQ(parent_path("/usr/bin"), "/usr");
+  EXPECT_EQ(parent_path("/usr"), "/");
+  EXPECT_EQ(parent_path("/"), "/");
+}
+
 TEST(ResolveLinksTest, RecordsEveryLinkOfTheChainIncludingDirectoryLinks) {
   TempDir t;
   fs::create_directories(t / "real/bin");
