@@ -11,8 +11,8 @@
 #include <optional>
 
 #include "admission/unreadable.h"
-#include "core/generated_etc.h"
 #include "admission/verify_source_mtimes.h"
+#include "core/generated_etc.h"
 #include "core/temp_dir.h"
 #include "fingerprint/cached_tree.h"
 #include "fingerprint/file_hash.h"

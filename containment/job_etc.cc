@@ -8,6 +8,7 @@
 
 #include <set>
 
+#include "containment/view_plan.h"
 #include "core/generated_etc.h"
 #include "core/syscall.h"
 #include "fingerprint/sha256.h"
@@ -17,12 +18,6 @@ namespace sealrun {
 namespace {
 
 constexpr uint32_t kNobody = 65534;
-
-// `path` is `dir` or lies below it.
-bool at_or_below(std::string_view path, std::string_view dir) {
-  return path == dir || dir == "/" ||
-         (path.size() > dir.size() && path.substr(0, dir.size()) == dir && path[dir.size()] == '/');
-}
 
 // A name that cannot break a passwd or group line (':' and newlines separate its fields).
 std::string field_safe(const std::string& name) {

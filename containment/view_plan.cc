@@ -9,13 +9,12 @@
 
 namespace sealrun {
 
-namespace {
-
-// `path` is `dir` or lies below it ("/usr/bin" and "/usr", not "/usrx").
 bool at_or_below(std::string_view path, std::string_view dir) {
   return path == dir || dir == "/" ||
          (path.size() > dir.size() && path.substr(0, dir.size()) == dir && path[dir.size()] == '/');
 }
+
+namespace {
 
 // a == b, or one lies below the other.
 bool overlaps(std::string_view a, std::string_view b) {

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "containment/spec.h"
@@ -17,6 +18,10 @@ namespace sealrun {
 
 // What the job's root is: an empty tmpfs (bwrap without an image) or the pinned image (podman).
 enum class ViewRoot { kEmptyTmpfs, kImage };
+
+// `path` is `dir` or lies below it ("/usr/bin" and "/usr", not "/usrx"): where a view entry at
+// `path` would be covered by a mount at `dir`.
+bool at_or_below(std::string_view path, std::string_view dir);
 
 // The whole view in mount order: the root (an image), /proc, /dev, /tmp, then the spec's mounts
 // (mount_index set), then its closure files and links (links only in an empty-tmpfs root: an
