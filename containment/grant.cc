@@ -25,7 +25,16 @@ DimensionSet MechanismProbe::enforceable() const {
   return out;
 }
 
-namespace {
+GroupCapabilities group_capabilities(const std::vector<resgroup::BackendProbe>& probes) {
+  GroupCapabilities groups;
+  for (const auto& p : probes) {
+    if (!p.available) continue;
+    groups.memory = groups.memory || p.memory_max;
+    groups.process_count = groups.process_count || p.pids_max;
+    if (groups.backend.empty()) groups.backend = std::string(resgroup::backend_name(p.backend));
+  }
+  return groups;
+}
 
 DimensionSet group_dimensions(const GroupCapabilities& groups) {
   DimensionSet out;
@@ -33,6 +42,8 @@ DimensionSet group_dimensions(const GroupCapabilities& groups) {
   if (groups.process_count) out.insert(Dimension::kProcessCount);
   return out;
 }
+
+namespace {
 
 // A probe must not throw (mechanism.h), but a broken one must not take the controller down or,
 // worse, be taken as available.

@@ -11,6 +11,7 @@
 
 #include "core/dimension.h"
 #include "containment/mechanism.h"
+#include "containment/resgroup/resource_group.h"
 #include "containment/spec.h"
 #include "core/result.h"
 
@@ -36,6 +37,12 @@ struct GroupCapabilities {
   bool process_count = false;
   std::string backend;  // for messages
 };
+
+// What the available back ends among `probes` (resgroup::probe_backends(), strongest first) can
+// limit, and the first of them by name.
+GroupCapabilities group_capabilities(const std::vector<resgroup::BackendProbe>& probes);
+// The dimensions those are: memory, process_count.
+DimensionSet group_dimensions(const GroupCapabilities& groups);
 
 // `mechanisms` are ranked strongest first. On refusal the error names every missing dimension and
 // every mechanism tried.

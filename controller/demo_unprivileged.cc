@@ -12,7 +12,9 @@
 #include <filesystem>
 
 #include "admission/unreadable.h"
+#include "containment/grant.h"
 #include "containment/mechanism_registry.h"
+#include "containment/view_plan.h"
 #include "containment/resgroup/resource_group.h"
 #include "controller/host_config.h"
 #include "core/process.h"
@@ -24,13 +26,6 @@ namespace sealrun::cli {
 namespace fs = std::filesystem;
 
 namespace {
-
-bool inside(const std::string& path, const std::string& dir) {
-  if (dir.empty()) return false;
-  if (dir == "/") return true;
-  return path == dir || (path.size() > dir.size() && path.compare(0, dir.size(), dir) == 0 &&
-                         path[dir.size()] == '/');
-}
 
 // The real path of `path`, or why not.
 Result<std::string> real(const std::string& path) {
@@ -93,7 +88,7 @@ std::vector<std::string> outermost_dirs(std::vector<std::string> dirs) {
     // Sorted, so a directory's ancestors among `dirs` come before it; all kept ones are checked,
     // not the last ("/usr/lib-x" sorts between "/usr/lib" and "/usr/lib/y").
     bool nested = std::any_of(out.begin(), out.end(),
-                              [&](const std::string& kept) { return inside(d, kept); });
+                              [&](const std::string& kept) { return at_or_below(d, kept); });
     if (!nested) out.push_back(d);
   }
   return out;
@@ -146,7 +141,7 @@ Result<CompilerTrees> compiler_trees(const std::string& compiler, const std::str
     }
   // Trees must not overlap: the one holding cc1's directory is the toolchain, the rest are trees.
   for (std::string& d : outermost_dirs(std::move(dirs))) {
-    if (inside(cc1_dir, d))
+    if (at_or_below(cc1_dir, d))
       out.toolchain = std::move(d);
     else
       out.trees.push_back(std::move(d));
@@ -184,12 +179,8 @@ std::string missing_containment_line(const DimensionSet& missing, const std::str
 std::optional<DimensionSet> unprivileged_containment_gap(const std::string& state_dir,
                                                          const DimensionSet& required) {
   // As the run's grant counts them (run_stage_containment.cc): any available back end's limits.
-  DimensionSet from_groups;
-  for (const auto& p : resgroup::probe_backends()) {
-    if (!p.available) continue;
-    if (p.memory_max) from_groups.insert(Dimension::kMemory);
-    if (p.pids_max) from_groups.insert(Dimension::kProcessCount);
-  }
+  const GroupCapabilities groups = group_capabilities(resgroup::probe_backends());
+  const DimensionSet from_groups = group_dimensions(groups);
   // What only a group can give is there: the rest is the mechanism's, and the run says if not.
   const DimensionSet group_dims{Dimension::kMemory, Dimension::kProcessCount};
   if ((group_dims & required).subset_of(from_groups)) return std::nullopt;
@@ -202,7 +193,7 @@ std::optional<DimensionSet> unprivileged_containment_gap(const std::string& stat
     auto mechanism = make_mechanism(kind, context);
     MechanismProbe probe = mechanism->probe();
     if (!probe.available) continue;
-    candidates.push_back({probe.name, probe.enforceable() | from_groups});
+    candidates.push_back({probe.name, enforced_dimensions(probe, groups, required)});
   }
   if (candidates.empty()) return std::nullopt;  // the run names each mechanism and why
   return missing_dimensions(candidates, required);

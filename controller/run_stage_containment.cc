@@ -83,14 +83,8 @@ StageStatus stage_acquire_grant(RunContext& run) {
     run.mechanisms.push_back(run.deps.make_mechanism(kind, run.mechanism_context));
     ranked.push_back(run.mechanisms.back().get());
   }
-  GroupCapabilities groups;
   run.group_probes = run.deps.probe_groups();
-  for (const auto& p : run.group_probes) {
-    if (!p.available) continue;
-    groups.memory = groups.memory || p.memory_max;
-    groups.process_count = groups.process_count || p.pids_max;
-    if (groups.backend.empty()) groups.backend = std::string(resgroup::backend_name(p.backend));
-  }
+  const GroupCapabilities groups = group_capabilities(run.group_probes);
   ContainmentSpec spec =
       containment_spec(*run.admitted, run.layout, run.req.id, run.req.mode, run.req.vary);
   if (run.req.learning) add_learning_mounts(*run.req.learning, spec);
