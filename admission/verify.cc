@@ -151,7 +151,10 @@ PinCheck check_manifest(const SourcePin& s, const VerifyOptions& options, std::s
     // A run verifies (and then shows the job) a private snapshot of a plain tree, so that a change
     // on the host after this check cannot reach the job.
     root = options.source_export_dir;
-    if (Status st = snapshot_tree(s.path, root); !st.ok()) {
+    // The copies' times: the host's where they are pinned, else stamped over after this check.
+    SnapshotTimes times =
+        s.mtimes == SourceMtimes::kPreserved ? SnapshotTimes::kHost : SnapshotTimes::kCopyTime;
+    if (Status st = snapshot_tree(s.path, root, times); !st.ok()) {
       c.observed = "error: snapshot of " + s.path + ": " + st.error().message();
       return c;
     }

@@ -16,18 +16,21 @@ namespace {
 
 constexpr int kDirFlags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW;
 
-// The host's mtime, as atime too (source_mtimes.h: what a run shows the job is then either these,
-// pinned, or one fixed time stamped over them).
-Status keep_mtime(int fd, const struct stat& st, const std::string& shown) {
-  struct timespec times[2] = {st.st_mtim, st.st_mtim};
-  if (::futimens(fd, times) != 0)
-    return Error::from_errno(fmt::format("set the times of {}", shown));
-  return ok_status();
-}
-
 struct Copier {
+  SnapshotTimes times;
   size_t max_entries;
   size_t entries = 0;
+
+  // The host's mtime, as atime too, on the copy `fd` (or on `name` in `dir` when fd is -1: a
+  // symlink, which has no descriptor of its own) when the host's times are kept.
+  Status keep_mtime(int fd, int dir, const std::string& name, const struct stat& st,
+                    const std::string& shown) const {
+    if (times != SnapshotTimes::kHost) return ok_status();
+    struct timespec t[2] = {st.st_mtim, st.st_mtim};
+    int r = fd >= 0 ? ::futimens(fd, t) : ::utimensat(dir, name.c_str(), t, AT_SYMLINK_NOFOLLOW);
+    if (r != 0) return Error::from_errno(fmt::format("set the times of {}", shown));
+    return ok_status();
+  }
 
   Status copy_file(int from_dir, int to_dir, const std::string& name, const struct stat& st,
                    const std::string& shown) {
@@ -45,7 +48,7 @@ struct Copier {
     }
     if (::fchmod(out.get(), st.st_mode & 0777) != 0)
       return Error::from_errno(fmt::format("chmod {}", shown));
-    return keep_mtime(out.get(), now, shown);
+    return keep_mtime(out.get(), -1, {}, now, shown);
   }
 
   Status copy_dir(int from_dir, int to_dir, const std::string& shown) {
@@ -62,7 +65,7 @@ struct Copier {
         SEALRUN_TRY(copy_dir(from.get(), to.get(), path));
         if (::fchmod(to.get(), st.st_mode & 0777) != 0)
           return Error::from_errno(fmt::format("chmod {}", path));
-        SEALRUN_TRY(keep_mtime(to.get(), st, path));  // after its entries were made
+        SEALRUN_TRY(keep_mtime(to.get(), -1, {}, st, path));  // after its entries were made
       } else if (S_ISREG(st.st_mode)) {
         SEALRUN_TRY(copy_file(from_dir, to_dir, name, st, path));
       } else if (S_ISLNK(st.st_mode)) {
@@ -73,9 +76,7 @@ struct Copier {
         if (::symlinkat(std::string(target.data(), static_cast<size_t>(n)).c_str(), to_dir,
                         name.c_str()) != 0)
           return Error::from_errno(fmt::format("symlink {}", path));
-        struct timespec times[2] = {st.st_mtim, st.st_mtim};
-        if (::utimensat(to_dir, name.c_str(), times, AT_SYMLINK_NOFOLLOW) != 0)
-          return Error::from_errno(fmt::format("set the times of {}", path));
+        SEALRUN_TRY(keep_mtime(-1, to_dir, name, st, path));
       }
       // FIFOs, sockets, devices: not part of what a source is (the manifest lists regular files).
     }
@@ -85,17 +86,18 @@ struct Copier {
 
 }  // namespace
 
-Status snapshot_tree(const std::string& root, const std::string& dest, size_t max_entries) {
+Status snapshot_tree(const std::string& root, const std::string& dest, SnapshotTimes times,
+                     size_t max_entries) {
   auto from = SEALRUN_TRY_CTX(open_at(AT_FDCWD, root, kDirFlags), "source tree");
   auto st = SEALRUN_TRY(fstat_fd(from.get(), root));
   if (::mkdir(dest.c_str(), 0700) != 0)
     return Error::from_errno(fmt::format("mkdir {} (the snapshot must be new)", dest));
   auto to = SEALRUN_TRY(open_at(AT_FDCWD, dest, kDirFlags));
-  Copier copier{max_entries};
+  Copier copier{times, max_entries};
   SEALRUN_TRY_CTX(copier.copy_dir(from.get(), to.get(), root), "snapshot of " + root);
   if (::fchmod(to.get(), st.st_mode & 0777) != 0)
     return Error::from_errno(fmt::format("chmod {}", dest));
-  return keep_mtime(to.get(), st, dest);
+  return copier.keep_mtime(to.get(), -1, {}, st, dest);
 }
 
 }  // namespace sealrun

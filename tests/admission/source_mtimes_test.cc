@@ -400,6 +400,12 @@ TEST(SourceMtimesStamp, EveryEntryLinksIncludedGetsTheTimeChildrenBeforeTheirDir
   ASSERT_TRUE(host.ok() && snap.ok());
   EXPECT_EQ(mtimes_listing(*snap), mtimes_listing(*host));
   EXPECT_NE(mtimes_listing(*snap).find("link\t1600000001.000000043\n"), std::string::npos);
+  // For a fixed source the copy's times are stamped over afterwards: the host's are not copied.
+  ASSERT_TRUE(snapshot_tree(root, dir / "fresh", SnapshotTimes::kCopyTime).ok());
+  auto fresh = list_mtimes(dir / "fresh");
+  ASSERT_TRUE(fresh.ok());
+  EXPECT_EQ(mtimes_listing(*fresh).find("1600000001.000000043"), std::string::npos);
+  EXPECT_EQ(mtimes_listing(*fresh).find("1600000000.000000042"), std::string::npos);
 }
 
 TEST(SourceMtimesGit, AGitSourceIsFixedAtItsCommitTimeAndCannotBePreserved) {
