@@ -26,6 +26,9 @@ inline constexpr std::string_view kSchema = "sealrun-admission-v1";
 // An admission is read whole into memory; nothing legitimate comes near this.
 inline constexpr size_t kMaxAdmissionBytes = 1024 * 1024;
 
+// The latest source_date_epoch (and source.mtime_epoch) an admission takes: 9999-12-31T23:59:59Z.
+inline constexpr uint64_t kMaxSourceDateEpoch = 253402300799ull;
+
 inline constexpr uint64_t kGiB = 1024ull * 1024 * 1024;
 inline constexpr uint64_t kMiBytes = 1024ull * 1024;
 

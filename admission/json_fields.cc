@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "admission/document.h"
 #include "admission/path_rules.h"
@@ -71,6 +72,36 @@ bool FieldReader::string(const json& v, const std::string& path, std::string* ou
     return false;
   }
   *out = v.get<std::string>();
+  return true;
+}
+
+bool FieldReader::integer(const json& v, const std::string& path, uint64_t min, uint64_t max,
+                          uint64_t* out) const {
+  // A whole number too large for 64 bits is read as a float by the JSON parser: it is out of
+  // range, not "fractional".
+  if (v.is_number_float() && std::isfinite(v.get<double>()) &&
+      v.get<double>() == std::floor(v.get<double>()) && std::fabs(v.get<double>()) >= 9.2e18) {
+    problem_(path, fmt::format("expected an integer between {} and {}, got a number out of range "
+                            "(about {:.3g})",
+                            min, max, v.get<double>()));
+    return false;
+  }
+  if (!v.is_number_integer()) {
+    problem_(path, fmt::format("expected {} integer, got {}",
+                            min > 0 ? "a positive" : "a non-negative", json_type_of(v)));
+    return false;
+  }
+  if (v.is_number_integer() && !v.is_number_unsigned() && v.get<int64_t>() < 0) {
+    problem_(path, fmt::format("expected an integer between {} and {}, got {}", min, max,
+                            v.get<int64_t>()));
+    return false;
+  }
+  uint64_t x = v.get<uint64_t>();
+  if (x < min || x > max) {
+    problem_(path, fmt::format("expected an integer between {} and {}, got {}", min, max, x));
+    return false;
+  }
+  *out = x;
   return true;
 }
 

@@ -27,6 +27,9 @@ class FieldReader {
   bool object(const nlohmann::json& v, const std::string& path) const;
   bool array(const nlohmann::json& v, const std::string& path, size_t max) const;
   bool string(const nlohmann::json& v, const std::string& path, std::string* out) const;
+  // A whole number within [min, max] (signed in a document built in memory, unsigned as read).
+  bool integer(const nlohmann::json& v, const std::string& path, uint64_t min, uint64_t max,
+               uint64_t* out) const;
   // A string that is an admissible absolute path (path_rules.h).
   bool abs_path(const nlohmann::json& v, const std::string& path, std::string* out) const;
   // 64 lower-case hex digits.

@@ -6,7 +6,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cmath>
 #include <regex>
 #include <set>
 
@@ -58,7 +57,7 @@ class Parser {
     if (root.contains("command")) command(root["command"], &doc.command);
     if (root.contains("source_date_epoch")) {
       uint64_t v = 0;
-      if (integer(root["source_date_epoch"], "source_date_epoch", 0, 253402300799ull, &v))
+      if (integer(root["source_date_epoch"], "source_date_epoch", 0, kMaxSourceDateEpoch, &v))
         doc.source_date_epoch = static_cast<int64_t>(v);
     }
     if (root.contains("env")) env(root["env"], &doc.env);
@@ -128,32 +127,7 @@ class Parser {
   }
 
   bool integer(const json& v, const std::string& path, uint64_t min, uint64_t max, uint64_t* out) {
-    // A whole number too large for 64 bits is read as a float by the JSON parser: it is out of
-    // range, not "fractional".
-    if (v.is_number_float() && std::isfinite(v.get<double>()) &&
-        v.get<double>() == std::floor(v.get<double>()) && std::fabs(v.get<double>()) >= 9.2e18) {
-      error(path, fmt::format("expected an integer between {} and {}, got a number out of range "
-                              "(about {:.3g})",
-                              min, max, v.get<double>()));
-      return false;
-    }
-    if (!v.is_number_integer()) {
-      error(path, fmt::format("expected {} integer, got {}",
-                              min > 0 ? "a positive" : "a non-negative", json_type_of(v)));
-      return false;
-    }
-    if (v.is_number_integer() && !v.is_number_unsigned() && v.get<int64_t>() < 0) {
-      error(path, fmt::format("expected an integer between {} and {}, got {}", min, max,
-                              v.get<int64_t>()));
-      return false;
-    }
-    uint64_t x = v.get<uint64_t>();
-    if (x < min || x > max) {
-      error(path, fmt::format("expected an integer between {} and {}, got {}", min, max, x));
-      return false;
-    }
-    *out = x;
-    return true;
+    return fields_.integer(v, path, min, max, out);
   }
 
   bool prefixed_digest(const json& v, const std::string& path, std::string* out) {

@@ -12,23 +12,7 @@ using nlohmann::json;
 
 namespace {
 
-constexpr uint64_t kMaxEpoch = 253402300799ull;  // 9999-12-31T23:59:59Z, as source_date_epoch
 constexpr size_t kMaxListed = 1000000;
-
-bool epoch_value(const json& v, const std::string& path, const ProblemSink& problem, int64_t* out) {
-  // A document assembled in memory holds signed integers; one read from text, unsigned ones.
-  bool in_range = v.is_number_unsigned() ? v.get<uint64_t>() <= kMaxEpoch
-                                         : v.is_number_integer() && v.get<int64_t>() >= 0 &&
-                                               v.get<uint64_t>() <= kMaxEpoch;
-  if (!in_range) {
-    problem(path, fmt::format("expected an integer between 0 and {} (seconds since the epoch), "
-                              "got {}",
-                              kMaxEpoch, v.is_number() ? v.dump() : json_type_of(v)));
-    return false;
-  }
-  *out = static_cast<int64_t>(v.get<uint64_t>());
-  return true;
-}
 
 void parse_list(const json& v, std::vector<MtimeEntry>* out, const FieldReader& r,
                 const ProblemSink& problem) {
@@ -87,10 +71,11 @@ void parse_source_mtimes(const json& root, AdmissionDocument* doc, const Problem
         problem(std::string("source.") + key,
                 "only with source.mtimes \"preserved\" (\"fixed\" gives every entry "
                 "source.mtime_epoch)");
-    int64_t epoch = 0;
+    uint64_t read = 0;
     if (!v.contains("mtime_epoch") ||
-        !epoch_value(v["mtime_epoch"], "source.mtime_epoch", problem, &epoch))
+        !r.integer(v["mtime_epoch"], "source.mtime_epoch", 0, kMaxSourceDateEpoch, &read))
       return;  // an older admission: fixed at source_date_epoch
+    const auto epoch = static_cast<int64_t>(read);
     const json* sde = root.contains("source_date_epoch") ? &root["source_date_epoch"] : nullptr;
     if (sde && sde->is_number_integer() && doc->source_date_epoch != epoch) {
       problem("source.mtime_epoch",

@@ -6,6 +6,7 @@
 
 #include <charconv>
 
+#include "admission/document.h"
 #include "admission/path_rules.h"
 
 namespace sealrun::remote {
@@ -23,9 +24,6 @@ std::string shown(const std::string& value) {
 }
 
 bool has_nul(const std::string& s) { return s.find('\0') != std::string::npos; }
-
-// The highest epoch an admission takes (9999-12-31T23:59:59Z).
-constexpr int64_t kMaxSourceDateEpoch = 253402300799;
 
 }  // namespace
 
@@ -94,11 +92,11 @@ Result<CheckedAction> check_action(const ActionFields& f, const std::string& sou
     int64_t epoch = -1;
     auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), epoch);
     if (ec != std::errc() || end != text.data() + text.size() || epoch < 0 ||
-        epoch > kMaxSourceDateEpoch)
+        static_cast<uint64_t>(epoch) > admission::kMaxSourceDateEpoch)
       return Error::make(fmt::format(
           "environment_variables SOURCE_DATE_EPOCH \"{}\": expected seconds since the epoch "
           "(0 to {})",
-          shown(text), kMaxSourceDateEpoch));
+          shown(text), admission::kMaxSourceDateEpoch));
     a.source_date_epoch = epoch;
     a.env.erase(it);
   }
