@@ -6,7 +6,6 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
-#include <climits>
 #include <ctime>
 
 namespace sealrun {
@@ -28,16 +27,6 @@ Result<struct stat> lstat_at(int dirfd, const std::string& path) {
   if (::fstatat(dirfd, path.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0)
     return Error::from_errno(fmt::format("lstat {}", path));
   return st;
-}
-
-Result<std::string> read_link_at(int dirfd, const std::string& path) {
-  char buf[PATH_MAX];
-  ssize_t n = ::readlinkat(dirfd, path.c_str(), buf, sizeof buf);
-  if (n < 0) return Error::from_errno(fmt::format("readlink {}", path));
-  if (static_cast<size_t>(n) >= sizeof buf)
-    return Error::make(
-        fmt::format("readlink {}: the target is longer than {} bytes", path, sizeof buf - 1));
-  return std::string(buf, static_cast<size_t>(n));
 }
 
 Status write_all(int fd, std::string_view bytes, const std::string& what) {

@@ -29,9 +29,6 @@ auto retry_eintr(Fn&& fn) -> decltype(fn()) {
 Result<UniqueFd> open_at(int dirfd, const std::string& path, int flags, mode_t mode = 0);
 Result<struct stat> fstat_fd(int fd, const std::string& what);
 Result<struct stat> lstat_at(int dirfd, const std::string& path);
-// readlink(2): the link's text exactly (no NUL added by the kernel, none expected); an error for a
-// target that fills the whole PATH_MAX buffer (it may have been cut).
-Result<std::string> read_link_at(int dirfd, const std::string& path);
 
 // Writes every byte (retrying short writes and EINTR).
 Status write_all(int fd, std::string_view bytes, const std::string& what);

@@ -12,6 +12,7 @@
 #include <map>
 
 #include "core/syscall.h"
+#include "fingerprint/dir_listing.h"
 #include "core/trusted_dir.h"
 
 namespace sealrun::learn {
@@ -64,7 +65,7 @@ Result<std::string> resolve_recording_links(const std::string& path, std::vector
     }
     if (++links > kMaxLinks)
       return Error::make(fmt::format("{}: more than {} symbolic links", path, kMaxLinks));
-    std::string target = SEALRUN_TRY(read_link_at(AT_FDCWD, candidate));
+    std::string target = SEALRUN_TRY(read_link_at(AT_FDCWD, candidate.c_str(), st, candidate));
     chain->push_back({candidate, target});
     std::deque<std::string> more = path_components(target);
     todo.insert(todo.begin(), more.begin(), more.end());

@@ -13,6 +13,7 @@
 #include <map>
 
 #include "core/syscall.h"
+#include "fingerprint/dir_listing.h"
 
 namespace sealrun::learn {
 
@@ -86,7 +87,7 @@ Result<Closure> look_again(const CarriedClosure& carried) {
     std::string why = kind_now(link.path, &st);
     if (why.empty() && !S_ISLNK(st.st_mode)) why = "is no longer a symbolic link";
     if (why.empty()) {
-      auto target = read_link_at(AT_FDCWD, link.path);
+      auto target = read_link_at(AT_FDCWD, link.path.c_str(), st, link.path);
       if (target)
         link.target = std::move(*target);
       else

@@ -11,6 +11,7 @@
 #include <set>
 
 #include "core/syscall.h"
+#include "fingerprint/dir_listing.h"
 
 namespace sealrun::learn {
 
@@ -74,7 +75,8 @@ Status add_lookups(const ObservedLookups& looked, const std::vector<std::string>
     } else if (S_ISDIR(st.st_mode)) {
       dirs.insert(r->end);
     } else if (S_ISLNK(st.st_mode)) {
-      if (auto target = read_link_at(AT_FDCWD, r->end)) links.emplace(r->end, *target);
+      if (auto target = read_link_at(AT_FDCWD, r->end.c_str(), st, r->end))
+        links.emplace(r->end, *target);
     }
   });
   if (files.size() > max_files)
