@@ -1,4 +1,4 @@
-// The receipt: the bounded record of one run that an auditor reads (CONTRACT.md "The receipt").
+// The receipt: the bounded record of one run that an auditor reads (docs/receipt.md).
 // Built as plain values by the run pipeline, rendered as canonical JSON (sorted keys, no
 // insignificant whitespace) with a SHA-256 digest over everything but the digest itself, shrunk
 // to fit receipt_max_bytes, and written atomically. Shrinking sheds only illustrative detail
@@ -122,7 +122,7 @@ struct CleanupAction {
   std::string detail;
 };
 
-// What the owned space was (CONTRACT.md, "Growth enforced by the kernel"): a file system of its
+// What the owned space was (docs/growth.md): a file system of its
 // own, or a directory guarded by the walking census, and why not a file system when not.
 struct OwnedSpaceRecord {
   std::string kind;  // "filesystem" | "directory"

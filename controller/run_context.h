@@ -32,7 +32,7 @@
 
 namespace sealrun::run {
 
-// Why a stage stopped the run: the exit code it means (CONTRACT.md) and what a person reads.
+// Why a stage stopped the run: the exit code it means (docs/contract.md) and what a person reads.
 struct StageFailure {
   int exit_code = 0;
   std::string reason;

@@ -1,4 +1,4 @@
-// `sealrun run`: the pipeline of CONTRACT.md, one stage per step — (1) read the admission and check
+// `sealrun run`: docs/contract.md's pipeline, one stage per step — (1) read the admission and check
 // its digest, (2) verify every pin, (3) claim fresh owned roots, (4) acquire a containment grant,
 // (5) put the job's resource group in place with its limits read back, (6) prepare the growth
 // census, (7) run the job contained, (8) post-run checks (toolchain, outputs, logs) — and (9) a
@@ -58,7 +58,7 @@ struct RunRequest {
 };
 
 struct RunOutcome {
-  int exit_code = 0;         // CONTRACT.md exit codes
+  int exit_code = 0;         // docs/contract.md, exit codes
   std::string receipt_path;  // empty when no receipt could be written (e.g. the id was taken)
   receipt::Receipt receipt;
   std::string message;  // for stderr when something went wrong outside the receipt
