@@ -288,7 +288,7 @@ Result<json> receipt_to_statement(const json& receipt, const std::string& receip
 namespace {
 
 Result<json> statement_of(std::string_view receipt_bytes, const ExportOptions& options) {
-  // The receipt's own bounds (CONTRACT.md: at most 1 MiB, depth within core's default).
+  // The receipt's own bounds (docs/contract.md: at most 1 MiB, depth within core's default).
   if (receipt_bytes.size() > 1024 * 1024)
     return Error::make(
         fmt::format("the receipt is {} bytes; a receipt is at most 1 MiB", receipt_bytes.size()));

@@ -1,7 +1,7 @@
 // The growth-census thread: every interval it measures the owned and result trees and the free
 // space, keeps a bounded, decimated list of samples, and calls the stop callback once when a guard
 // trips and once when the census could not measure (the trip "census_failed": a census that cannot
-// measure is not a zero). It has no authority of its own beyond that callback (DESIGN.md): the
+// measure is not a zero). It has no authority beyond that callback (docs/style.md D6): the
 // controller decides what stopping means (in enforcing mode a census failure stops the job; in
 // report-only mode it is recorded).
 //

@@ -54,7 +54,7 @@ std::vector<std::string> global_args(const StorageLayout& l, const HostFacts& f)
       l.run_root_link,
       "--tmpdir",
       l.tmp_dir,
-      // vfs needs neither fuse-overlayfs nor kernel overlay in a user namespace (TESTBED.md).
+      // vfs needs neither fuse-overlayfs nor kernel overlay in a user namespace (docs/testbed.md).
       "--storage-driver",
       "vfs",
       "--runtime",

@@ -18,7 +18,7 @@ namespace sealrun {
 
 enum class GrantMode { kEnforcing, kReportOnly };
 
-// What one entry of the job's view is (CONTRACT.md "The job's view is only what was pinned"):
+// What one entry of the job's view is (docs/view.md):
 // where its bytes come from. The receipt's view[] spells these names (view_kind_name).
 enum class ViewKind {
   kSource,
