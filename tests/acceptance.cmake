@@ -1,4 +1,4 @@
-# ACCEPTANCE.md's cases under their own names, `ACCEPTANCE.<n>.<short name>` with the label
+# docs/acceptance.md's cases under their own names, `ACCEPTANCE.<n>.<short name>` with the label
 # `acceptance` (`ctest -L acceptance` runs them all). Each runs the test binary that proves the case
 # with a filter naming the tests that prove it; those tests also run under their own names with the
 # rest of the suite. Cases 23-31 are registered beside their binaries (tests/controller), and

@@ -1,4 +1,4 @@
-// ACCEPTANCE.md 23–26, 30, 31 ("After the job"): a hostile job shapes /out and its own streams,
+// docs/acceptance.md 23–26, 30, 31 (after the job): a hostile job shapes /out and its own streams,
 // and the real `sealrun run` (real bwrap, real cgroups) must record it honestly, within bounds,
 // or refuse to call the run built. Each case is registered as `ACCEPTANCE.<n>.<name>` (see
 // tests/controller/CMakeLists.txt); heavy work inside the job is done by one python3 process,

@@ -1,5 +1,5 @@
 // `cmake --install build --prefix P` (label packaging): the executable, the man page and the bash
-// completion land where CONTRACT.md says, the installed executable runs, and the generated files
+// completion land where docs/contract.md says, the installed program runs, and the generated files
 // are current (byte-equal to what the executable generates now), cover every command, render
 // without groff warnings, and complete the real commands in a bash with bash-completion loaded.
 #include <gtest/gtest.h>

@@ -3,7 +3,8 @@
 # contract, the acceptance cases, the test bed and the house style are the project's own pages
 # (docs/contract.md, docs/acceptance.md, docs/testbed.md, docs/style.md, docs/architecture.md);
 # a comment or page that names an outside file instead (the upper-case names of the documents the
-# project started from, or a path into ../shared) fails this test, which prints every such line.
+# project started from, or a path into the shared folder beside the checkout) fails this test,
+# which prints every such line.
 #
 # Usage: standalone_test.sh [SOURCE_DIR]. Exit 0 clean, 1 when a citation was found, 77 (CTest's
 # skip code) when SOURCE_DIR is not a git work tree (a release tarball has no file list to check).
@@ -21,9 +22,12 @@ md=.md
 up=..
 self=tests/repo/standalone_test.sh
 
-found=$(git ls-files -z | grep -zvx "$self" | xargs -0 -r grep -nIsF \
-  -e "CONTRACT$md" -e "TESTBED$md" -e "ACCEPTANCE$md" -e "DESIGN$md" -e "STYLE$md" \
-  -e "$up/shared" -- || true)
+set -- -e "$up/shared"
+for name in CONTRACT TESTBED ACCEPTANCE DESIGN STYLE; do
+  set -- "$@" -e "$name$md"
+done
+
+found=$(git ls-files -z | grep -zvx "$self" | xargs -0 -r grep -nIsF "$@" -- || true)
 
 if [ -n "$found" ]; then
   printf '%s\n' "$found"
