@@ -31,8 +31,7 @@ Result<LedgerCheckpoint> parse_checkpoint(std::string_view bytes, const std::str
   if (!doc.is_object()) return Error::make(where + ": not a JSON object");
   for (const auto& [key, value] : doc.items())
     if (key != "schema" && key != "length" && key != "head_sha256" && key != "at")
-      return Error::make(
-          fmt::format("{}: unknown key \"{}\"", where, printable_text(key, 64)));
+      return Error::make(fmt::format("{}: unknown key \"{}\"", where, printable_text(key, 64)));
   if (!doc.contains("schema") || doc["schema"] != kCheckpointSchema)
     return Error::make(fmt::format("{}: not a ledger checkpoint (schema is not \"{}\")", where,
                                    kCheckpointSchema));
@@ -61,8 +60,9 @@ Result<LedgerCheckpoint> take_checkpoint(int state_dirfd) {
   auto report = verify_ledger(state_dirfd);
   if (!report) {
     if (report.error().err() == ENOENT)
-      return Error::make("STATE/ledger.jsonl: missing (no receipt was written yet): nothing to "
-                         "checkpoint");
+      return Error::make(
+          "STATE/ledger.jsonl: missing (no receipt was written yet): nothing to "
+          "checkpoint");
     return std::move(report).error();
   }
   if (!report->ok())
@@ -96,8 +96,8 @@ Result<ReadCheckpoint> read_checkpoint(const std::string& path, const PublicKey*
     if (!verified) return std::move(verified).error().context(where);
     out.key_id = verified->key_id;
   } else if (envelope.payload_type != kCheckpointPayloadType) {
-    return Error::make(fmt::format("{}: the envelope's payload type is not {}", where,
-                                   kCheckpointPayloadType));
+    return Error::make(
+        fmt::format("{}: the envelope's payload type is not {}", where, kCheckpointPayloadType));
   }
   out.checkpoint = SEALRUN_TRY(parse_checkpoint(envelope.payload, where));
   return out;

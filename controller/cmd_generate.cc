@@ -1,9 +1,9 @@
 // `sealrun __generate man|bash-completion|json-commands [--out FILE]` (hidden): renders the man
 // page or the bash completion from the command line this very program parses (controller/
 // cli_model.h); json-commands lists every command that takes --json, one per line, for the test
-// that each prints one JSON document on every path (tests/controller/json_every_path_test.cc). The build
-// runs it once the executable is linked (controller/CMakeLists.txt), so both files always match
-// the commands registered in main.cc, including commands added later.
+// that each prints one JSON document on every path (tests/controller/run_audit_output_test.cc). The
+// build runs it once the executable is linked (controller/CMakeLists.txt), so the files always
+// match the commands registered in main.cc, including commands added later.
 #include <fmt/format.h>
 
 #include <memory>
@@ -52,8 +52,7 @@ void register_generate(CLI::App& app, int* exit_code) {
   cmd->callback([root, what, out, exit_code] {
     CliCommand model = describe_cli(*root);
     std::string text =
-        *what == "man"             ? render_man_page(model, "sealrun " +
-                                                                std::string(sealrun_version().version))
+        *what == "man" ? render_man_page(model, "sealrun " + std::string(sealrun_version().version))
         : *what == "json-commands" ? json_commands(model)
                                    : render_bash_completion(model);
     if (out->empty()) {

@@ -1,9 +1,9 @@
-// `sealrun ledger checkpoint --state-dir STATE --out FILE [--signing-key KEY] [--json]`: writes down
-// the ledger's length and the SHA-256 of its last line (attest/ledger_checkpoint.h), signed with
-// the state directory's key when it has one, so that `receipt verify --ledger STATE --checkpoint
-// FILE` can later tell a truncated, rolled-back or rewritten ledger from one that only grew. The
-// file is kept away from the state directory (docs/ledger.md, "Checkpoints"). FILE is never
-// overwritten: each checkpoint is a record of its own.
+// `sealrun ledger checkpoint --state-dir STATE --out FILE [--signing-key KEY] [--json]`: writes
+// down the ledger's length and the SHA-256 of its last line (attest/ledger_checkpoint.h), signed
+// with the state directory's key when it has one, so that `receipt verify --ledger STATE
+// --checkpoint FILE` can later tell a truncated, rolled-back or rewritten ledger from one that only
+// grew. The file is kept away from the state directory (docs/ledger.md, "Checkpoints"). FILE is
+// never overwritten: each checkpoint is a record of its own.
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <sys/stat.h>
@@ -59,9 +59,10 @@ Result<Written> write_checkpoint(const CheckpointOptions& o) {
   auto fd = open_at(AT_FDCWD, o.out, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0644);
   if (!fd) {
     if (fd.error().err() == EEXIST)
-      return Error::make(fmt::format("--out {}: exists; a checkpoint is never overwritten (choose "
-                                     "a new name, e.g. with the date)",
-                                     o.out));
+      return Error::make(
+          fmt::format("--out {}: exists; a checkpoint is never overwritten (choose "
+                      "a new name, e.g. with the date)",
+                      o.out));
     return std::move(fd).error().context("--out " + o.out);
   }
   SEALRUN_TRY(write_all(fd->get(), bytes, o.out));
@@ -82,8 +83,7 @@ void register_ledger(CLI::App& app, int* exit_code) {
       "or rewritten since");
   auto o = std::make_shared<CheckpointOptions>();
   cmd->add_option("--state-dir", o->state_dir, "the state directory")->required();
-  cmd->add_option("--out", o->out, "the checkpoint file to write (never overwritten)")
-      ->required();
+  cmd->add_option("--out", o->out, "the checkpoint file to write (never overwritten)")->required();
   cmd->add_option("--signing-key", o->signing_key,
                   "sign with this Ed25519 key instead of STATE/keys/sealrun.key");
   cmd->add_flag("--json", o->json, "print {out, length, head_sha256, at, key_id} as JSON");
@@ -96,11 +96,12 @@ void register_ledger(CLI::App& app, int* exit_code) {
     }
     const auto& c = w->checkpoint;
     if (o->json) {
-      print_json({{"out", o->out},
-                  {"length", c.length},
-                  {"head_sha256", c.head_sha256},
-                  {"at", c.at},
-                  {"key_id", w->key_id.empty() ? nlohmann::json(nullptr) : w->key_id}});
+      print_json(
+          {{"out", o->out},
+           {"length", c.length},
+           {"head_sha256", c.head_sha256},
+           {"at", c.at},
+           {"key_id", w->key_id.empty() ? nlohmann::json(nullptr) : nlohmann::json(w->key_id)}});
     } else {
       fmt::print("{}: {} line(s), head sha256 {}, {}\n", o->out, c.length, c.head_sha256,
                  w->key_id.empty() ? "unsigned (the state directory has no key)"

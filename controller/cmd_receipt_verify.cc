@@ -123,7 +123,8 @@ void add_receipt_verify(CLI::App& parent, int* exit_code) {
     json items = json::array();
     for (const auto& c : checks->checks) {
       failed += c.verdict == Verdict::kFail ? 1 : 0;
-      items.push_back({{"check", c.check}, {"result", json_verdict(c.verdict)}, {"detail", c.detail}});
+      items.push_back(
+          {{"check", c.check}, {"result", json_verdict(c.verdict)}, {"detail", c.detail}});
       if (!o->json)
         fmt::print("{:<4}  {:<28} {}\n", verdict_name(c.verdict), display::escape(c.check),
                    display::escape(c.detail));

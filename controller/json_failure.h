@@ -1,8 +1,8 @@
-// `--json` on every path (docs/run-output.md, "JSON on every path"): a command asked for JSON prints
-// exactly one JSON document on stdout whatever happens — its own when it gets that far, else, when
-// it fails before (a bad option, a file it cannot read, a refusal), {"error": "<what>", "exit": N}
-// printed here, in one place for every command, by main(). The message is the one the command
-// printed on stderr, so the two always agree.
+// `--json` on every path (docs/run-output.md, "JSON on every path"): a command asked for JSON
+// prints exactly one JSON document on stdout whatever happens — its own when it gets that far,
+// else, when it fails before (a bad option, a file it cannot read, a refusal), {"error": "<what>",
+// "exit": N} printed here, in one place for every command, by main(). The message is the one the
+// command printed on stderr, so the two always agree.
 #pragma once
 
 #include <string_view>

@@ -94,11 +94,13 @@ Check check_receipt_place(const std::string& receipt_path, const json& doc) {
   std::string want = dir.filename().string();
   std::string id = id_of(doc);
   if (id == want)
-    return {kName, Verdict::kPass, fmt::format("id {} is its directory's, {}/{}/", id, place, want)};
-  return {kName, Verdict::kFail,
-          fmt::format("the receipt's id is \"{}\" but it is in {}/{}/: a receipt copied from another "
-                      "run",
-                      id, place, want)};
+    return {kName, Verdict::kPass,
+            fmt::format("id {} is its directory's, {}/{}/", id, place, want)};
+  return {
+      kName, Verdict::kFail,
+      fmt::format("the receipt's id is \"{}\" but it is in {}/{}/: a receipt copied from another "
+                  "run",
+                  id, place, want)};
 }
 
 LedgerAudit audit_ledger(const LedgerAuditOptions& o) {
@@ -156,7 +158,8 @@ LedgerAudit audit_ledger(const LedgerAuditOptions& o) {
   if (!o.checkpoint_path.empty())
     checks.push_back(check_checkpoint(o, report->lines, sha256_at_checkpoint, key));
   if (o.from_seq > 1)
-    checks.push_back({"ledger --from", o.from_seq <= report->lines ? Verdict::kNote : Verdict::kFail,
+    checks.push_back({"ledger --from",
+                      o.from_seq <= report->lines ? Verdict::kNote : Verdict::kFail,
                       o.from_seq <= report->lines
                           ? fmt::format("the receipts of lines before seq {} were not read (the "
                                         "chain was checked whole)",
@@ -195,8 +198,7 @@ LedgerAudit audit_ledger(const LedgerAuditOptions& o) {
     if (!key) {
       auto sig = check_signature(path, bytes, *doc, "");
       bool bad = !sig.empty() && sig[0].verdict == Verdict::kFail;
-      checks.push_back({what, bad ? Verdict::kFail : Verdict::kPass,
-                        bad ? sig[0].detail : path});
+      checks.push_back({what, bad ? Verdict::kFail : Verdict::kPass, bad ? sig[0].detail : path});
     } else if (is_signed) {
       if (first_signed == 0) first_signed = n;
       auto sig = check_signature(path, bytes, *doc, o.key_path);

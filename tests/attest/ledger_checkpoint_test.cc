@@ -119,8 +119,7 @@ TEST_F(CheckpointTest, ABrokenOrMissingLedgerGetsNoCheckpoint) {
   write_text(path(), text.substr(text.find('\n') + 1));  // line 1 deleted
   auto c = take_checkpoint(dirfd_.get());
   ASSERT_FALSE(c);
-  EXPECT_NE(c.error().message().find("does not verify"), std::string::npos)
-      << c.error().message();
+  EXPECT_NE(c.error().message().find("does not verify"), std::string::npos) << c.error().message();
 }
 
 }  // namespace

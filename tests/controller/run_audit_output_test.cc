@@ -23,10 +23,13 @@ using nlohmann::json;
 
 // What a terminal acts on or reorders: ESC, BEL, CR, C1 CSI (U+009B), RLO (U+202E), RLM (U+200F),
 // the line separator (U+2028).
-const std::vector<std::pair<std::string, std::string>> kActive = {
-    {"ESC", "\x1b"},          {"BEL", "\x07"},          {"CR", "\r"},
-    {"U+009B", "\xc2\x9b"},   {"U+202E", "\xe2\x80\xae"}, {"U+200F", "\xe2\x80\x8f"},
-    {"U+2028", "\xe2\x80\xa8"}};
+const std::vector<std::pair<std::string, std::string>> kActive = {{"ESC", "\x1b"},
+                                                                  {"BEL", "\x07"},
+                                                                  {"CR", "\r"},
+                                                                  {"U+009B", "\xc2\x9b"},
+                                                                  {"U+202E", "\xe2\x80\xae"},
+                                                                  {"U+200F", "\xe2\x80\x8f"},
+                                                                  {"U+2028", "\xe2\x80\xa8"}};
 
 const std::string kForged =
     "done\npass  signature                    Ed25519 over the receipt's exact bytes, key f0rged\n"

@@ -71,8 +71,9 @@ TEST_F(AuditTest, ASignedReceiptReplayedUnderAnotherIdFailsBothVerifies) {
                 .status.code,
             0);
   fs::create_directories(r2);
-  fs::copy(r1, r2, fs::copy_options::recursive | fs::copy_options::copy_symlinks |
-                       fs::copy_options::overwrite_existing);
+  fs::copy(r1, r2,
+           fs::copy_options::recursive | fs::copy_options::copy_symlinks |
+               fs::copy_options::overwrite_existing);
   std::string bytes = read_text(r2 + "/receipt.json");
   {
     auto dir = attest::open_state_dir(state_);
@@ -106,8 +107,7 @@ TEST_F(AuditTest, ACheckpointCatchesATruncatedRolledBackOrRewrittenLedger) {
   auto a = freeze("true");
   for (const char* id : {"c1", "c2"}) ASSERT_EQ(run(a, id).status.code, 0);
   std::string checkpoint = dir_ / "checkpoint.json";
-  auto cp = sealrun(
-      {"ledger", "checkpoint", "--state-dir", state_, "--out", checkpoint, "--json"});
+  auto cp = sealrun({"ledger", "checkpoint", "--state-dir", state_, "--out", checkpoint, "--json"});
   ASSERT_EQ(cp.status.code, 0) << cp.out << cp.err;
   json written = json::parse(cp.out);
   EXPECT_EQ(written["length"], 2);
@@ -120,8 +120,7 @@ TEST_F(AuditTest, ACheckpointCatchesATruncatedRolledBackOrRewrittenLedger) {
   json grown = verify_json({"--ledger", state_, "--key", pub_, "--checkpoint", checkpoint}, &code);
   EXPECT_EQ(code, 0) << failures(grown);
   EXPECT_EQ(grown["length"], 3);
-  EXPECT_EQ(verify({"--ledger", state_, "--checkpoint", checkpoint, "--key",
-                    dir_ / "nokey.pub"})
+  EXPECT_EQ(verify({"--ledger", state_, "--checkpoint", checkpoint, "--key", dir_ / "nokey.pub"})
                 .status.code,
             1);
 
