@@ -8,6 +8,7 @@
 #include "attest/keys.h"
 #include "attest/provenance.h"
 #include "controller/commands.h"
+#include "controller/display_text.h"
 #include "controller/exit_codes.h"
 #include "controller/output.h"
 #include "controller/output_compare.h"
@@ -133,7 +134,8 @@ void add_export(CLI::App& parent, int* exit_code) {
       if (!f.pass)
         return fail(Error::make(fmt::format("the receipt does not verify ({}: {}); run `sealrun "
                                             "receipt verify` for details",
-                                            f.check, f.detail)));
+                                            display::escape(f.check),
+                                            display::escape(f.detail))));
     attest::ExportOptions opts;
     opts.include_failed = *include_failed;
     Result<std::string> out = Error::make("unreachable");
@@ -145,7 +147,9 @@ void add_export(CLI::App& parent, int* exit_code) {
       out = attest::export_signed_statement(*bytes, opts, *key);
     }
     if (!out) return fail(out.error());
-    fmt::print("{}", *out);
+    // The same JSON with C1 controls and bidirectional marks as \uNNNN (display_text.h).
+    fmt::print("{}", display::json_for_terminal(*out));
+    note_json_document_printed();
     *exit_code = kExitOk;
   });
 }
