@@ -87,9 +87,9 @@ struct ArrayRule {
 // else by position.
 ArrayRule array_rule(std::string_view pattern, const nlohmann::json& a, const nlohmann::json& b);
 
-// `s` with the run id `id` masked where it names a run-specific place: a path component that is
-// the id, or the id followed by ".<pid>.<n>" (results/ID/out, exports/ID.123.456/source). Only
-// strings holding a '/' are touched.
+// `s` with the run id `id` masked where it names a run-specific place: a path component right
+// below results/, owned/, exports/ or refusals/ that is the id, or the id followed by
+// ".<pid>.<n>" (results/ID/out, exports/ID.123.456/source). Nothing else is touched.
 std::string mask_run_id(std::string_view s, std::string_view id);
 
 }  // namespace sealrun::receipt::diff

@@ -89,6 +89,14 @@ bool digits_and_dots(std::string_view s) {
          std::all_of(s.begin(), s.end(), [](char c) { return c == '.' || (c >= '0' && c <= '9'); });
 }
 
+// Whether `dir` ends in a component under which the state directory keeps one entry per run
+// (docs/state-directory.md): results/ID, owned/ID, exports/ID.PID.N, refusals/ID.
+bool below_run_place(std::string_view dir) {
+  size_t slash = dir.rfind('/');
+  std::string_view last = slash == std::string_view::npos ? dir : dir.substr(slash + 1);
+  return last == "results" || last == "owned" || last == "exports" || last == "refusals";
+}
+
 }  // namespace
 
 const std::vector<TopLevelClass>& top_level_classes() {
@@ -198,8 +206,10 @@ std::string mask_run_id(std::string_view s, std::string_view id) {
     size_t end = i;
     while (end < s.size() && id_char(s[end])) ++end;
     std::string_view token = s.substr(i, end - i);
-    // Only whole path components: between '/' (or the string's ends) on both sides.
-    bool component = (i == 0 || s[i - 1] == '/') && (end == s.size() || s[end] == '/');
+    // Only whole path components, right below one of the state directory's per-run places: an id
+    // may be any word ("usr"), and /usr/bin is no run's place.
+    bool component = i > 0 && s[i - 1] == '/' && (end == s.size() || s[end] == '/') &&
+                     below_run_place(s.substr(0, i - 1));
     if (component && token == id)
       out += "<id>";
     else if (component && token.size() > id.size() + 1 && token.substr(0, id.size()) == id &&

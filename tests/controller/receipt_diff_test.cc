@@ -326,9 +326,13 @@ TEST(ReceiptDiff, TheRunIdIsMaskedOnlyWhereItNamesARunPlace) {
       {"/state/owned/r10/x", "r1", "/state/owned/r10/x"},    // another id
       {"/state/owned/xr1/x", "r1", "/state/owned/xr1/x"},    // not a whole component
       {"/state/owned/r1.img", "r1", "/state/owned/r1.img"},  // not .<pid>.<n>
-      {"r1", "r1", "r1"},                                    // no path: left alone
-      {"/a/r1/b/r1", "r1", "/a/<id>/b/<id>"},
-      {"/a/r1", "", "/a/r1"},
+      {"/state/refusals/r1", "r1", "/state/refusals/<id>"},
+      {"r1", "r1", "r1"},  // no path: left alone
+      {"/a/results/r1/b/owned/r1", "r1", "/a/results/<id>/b/owned/<id>"},
+      {"/a/results/r1", "", "/a/results/r1"},
+      {"/usr/bin:/bin", "usr", "/usr/bin:/bin"},  // an id may be any word: not a run's place
+      {"usr/lib", "usr", "usr/lib"},
+      {"/var/r1/x", "r1", "/var/r1/x"},
   };
   for (const auto& c : cases) EXPECT_EQ(mask_run_id(c.in, c.id), c.out) << c.in;
 }

@@ -72,7 +72,8 @@ TEST_F(ReceiptDiffTest, TwoRunsOfOneAdmissionAreTheSameRun) {
   auto all = diff("one", "two", {"--all", "--json"});
   EXPECT_EQ(all.status.code, 0) << all.out << all.err;
   std::set<std::string> paths;
-  for (const auto& item : json::parse(all.out)["differences"]) {
+  json listed = json::parse(all.out);
+  for (const auto& item : listed["differences"]) {
     EXPECT_EQ(item["class"], "per-run") << item.dump();
     paths.insert(item["path"].get<std::string>());
   }
@@ -122,8 +123,9 @@ TEST_F(ReceiptDiffTest, ALearnedViewAndAUsrTreeAreMatchedByJobPath) {
   EXPECT_EQ(doc["same_inputs"], false);
   EXPECT_EQ(doc["same_outputs"], true) << j.out;
   std::set<std::string> only_a, only_b;
-  for (const auto& v : receipt("learned")["view"]) only_a.insert(v["job_path"]);
-  for (const auto& v : receipt("usr")["view"]) only_b.insert(v["job_path"]);
+  json ra = receipt("learned"), rb = receipt("usr");
+  for (const auto& v : ra["view"]) only_a.insert(v["job_path"]);
+  for (const auto& v : rb["view"]) only_b.insert(v["job_path"]);
   std::set<std::string> both;
   for (const auto& p : only_a)
     if (only_b.count(p)) both.insert(p);
