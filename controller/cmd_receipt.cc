@@ -13,6 +13,7 @@
 #include "controller/output.h"
 #include "controller/output_compare.h"
 #include "controller/receipt.h"
+#include "controller/receipt_diff.h"
 #include "controller/receipt_review.h"
 #include "core/bounded_file.h"
 #include "core/strict_json.h"
@@ -56,51 +57,47 @@ void add_show(CLI::App& parent, int* exit_code) {
 void add_diff(CLI::App& parent, int* exit_code) {
   auto* cmd = parent.add_subcommand(
       "diff",
-      "Stable diff of two receipts (timings and samples left out unless --timings); exit 0 "
-      "when they agree, 1 when they differ");
+      "Same run? Compares two receipts field by field (digests at every depth, arrays matched by "
+      "identity) and says whether the inputs, the environment and the outputs are the same; "
+      "fields that differ in every run (ids, times, pids, cache hits) are left out unless --all. "
+      "Exit 0 when all three are the same, 1 when they differ, 2 when a receipt cannot be read");
   auto a = std::make_shared<std::string>();
   auto b = std::make_shared<std::string>();
-  auto timings = std::make_shared<bool>(false);
+  auto all = std::make_shared<bool>(false);
   auto as_json = std::make_shared<bool>(false);
   cmd->add_option("A", *a, "first receipt")->required();
   cmd->add_option("B", *b, "second receipt")->required();
-  cmd->add_flag("--timings", *timings, "compare timestamps, durations and census samples too");
-  cmd->add_flag("--json", *as_json, "the differences as a JSON array");
+  cmd->add_flag("--all", *all,
+                "list the per-run differences too (ids, times, pids, cache hits, paths that "
+                "differ only by the run id); they never change the verdict");
+  cmd->add_flag("--json", *as_json,
+                "one JSON document: {same, same_inputs, same_environment, same_outputs, verdict, "
+                "per_run_left_out, differences: [{path, class, change, a, b}]}");
   cmd->callback([=] {
+    // The comparison could not be made: not a verdict, so not exit 1.
+    auto fail = [&](const Error& e) {
+      print_error("receipt diff", e);
+      if (*as_json) print_json({{"error", e.message()}, {"exit", kExitUsage}});
+      *exit_code = kExitUsage;
+    };
     auto da = load(*a);
+    if (!da) return fail(da.error());
     auto db = load(*b);
-    if (!da || !db) {
-      print_error("receipt diff", !da ? da.error() : db.error());
-      *exit_code = kExitFailure;
-      return;
-    }
-    // Outputs are compared by path over the complete lists, by the code `rebuild` uses
-    // (output_compare.h), so the two agree; the other fields field by field.
+    if (!db) return fail(db.error());
+    // Outputs are compared over the complete lists (outputs.jsonl, checked against the receipt),
+    // by path, as `rebuild` compares them (output_compare.h).
     auto la = receipt::load_output_list(*a, *da, true);
+    if (!la) return fail(la.error());
     auto lb = receipt::load_output_list(*b, *db, true);
-    if (!la || !lb) {
-      print_error("receipt diff", !la ? la.error() : lb.error());
-      *exit_code = kExitFailure;
-      return;
-    }
-    auto changes = receipt::compare_outputs(*la, *lb);
-    std::vector<receipt::Difference> diffs;
-    for (auto& d : receipt::diff_receipts(*da, *db, *timings))
-      if (d.path.rfind("outputs[", 0) != 0) diffs.push_back(std::move(d));
-    if (*as_json) {
-      json items = json::array();
-      for (const auto& d : diffs) items.push_back({{"path", d.path}, {"a", d.a}, {"b", d.b}});
-      for (const auto& c : changes) {
-        json item = receipt::change_json(c);
-        item["path"] = "outputs[" + item["path"].get<std::string>() + "]";
-        items.push_back(std::move(item));
-      }
-      print_json(items);
-    } else {
-      for (const auto& d : diffs) fmt::print("{}\n  - {}\n  + {}\n", d.path, d.a, d.b);
-      for (const auto& c : changes) fmt::print("output {}\n", receipt::change_text(c));
-    }
-    *exit_code = diffs.empty() && changes.empty() ? kExitOk : kExitFailure;
+    if (!lb) return fail(lb.error());
+    if (da->is_object()) (*da)["outputs"] = json(*la);
+    if (db->is_object()) (*db)["outputs"] = json(*lb);
+    auto result = receipt::diff::compare(*da, *db, *all);
+    if (*as_json)
+      print_json(receipt::diff::to_json(result));
+    else
+      fmt::print("{}", receipt::diff::to_text(result, *all));
+    *exit_code = result.same() ? kExitOk : kExitFailure;
   });
 }
 

@@ -6,9 +6,6 @@
 
 #include <fmt/format.h>
 
-#include <map>
-#include <set>
-
 #include "controller/display_text.h"
 #include "controller/receipt_fields.h"
 #include "fingerprint/tree_json.h"
@@ -177,31 +174,6 @@ std::string details(const json& r) {
   return out;
 }
 
-// The identity of an output in a diff: its raw name, shown escaped.
-std::string output_key(const json& o) { return shown_name(o, "path"); }
-
-void flatten(const json& v, const std::string& path, bool with_timings,
-             std::map<std::string, std::string>& out) {
-  if (v.is_object()) {
-    for (auto it = v.begin(); it != v.end(); ++it) {
-      if (!with_timings && is_timing_key(it.key())) continue;
-      std::string key = display::escape(it.key());
-      flatten(it.value(), path.empty() ? key : path + "." + key, with_timings, out);
-    }
-  } else if (v.is_array()) {
-    // Outputs are matched by name, not position: one added file shifts nothing else.
-    bool by_name = path == field::kOutputs;
-    for (size_t i = 0; i < v.size(); ++i)
-      flatten(v[i],
-              by_name && v[i].is_object() ? fmt::format("{}[{}]", path, output_key(v[i]))
-                                          : fmt::format("{}[{}]", path, i),
-              with_timings, out);
-    if (v.empty()) out[path] = "[]";
-  } else {
-    out[path] = display::json_for_terminal(v.dump(-1, ' ', false, json::error_handler_t::replace));
-  }
-}
-
 }  // namespace
 
 std::string summary_text(const json& r) {
@@ -212,29 +184,6 @@ std::string summary_text(const json& r) {
     if (!failed.empty()) out += "what failed:\n" + failed;
   }
   return out + details(r);
-}
-
-std::vector<Difference> diff_receipts(const json& a, const json& b, bool with_timings) {
-  std::map<std::string, std::string> fa, fb;
-  flatten(a, "", with_timings, fa);
-  flatten(b, "", with_timings, fb);
-  std::vector<Difference> out;
-  auto ia = fa.begin();
-  auto ib = fb.begin();
-  while (ia != fa.end() || ib != fb.end()) {
-    if (ib == fb.end() || (ia != fa.end() && ia->first < ib->first)) {
-      out.push_back({ia->first, ia->second, "(absent)"});
-      ++ia;
-    } else if (ia == fa.end() || ib->first < ia->first) {
-      out.push_back({ib->first, "(absent)", ib->second});
-      ++ib;
-    } else {
-      if (ia->second != ib->second) out.push_back({ia->first, ia->second, ib->second});
-      ++ia;
-      ++ib;
-    }
-  }
-  return out;
 }
 
 json to_in_toto(const json& r) {
