@@ -238,7 +238,7 @@ std::string pin_images_unavailable() {
   if (::access("/dev/loop-control", R_OK | W_OK) != 0) return "no /dev/loop-control";
   if (find_mkfs_erofs().empty()) return "no mkfs.erofs (Debian: erofs-utils)";
   UniqueFd fs(::fsopen("erofs", FSOPEN_CLOEXEC));
-  if (!fs) return "the kernel has no erofs (" + errno_text(errno) + ")";
+  if (!fs) return fmt::format("the kernel has no erofs ({})", errno_text(errno));
   return {};
 }
 

@@ -61,6 +61,8 @@ StageStatus serve_pins_from_images(RunContext& run) {
     why = "under " + run.grant->mechanism + " the pins are bound by path";
   else if (run.req.learning)
     why = "a learning run sees the host's trees";
+  else if (run.req.pins_live)
+    why = "asked for by the caller";
   else if (!run.job_user.drop)
     why = "the controller is not root";
   else
