@@ -34,29 +34,49 @@ std::string context_messages(int fsfd) {
 
 }  // namespace
 
+namespace {
+
+// An erofs file system context, read-only, on `source`, mounted detached, read-only, nosuid, nodev.
+Result<UniqueFd> erofs_mount(const std::string& source) {
+  UniqueFd fsfd(::fsopen("erofs", FSOPEN_CLOEXEC));
+  if (!fsfd) return Error::from_errno("pin image: fsopen erofs");
+  // "ro": a read-only block device is refused (EACCES) by a context that asks for writing.
+  if (::fsconfig(fsfd.get(), FSCONFIG_SET_FLAG, "ro", nullptr, 0) != 0 ||
+      ::fsconfig(fsfd.get(), FSCONFIG_SET_STRING, "source", source.c_str(), 0) != 0 ||
+      ::fsconfig(fsfd.get(), FSCONFIG_CMD_CREATE, nullptr, nullptr, 0) != 0) {
+    int err = errno;
+    return Error::with_errno(
+        err, fmt::format("pin image: mount {} as erofs{}", source, context_messages(fsfd.get())));
+  }
+  UniqueFd mnt(::fsmount(fsfd.get(), FSMOUNT_CLOEXEC,
+                         MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV));
+  if (!mnt) return Error::from_errno("pin image: fsmount " + source);
+  return mnt;
+}
+
+}  // namespace
+
 Result<PinMount> mount_pin_image(int image_fd, const std::string& run_id,
                                  const std::string& dev_dir) {
   // A descriptor without write access makes the loop device read-only (LOOP_CONFIGURE).
   int mode = ::fcntl(image_fd, F_GETFL);
   if (mode < 0 || (mode & O_ACCMODE) != O_RDONLY)
     return Error::make("pin image: the image must be opened read-only");
+  PinMount out;
+  // First the image file itself (erofs mounts a regular file since Linux 6.12, without a loop
+  // device: 0.06 ms against 3-8 ms, bench/README.md "Pin images"), named through the descriptor
+  // that was verified, so it is that very file.
+  auto direct = erofs_mount(fmt::format("/proc/self/fd/{}", image_fd));
+  if (direct) {
+    out.mount = std::move(*direct);
+    out.loop_device = "the image file";
+    return out;
+  }
+  // Else (an older kernel refuses a file: ENOTBLK) through a loop device.
   auto loop = SEALRUN_TRY_CTX(ownedfs::attach_loop(dev_dir, image_fd, kPinLoopPrefix + run_id),
                               "pin image: loop device");
-  PinMount out;
   out.loop_device = loop.path;
-  UniqueFd fsfd(::fsopen("erofs", FSOPEN_CLOEXEC));
-  if (!fsfd) return Error::from_errno("pin image: fsopen erofs");
-  // "ro": a read-only block device is refused (EACCES) by a context that asks for writing.
-  if (::fsconfig(fsfd.get(), FSCONFIG_SET_FLAG, "ro", nullptr, 0) != 0 ||
-      ::fsconfig(fsfd.get(), FSCONFIG_SET_STRING, "source", loop.path.c_str(), 0) != 0 ||
-      ::fsconfig(fsfd.get(), FSCONFIG_CMD_CREATE, nullptr, nullptr, 0) != 0) {
-    int err = errno;
-    return Error::with_errno(err, fmt::format("pin image: mount {} as erofs{}", loop.path,
-                                              context_messages(fsfd.get())));
-  }
-  out.mount = UniqueFd(::fsmount(fsfd.get(), FSMOUNT_CLOEXEC,
-                                 MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV));
-  if (!out.mount) return Error::from_errno("pin image: fsmount " + loop.path);
+  out.mount = SEALRUN_TRY(erofs_mount(loop.path));
   // The file system holds the device now; autoclear detaches it when the last mount goes.
   loop.fd.reset();
   return out;
