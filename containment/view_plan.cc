@@ -48,8 +48,14 @@ bool overlaps(std::string_view a, std::string_view b) {
 std::vector<ViewEntry> plan_view(const ContainmentSpec& spec, ViewRoot root) {
   std::vector<ViewEntry> view;
   if (root == ViewRoot::kImage && spec.image)
-    view.push_back({"/", ViewKind::kImage, spec.image->archive_path, spec.image->image_id, false,
-                    {}, -1, "copy"});  // podman's storage, loaded from the verified archive
+    view.push_back({"/",
+                    ViewKind::kImage,
+                    spec.image->archive_path,
+                    spec.image->image_id,
+                    false,
+                    {},
+                    -1,
+                    "copy"});  // podman's storage, loaded from the verified archive
   // Made by the kernel or the mechanism, holding no host bytes: /proc (the job's own pid
   // namespace), a minimal /dev (null, zero, full, random, urandom, tty), a private empty /tmp.
   view.push_back({"/proc", ViewKind::kProc, {}, {}, false, {}, -1});
@@ -75,8 +81,7 @@ std::vector<ViewEntry> plan_view(const ContainmentSpec& spec, ViewRoot root) {
   // and closure directories are part of an empty-tmpfs view only (and so absent from a podman
   // run's recorded view).
   for (const ViewEntry& e : spec.files_and_links)
-    if (root == ViewRoot::kEmptyTmpfs ||
-        (e.kind != ViewKind::kLink && e.kind != ViewKind::kDir)) {
+    if (root == ViewRoot::kEmptyTmpfs || (e.kind != ViewKind::kLink && e.kind != ViewKind::kDir)) {
       view.push_back(e);
       view.back().served = served_as(e.kind, e.writable, spec.closure_image_fd >= 0);
     }
