@@ -59,8 +59,9 @@ std::vector<std::string> build_bwrap_argv(const std::string& bwrap_path, const G
         break;
       case ViewKind::kClosure:
         // By path (bwrap resolves it as the job user): a closure has many files, and each was
-        // verified by its SHA-256 just before the run.
-        add({"--ro-bind", e.host_path, e.job_path});
+        // verified by its SHA-256 just before the run; or from the closure's verified image.
+        add({"--ro-bind", fds.closure_stage.empty() ? e.host_path : fds.closure_stage + e.job_path,
+             e.job_path});
         break;
       default: {
         // The image's own root ("/", podman's) is never a bind here; its entries are

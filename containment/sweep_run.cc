@@ -6,6 +6,7 @@
 
 #include <charconv>
 
+#include "containment/pin_mount.h"
 #include "containment/resgroup/resource_group.h"
 #include "core/job_user.h"
 #include "core/proc.h"
@@ -68,6 +69,8 @@ std::vector<SweepStep> sweep_recorded_run(const GrantRecord& r, int64_t grace_ms
     steps = resgroup::sweep_recorded(
         {r.group_backend, r.group_locators, r.id, r.controller_pid, r.controller_start}, grace_ms);
     if (r.job_pid > 0) steps.push_back(sweep_job_process(r));
+    // Its pin images' loop devices (pin_mount.h), once nothing of the job is left to use them.
+    for (auto& s : sweep_pin_loops(r.id)) steps.push_back(std::move(s));
   }
   // Recorded before a grant named a mechanism: no mechanism was given anything to make.
   if (r.mechanism.empty() && r.mechanism_locators.empty()) return steps;

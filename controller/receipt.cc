@@ -372,6 +372,7 @@ json view_json(const std::vector<ViewEntry>& view) {
               {"pin", e.pin.empty() ? json(nullptr) : json(e.pin)},
               {"writable", e.writable}};
     if (e.kind == ViewKind::kLink) j["target"] = e.link_target;
+    if (!e.served.empty()) j["served"] = e.served;
     out.push_back(std::move(j));
   }
   return out;

@@ -127,6 +127,9 @@ struct RunContext {
   MechanismContext mechanism_context;
   std::string export_dir;  // a git or bundle source's verified export (outside the owned root)
   UniqueFd image_lock;     // STATE/images/<hex> held shared while the job may see it (bwrap)
+  // The pin images the job's view is served from and their STATE/pins/<key> locks
+  // (run_pin_images.h): held until the job is gone.
+  std::vector<UniqueFd> pin_holds;
   bool owned_claimed = false;
   std::optional<ownedfs::OwnedFs> owned_fs;  // mounted over the owned root (run_owned_space.h)
   RunJournal journal;

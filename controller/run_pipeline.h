@@ -49,6 +49,9 @@ struct RunRequest {
   std::string state_dir = "sealrun-state";
   std::string signing_key;  // "": STATE/keys/sealrun.key if it exists, else unsigned
   bool rehash = false;      // `--rehash`: pinned trees are hashed in full, not from the cache
+  // Bind the pins live from the host even where pin images could serve them (run_pin_images.h):
+  // for tests of the live path's own checks; no command-line option sets it.
+  bool pins_live = false;
   // Where the job's output is shown as it arrives, `job| `-prefixed (live_output.h); -1: nowhere.
   int live_output_fd = -1;
   // `sealrun rebuild`: what to vary (variations.h), and the receipt's `rebuild_of` (null else).

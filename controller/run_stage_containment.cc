@@ -10,6 +10,7 @@
 #include "controller/run_dirs.h"
 #include "controller/run_image_root.h"
 #include "controller/run_owned_space.h"
+#include "controller/run_pin_images.h"
 #include "controller/run_stages.h"
 #include "core/proc.h"
 #include "core/syscall.h"
@@ -126,6 +127,8 @@ StageStatus stage_acquire_grant(RunContext& run) {
     return stage_fail(kExitContainmentUnavailable,
                       "the mechanism's own part of the view: " + own.error().message());
   for (ViewEntry& e : *own) run.grant->spec.files_and_links.push_back(std::move(e));
+  // Pinned trees, the image root and the closure from verified read-only images where possible.
+  if (auto st = serve_pins_from_images(run); !st.ok()) return st;
   // What the job will see, from the same plan the mechanism's command line is built from.
   run.receipt.view = receipt::view_json(
       plan_view(g.spec, g.mechanism == "podman" ? ViewRoot::kImage : ViewRoot::kEmptyTmpfs));
