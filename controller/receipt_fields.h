@@ -136,8 +136,9 @@ inline constexpr FieldSpec kReceiptFields[] = {
 };
 
 // Keys below the top level that are timings too (a diff leaves them out by default).
-inline constexpr std::string_view kNestedTimingKeys[] = {"started", "finished", "t_ms",
-                                                         "peak_bytes", "detail"};
+// grant.job_uid/job_gid: each run's own ids, different for two runs of the same thing.
+inline constexpr std::string_view kNestedTimingKeys[] = {
+    "started", "finished", "t_ms", "peak_bytes", "detail", "job_uid", "job_gid"};
 
 constexpr const FieldSpec* find_field(std::string_view key) {
   for (const auto& f : kReceiptFields)
