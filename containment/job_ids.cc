@@ -63,6 +63,8 @@ IdsInUse ids_in_use() {
     if (!decimal(name)) continue;
     auto text = read_bounded_file(proc->get(), name + "/status", 16384);
     if (!text) continue;  // gone meanwhile
+    // A zombie runs nothing and holds nothing; it is gone once its parent reaps it.
+    if (text->find("\nState:\tZ") != std::string::npos) continue;
     add_ids(*text, "\nUid:", in_use.uids);
     add_ids(*text, "\nGid:", in_use.gids);
   }

@@ -87,8 +87,8 @@ Result<JobIds> allocate_job_ids(const JobUser& job_user, const JobIdPool& pool, 
 // record stays). A slot without a record is already free: ok.
 Status release_job_ids(const JobIdPool& pool, uid_t uid, const std::string& state_dir,
                        const std::string& run_id);
-// Whether any process on the host has `uid` or `gid` among its real, effective, saved or file
-// system ids (/proc/<pid>/status).
+// Whether any process on the host (zombies aside) has `uid` or `gid` among its real, effective,
+// saved or file system ids (/proc/<pid>/status).
 bool id_has_process(uid_t uid, gid_t gid);
 
 }  // namespace sealrun

@@ -154,6 +154,10 @@ void hand_over_outputs(RunContext& run) {
 
 Status give_back_job_ids(RunContext& run) {
   if (!run.job_ids) return ok_status();
+  // The job's last processes may still be on their way out of a confirmed-empty group: a moment.
+  int64_t deadline = monotonic_ms() + 2000;
+  while (id_has_process(run.job_ids->uid, run.job_ids->gid) && monotonic_ms() < deadline)
+    ::usleep(10000);
   if (id_has_process(run.job_ids->uid, run.job_ids->gid))
     return Error::make(fmt::format("a process still runs as uid {} or gid {}: kept",
                                    run.job_ids->uid, run.job_ids->gid));

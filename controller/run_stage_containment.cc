@@ -128,6 +128,7 @@ StageStatus stage_acquire_grant(RunContext& run) {
   run.receipt.grant->job_identity = run.job_ids ? "own" : "caller";
   run.receipt.grant->job_uid = run.job_ids ? run.job_ids->uid : run.job_user.uid;
   run.receipt.grant->job_gid = run.job_ids ? run.job_ids->gid : run.job_user.gid;
+  if (run.chosen == nullptr)
     return stage_fail(kExitContainmentUnavailable,
                       "the grant names mechanism " + g.mechanism + ", which was not asked");
   // probe() is memoized: this is the probe the grant was made from.
