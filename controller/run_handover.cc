@@ -154,11 +154,14 @@ void hand_over_outputs(RunContext& run) {
 
 Status give_back_job_ids(RunContext& run) {
   if (!run.job_ids) return ok_status();
-  // The job's last processes may still be on their way out of a confirmed-empty group: a moment.
+  // A resource group confirmed empty held every process of the job: none can have the ids. Without
+  // one, the host's processes are looked at; the job's last may still be on their way out.
+  bool group_empty = run.group && run.receipt.stop_confirmed;
   int64_t deadline = monotonic_ms() + 2000;
-  while (id_has_process(run.job_ids->uid, run.job_ids->gid) && monotonic_ms() < deadline)
+  while (!group_empty && id_has_process(run.job_ids->uid, run.job_ids->gid) &&
+         monotonic_ms() < deadline)
     ::usleep(10000);
-  if (id_has_process(run.job_ids->uid, run.job_ids->gid))
+  if (!group_empty && id_has_process(run.job_ids->uid, run.job_ids->gid))
     return Error::make(fmt::format("a process still runs as uid {} or gid {}: kept",
                                    run.job_ids->uid, run.job_ids->gid));
   SEALRUN_TRY(release_job_ids(run.mechanism_context.job_id_pool, run.job_ids->uid,
