@@ -22,6 +22,10 @@ std::vector<std::string> build_bwrap_argv(const std::string& bwrap_path, const G
   add({"--hostname", spec.hostname});
   if (spec.uid_in_job) {
     add({"--uid", std::to_string(*spec.uid_in_job), "--gid", std::to_string(*spec.uid_in_job)});
+  } else if (spec.job_ids) {
+    // The run's own host uid outside; inside, the job user's ids, as without one (job_ids.h).
+    add({"--uid", std::to_string(spec.job_ids->in_job_uid), "--gid",
+         std::to_string(spec.job_ids->in_job_gid)});
   }
   add({"--clearenv"});
   for (const auto& [name, value] : spec.env) add({"--setenv", name, value});

@@ -115,6 +115,15 @@ struct ContainmentSpec {
   std::string hostname = "sealrun";
   std::optional<uint32_t> umask;
   std::optional<uint32_t> uid_in_job;
+  // The host ids this run's job runs as: a uid and gid of its own (job_ids.h), when the controller
+  // is root; nullopt: the job user's (or the caller's). Inside, under bwrap, the job still sees
+  // the job user's own ids (in_job_uid/gid); podman runs it with --user podman_user.
+  struct HostIds {
+    uint32_t uid = 0, gid = 0;
+    uint32_t podman_user = 0;
+    uint32_t in_job_uid = 0, in_job_gid = 0;
+  };
+  std::optional<HostIds> job_ids;
 };
 
 Status validate_spec(const ContainmentSpec& spec);

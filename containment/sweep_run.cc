@@ -37,7 +37,9 @@ SweepStep sweep_job_process(const GrantRecord& r) {
   if (!r.job_user.empty()) {
     auto u = lookup_job_user(r.job_user);
     auto uid = process_real_uid(r.job_pid);
-    user_ok = u.ok() && uid.ok() && *uid == u->uid;
+    // bwrap's process runs as the run's own uid (job_ids.h), podman's as the job user.
+    user_ok = uid.ok() && ((u.ok() && *uid == u->uid) ||
+                           (r.job_uid >= 0 && static_cast<int64_t>(*uid) == r.job_uid));
   }
   if (!same || !user_ok) {
     const char* why = !same ? (r.job_start.empty() ? "started before the controller"

@@ -25,6 +25,7 @@
 #include "controller/image_sweep.h"
 #include "controller/output.h"
 #include "controller/run_dirs.h"
+#include "controller/run_handover.h"
 
 namespace sealrun::cli {
 namespace {
@@ -96,6 +97,12 @@ void sweep_records(const run::StateDir& state, const SweepOptions& opt,
     for (const auto& s : steps) left |= s.left;
     // A run killed before its job started gives its id back when it left nothing in results/.
     if (!left && r.job_pid == 0) steps.push_back(run::release_empty_results(state, r.id));
+    // The run's own uid: its outputs handed over, then given back (run_handover.h).
+    if (!left)
+      for (auto& s : run::sweep_job_ids(state, r, context.job_id_pool)) {
+        left |= s.left;
+        steps.push_back(std::move(s));
+      }
     if (!left) {
       auto f = journal->forget(r.id);
       steps.push_back(

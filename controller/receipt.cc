@@ -184,7 +184,10 @@ class Renderer {
             {"probe", g.probe ? json{{"cached", g.probe->cached},
                                      {"key", g.probe->key},
                                      {"note", text(g.probe->note)}}
-                              : json(nullptr)}};
+                              : json(nullptr)},
+            {"job_uid", g.job_uid >= 0 ? json(g.job_uid) : json(nullptr)},
+            {"job_gid", g.job_gid >= 0 ? json(g.job_gid) : json(nullptr)},
+            {"job_identity", g.job_identity}};
   }
 
   json stream(const StreamRecord& s) {

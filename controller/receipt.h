@@ -66,6 +66,10 @@ struct ContainmentRecord {
   std::vector<std::string> enforced, degraded, unenforced_required, required;
   std::vector<std::string> tried;
   std::optional<ProbeRecord> probe;  // null: the mechanism keeps no probe cache
+  // The host ids the job ran as: "own" (a uid of the run's own, run_handover.h) or "caller" (the
+  // controller was not root: its own ids, shared with whatever else it runs).
+  int64_t job_uid = -1, job_gid = -1;
+  std::string job_identity;
 };
 
 struct MemoryLimit {

@@ -38,6 +38,9 @@ constexpr Rule kNestedRules[] = {
     // Whether the probe's findings came from its cache (its key, what was probed, stays).
     {"grant.probe.cached", Class::kPerRun},
     {"grant.probe.note", Class::kPerRun},
+    // Each run's own job uid and gid, taken from a pool: two runs of the same thing differ here.
+    {"grant.job_uid", Class::kPerRun},
+    {"grant.job_gid", Class::kPerRun},
     // How each pinned tree was verified (the digest cache), not what it holds.
     {"pin_cache[].status", Class::kPerRun},
     {"pin_cache[].checked_by_stat", Class::kPerRun},

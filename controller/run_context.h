@@ -119,6 +119,7 @@ struct RunContext {
   ClosureIdentities closure_identities;
   std::optional<Grant> grant;
   JobUser job_user;  // who the job runs as (the caller itself when not root)
+  std::optional<JobIds> job_ids;  // the run's own uid and gid while held (run_handover.h)
 
   // Acquired, released by the cleanup stage.
   std::optional<StateDir> state;  // checked and held from stage 0 on (state_dir.h)
