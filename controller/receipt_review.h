@@ -8,7 +8,8 @@
 
 namespace sealrun::receipt {
 
-std::string summary_text(const nlohmann::json& receipt);
+// Sizes in binary units (receipt_facts.h); at most 50 outputs unless `all_outputs`.
+std::string summary_text(const nlohmann::json& receipt, bool all_outputs = false);
 
 struct Difference {
   std::string path;  // "commands[0].exit"
