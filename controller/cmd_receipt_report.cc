@@ -51,7 +51,8 @@ report::ReceiptPage page_for(const std::string& path, const std::string& bytes, 
 Result<json> one_receipt(const ReportOptions& o) {
   std::string bytes =
       SEALRUN_TRY(read_bounded_file(AT_FDCWD, o.receipt, kMiB).context("read receipt"));
-  json doc = SEALRUN_TRY(parse_strict_json(bytes).context(o.receipt + " is not a readable receipt"));
+  json doc =
+      SEALRUN_TRY(parse_strict_json(bytes).context(o.receipt + " is not a readable receipt"));
   if (!doc.is_object()) return Error::make(o.receipt + " is not a receipt (not a JSON object)");
   std::string page = report::receipt_page_html(doc, page_for(o.receipt, bytes, doc, o.key, ""));
   SEALRUN_TRY(write_file_atomic(o.html, page, 0644).context("write " + o.html));
@@ -72,8 +73,9 @@ Result<std::pair<std::string, std::string>> find_receipt(int state_fd, const std
     if (bytes && attest::sha256_hex_of(*bytes) == e.receipt_sha256)
       return std::make_pair(state + "/" + c, std::move(*bytes));
   }
-  return Error::make("no receipt of this run has the SHA-256 its ledger line records (changed "
-                     "or removed)");
+  return Error::make(
+      "no receipt of this run has the SHA-256 its ledger line records (changed "
+      "or removed)");
 }
 
 std::string command_of(const json& doc) {
@@ -81,7 +83,8 @@ std::string command_of(const json& doc) {
   const json& c = a.is_object() && a.contains("command") ? a["command"] : json();
   std::string out;
   for (const auto& arg : receipt::member_list(c, "argv"))
-    out += (out.empty() ? "" : " ") + (arg.is_string() ? arg.get<std::string>() : receipt::json_text(arg));
+    out += (out.empty() ? "" : " ") +
+           (arg.is_string() ? arg.get<std::string>() : receipt::json_text(arg));
   return out;
 }
 
@@ -92,19 +95,19 @@ Result<json> ledger_report(const ReportOptions& o) {
   auto listing = SEALRUN_TRY(attest::list_ledger(state_fd.get(), {}).context("read the ledger"));
   if (::mkdir(o.html.c_str(), 0755) != 0 && errno != EEXIST)
     return Error::from_errno("make the report directory " + o.html);
-  auto out_fd = SEALRUN_TRY(open_at(AT_FDCWD, o.html, O_RDONLY | O_DIRECTORY)
-                                .context("the report directory " + o.html));
+  auto out_fd = SEALRUN_TRY(
+      open_at(AT_FDCWD, o.html, O_RDONLY | O_DIRECTORY).context("the report directory " + o.html));
   report::LedgerIndex index;
   index.state_dir = o.ledger;
   index.generated_by = generated_by();
   const auto& rep = listing.report;
   index.chain_ok = rep.ok();
-  index.chain = rep.ok() ? fmt::format("{} line(s), head seq {} sha256 {}", rep.lines,
-                                       rep.head_seq, rep.head_sha256)
-                : rep.first_problem
-                    ? fmt::format("BROKEN at line {}: {}", rep.first_problem->line,
-                                  rep.first_problem->what)
-                    : fmt::format("{} torn byte(s) after the last line", rep.torn_bytes);
+  index.chain =
+      rep.ok() ? fmt::format("{} line(s), head seq {} sha256 {}", rep.lines, rep.head_seq,
+                             rep.head_sha256)
+      : rep.first_problem
+          ? fmt::format("BROKEN at line {}: {}", rep.first_problem->line, rep.first_problem->what)
+          : fmt::format("{} torn byte(s) after the last line", rep.torn_bytes);
   uint64_t problems = rep.ok() ? 0 : 1;
   if (!rep.ok()) print_error("receipt report", "the ledger's chain: " + index.chain);
   for (const auto& e : listing.entries) {
@@ -114,7 +117,8 @@ Result<json> ledger_report(const ReportOptions& o) {
     if (!doc || !doc->is_object()) {
       row.signer = doc ? "not a receipt" : doc.error().message();
       row.signature = "FAIL";
-      print_error("receipt report", fmt::format("ledger line {} ({}): {}", e.seq, e.id, row.signer));
+      print_error("receipt report",
+                  fmt::format("ledger line {} ({}): {}", e.seq, e.id, row.signer));
       ++problems;
       index.rows.push_back(std::move(row));
       continue;
@@ -132,9 +136,8 @@ Result<json> ledger_report(const ReportOptions& o) {
   }
   SEALRUN_TRY(write_file_atomic_in(out_fd.get(), "index.html", report::ledger_index_html(index),
                                    0644, o.html + "/index.html"));
-  return json{{"html", o.html + "/index.html"},
-              {"pages", listing.entries.size()},
-              {"problems", problems}};
+  return json{
+      {"html", o.html + "/index.html"}, {"pages", listing.entries.size()}, {"problems", problems}};
 }
 
 }  // namespace

@@ -67,8 +67,8 @@ std::vector<LimitHit> limits_hit(const json& r) {
                     member_text(guard, "observed"), member_text(guard, "limit")));
   for (const auto& c : member_list(r, "commands"))
     if (c.is_object() && c.contains("timed_out") && c["timed_out"] == true)
-      add(hits, "wall_clock", fmt::format("command {} stopped at its wall clock",
-                                          member_text(c, "label")));
+      add(hits, "wall_clock",
+          fmt::format("command {} stopped at its wall clock", member_text(c, "label")));
   return hits;
 }
 
@@ -76,7 +76,8 @@ std::vector<std::pair<std::string, size_t>> view_kinds(const json& r) {
   std::vector<std::pair<std::string, size_t>> kinds;
   for (const auto& v : member_list(r, "view")) {
     std::string kind = member_text(v, "kind");
-    auto it = std::find_if(kinds.begin(), kinds.end(), [&](const auto& k) { return k.first == kind; });
+    auto it =
+        std::find_if(kinds.begin(), kinds.end(), [&](const auto& k) { return k.first == kind; });
     if (it == kinds.end())
       kinds.emplace_back(kind, 1);
     else
@@ -108,7 +109,8 @@ std::string input_digest(const json& input) {
   const json& d = member(input, "digest");
   if (!d.is_object() || d.empty()) return "";
   auto it = d.begin();
-  return it.key() + ":" + (it.value().is_string() ? it.value().get<std::string>() : json_text(it.value()));
+  return it.key() + ":" +
+         (it.value().is_string() ? it.value().get<std::string>() : json_text(it.value()));
 }
 
 }  // namespace sealrun::receipt

@@ -69,8 +69,8 @@ std::string bytes(const json& v) {
 
 std::string badge(std::string_view result) {
   std::string_view cls = result == "pass" || result == "built" || result == "ok" ? "pass"
-                         : result == "note" || result == "not_run"             ? "note"
-                                                                               : "fail";
+                         : result == "note" || result == "not_run"               ? "note"
+                                                                                 : "fail";
   return fmt::format("<span class=\"badge {}\">{}</span>", cls, html::text(result));
 }
 
@@ -91,7 +91,8 @@ std::string document(std::string_view title_html, const std::string& body) {
       "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
       "style-src 'unsafe-inline'\">\n"
       "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
-      "<title>{}</title>\n<style>{}</style>\n</head>\n<body>\n<main>\n{}</main>\n</body>\n</html>\n",
+      "<title>{}</title>\n<style>{}</style>\n</head>\n<body>\n<main>\n{}</main>\n</body>\n</"
+      "html>\n",
       title_html, kStyle, body);
 }
 
@@ -124,9 +125,10 @@ std::string verdict_section(const json& r, const ReceiptPage& page) {
     out += fact("signature", badge(c->result) + " " + html::text_cut(c->detail, kMaxTextBytes));
   const json& v = r.contains("sealrun_version") ? r["sealrun_version"] : json();
   if (v.is_object())
-    out += fact("written by", fmt::format("sealrun {} (commit <code>{}</code>{})", field(v, "version"),
-                                          field(v, "commit"),
-                                          v.contains("dirty") && v["dirty"] == true ? ", dirty tree" : ""));
+    out += fact("written by",
+                fmt::format("sealrun {} (commit <code>{}</code>{})", field(v, "version"),
+                            field(v, "commit"),
+                            v.contains("dirty") && v["dirty"] == true ? ", dirty tree" : ""));
   const json& rb = r.contains("rebuild_of") ? r["rebuild_of"] : json();
   if (rb.is_object()) {
     std::string vary;
@@ -168,8 +170,10 @@ std::string verifications_section(const json& r) {
         field(v, "observed"), badge(ok ? "pass" : "FAIL"));
   }
   rows += parts::more_row(shown, list.size(), 4);
-  std::string table = "<table><tr><th>target</th><th>expected</th><th>observed</th><th>result</th>"
-                      "</tr>\n" + rows + "</table>\n";
+  std::string table =
+      "<table><tr><th>target</th><th>expected</th><th>observed</th><th>result</th>"
+      "</tr>\n" +
+      rows + "</table>\n";
   std::string summary = fmt::format("{} of {} passed", pass, list.size());
   bool open = pass != list.size() || list.size() <= 12;
   return parts::section("verifications", "Verifications",
@@ -178,8 +182,9 @@ std::string verifications_section(const json& r) {
 }
 
 std::string limit_value(const std::string& name, const json& v) {
-  return name.size() > 6 && name.compare(name.size() - 6, 6, "_bytes") == 0 ? parts::bytes(v)
-                                                                             : html::text(receipt::json_text(v));
+  return name.size() > 6 && name.compare(name.size() - 6, 6, "_bytes") == 0
+             ? parts::bytes(v)
+             : html::text(receipt::json_text(v));
 }
 
 std::string containment_section(const json& r) {
@@ -188,7 +193,8 @@ std::string containment_section(const json& r) {
   auto joined = [](const json& doc, const char* key) {
     std::string s;
     for (const auto& x : member_list(doc, key))
-      s += (s.empty() ? "" : ", ") + html::text(x.is_string() ? x.get<std::string>() : receipt::json_text(x));
+      s += (s.empty() ? "" : ", ") +
+           html::text(x.is_string() ? x.get<std::string>() : receipt::json_text(x));
     return s.empty() ? std::string("none") : s;
   };
   if (g.is_object()) {
@@ -213,8 +219,8 @@ std::string containment_section(const json& r) {
   }
   // The admitted limits beside what the kernel reported back for each.
   const json& admission = r.contains("admission") ? r["admission"] : json();
-  const json& limits = admission.is_object() && admission.contains("limits") ? admission["limits"]
-                                                                             : json();
+  const json& limits =
+      admission.is_object() && admission.contains("limits") ? admission["limits"] : json();
   const json& memory = r.contains("memory") ? r["memory"] : json();
   std::map<std::string, json> readback;
   for (const auto& l : member_list(memory, "limits"))
@@ -226,13 +232,15 @@ std::string containment_section(const json& r) {
       std::string observed, effective;
       if (auto rb = readback.find(it.key()); rb != readback.end()) {
         observed = limit_value(it.key(), rb->second.value("observed", json())) +
-                   (rb->second.contains("applied") && rb->second["applied"] == true ? "" : " <span class=\"badge "
-                                                                      "fail\">not applied</span>");
+                   (rb->second.contains("applied") && rb->second["applied"] == true
+                        ? ""
+                        : " <span class=\"badge "
+                          "fail\">not applied</span>");
         effective = limit_value(it.key(), rb->second.value("effective", json()));
       }
-      out += fmt::format("<tr><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
-                         html::text(it.key()), limit_value(it.key(), it.value()), observed,
-                         effective);
+      out +=
+          fmt::format("<tr><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
+                      html::text(it.key()), limit_value(it.key(), it.value()), observed, effective);
     }
     out += "</table>\n";
   }
@@ -242,20 +250,18 @@ std::string containment_section(const json& r) {
     out += fact("resource group", field(memory, "backend"));
     out += fact("memory peak", parts::bytes(memory.value("peak_bytes", json())));
     out += fact("swap used", parts::bytes(memory.value("swap_used_bytes", json())));
-    out += fact("memory events", fmt::format("high {}, max {}, oom {}, oom_kill {}",
-                                             field(ev, "high"), field(ev, "max"), field(ev, "oom"),
-                                             field(ev, "oom_kill")));
+    out += fact("memory events",
+                fmt::format("high {}, max {}, oom {}, oom_kill {}", field(ev, "high"),
+                            field(ev, "max"), field(ev, "oom"), field(ev, "oom_kill")));
   } else {
     out += "<dl class=\"facts\">\n";
   }
   const json& owned = r.contains("owned_space") ? r["owned_space"] : json();
   if (owned.is_object())
-    out += fact("owned space", fmt::format("{}, {}, {} inodes{}", field(owned, "kind"),
-                                           parts::bytes(owned.value("size_bytes", json())),
-                                           field(owned, "inodes"),
-                                           owned.contains("why_not")
-                                               ? " (" + field(owned, "why_not") + ")"
-                                               : ""));
+    out += fact("owned space",
+                fmt::format("{}, {}, {} inodes{}", field(owned, "kind"),
+                            parts::bytes(owned.value("size_bytes", json())), field(owned, "inodes"),
+                            owned.contains("why_not") ? " (" + field(owned, "why_not") + ")" : ""));
   out += fact("stop confirmed", field(r, "stop_confirmed"));
   out += "</dl>\n";
   return parts::section("containment", "Containment and limits", out);
@@ -263,8 +269,8 @@ std::string containment_section(const json& r) {
 
 std::string timeline_section(const json& r) {
   const json& admission = r.contains("admission") ? r["admission"] : json();
-  const json& limits = admission.is_object() && admission.contains("limits") ? admission["limits"]
-                                                                             : json();
+  const json& limits =
+      admission.is_object() && admission.contains("limits") ? admission["limits"] : json();
   auto limit = [&](const char* name, std::vector<PlotLimit>& out) {
     if (limits.is_object() && limits.contains(name) && limits[name].is_number_unsigned() &&
         limits[name].get<uint64_t>() < (uint64_t{1} << 63))
@@ -281,10 +287,11 @@ std::string timeline_section(const json& r) {
   limit("memory_max_bytes", memory.limits);
   if (memory.series[0].points.empty()) {
     const json& m = r.contains("memory") ? r["memory"] : json();
-    out += fmt::format("<p class=\"muted\">This receipt has no memory samples (written before "
-                       "sealrun sampled memory, or the run had no resource group); its peak was "
-                       "{}.</p>\n",
-                       parts::bytes(m.is_object() ? m.value("peak_bytes", json()) : json()));
+    out += fmt::format(
+        "<p class=\"muted\">This receipt has no memory samples (written before "
+        "sealrun sampled memory, or the run had no resource group); its peak was "
+        "{}.</p>\n",
+        parts::bytes(m.is_object() ? m.value("peak_bytes", json()) : json()));
   } else {
     out += timeline_svg(memory);
   }
@@ -321,7 +328,9 @@ std::string strings_list(const json& r, const char* key, std::string_view title)
   size_t shown = 0;
   for (const auto& n : list) {
     if (shown++ == kMaxRows) break;
-    out += "<li>" + html::text_cut(n.is_string() ? n.get<std::string>() : receipt::json_text(n), kMaxTextBytes) +
+    out += "<li>" +
+           html::text_cut(n.is_string() ? n.get<std::string>() : receipt::json_text(n),
+                          kMaxTextBytes) +
            "</li>\n";
   }
   return out + "</ul>\n";
@@ -371,8 +380,8 @@ std::string receipt_page_html(const json& doc, const ReceiptPage& page) {
       "page: no script, nothing loaded from anywhere.</footer>\n",
       html::entities(page.generated_by),
       html::text_cut(r.contains("digest") ? member_text(r["digest"], "value") : "", 128));
-  std::string title = fmt::format("sealrun receipt {} — {}", member_text(r, "id"),
-                                  member_text(r, "state"));
+  std::string title =
+      fmt::format("sealrun receipt {} — {}", member_text(r, "id"), member_text(r, "state"));
   return parts::document(html::text(title), body);
 }
 
@@ -380,15 +389,15 @@ std::string ledger_index_html(const LedgerIndex& index) {
   std::string rows;
   for (const auto& row : index.rows) {
     std::string id = "<code>" + html::text(row.id) + "</code>";
-    if (!row.href.empty())
-      id = fmt::format("<a href=\"{}\">{}</a>", html::entities(row.href), id);
+    if (!row.href.empty()) id = fmt::format("<a href=\"{}\">{}</a>", html::entities(row.href), id);
     rows += fmt::format(
         "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td><code>{}</code></td><td>{} {}</td>"
         "</tr>\n",
         row.seq, html::text(row.at), id, badge(row.state), html::text_cut(row.command, 512),
         row.signature.empty() ? "" : badge(row.signature), html::text_cut(row.signer, 256));
   }
-  if (index.rows.empty()) rows = "<tr><td colspan=\"6\" class=\"muted\">no runs recorded</td></tr>\n";
+  if (index.rows.empty())
+    rows = "<tr><td colspan=\"6\" class=\"muted\">no runs recorded</td></tr>\n";
   std::string body = fmt::format(
       "<section id=\"ledger\"><h1>Runs recorded in <code>{}</code></h1>\n"
       "<p>The ledger's chain: {} {}</p>\n"

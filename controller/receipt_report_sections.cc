@@ -44,8 +44,8 @@ std::string stream_row(const json& c, const char* name) {
       tail.empty() ? ""
                    : fmt::format("<details><summary>the end of it</summary><pre>{}</pre></details>",
                                  html::lines(tail.substr(0, 2 * kMaxTextBytes)));
-  return fmt::format("<tr><td>{}</td><td>{}{}</td><td><code>{}</code></td><td>{}</td></tr>\n",
-                     name, bytes(s.value("size", json())),
+  return fmt::format("<tr><td>{}</td><td>{}{}</td><td><code>{}</code></td><td>{}</td></tr>\n", name,
+                     bytes(s.value("size", json())),
                      s.contains("cut") && s["cut"] == true ? " (only its end read)" : "",
                      field(s, "sha256"), shown_tail);
 }
@@ -59,11 +59,13 @@ struct Node {
 
 std::string entry_text(const json& e) {
   std::string out = "<code>" + field(e, "kind") + "</code>";
-  if (e.contains("writable") && e["writable"] == true) out += " <span class=\"badge note\">writable</span>";
+  if (e.contains("writable") && e["writable"] == true)
+    out += " <span class=\"badge note\">writable</span>";
   std::string pin = member_text(e, "pin");
   if (!pin.empty() && pin != "null") out += " pin <code>" + html::text_cut(pin, 160) + "</code>";
   std::string host = member_text(e, "host_path");
-  if (!host.empty() && host != "null") out += " from <code>" + html::text_cut(host, 512) + "</code>";
+  if (!host.empty() && host != "null")
+    out += " from <code>" + html::text_cut(host, 512) + "</code>";
   return out;
 }
 
@@ -73,9 +75,10 @@ std::string render(const std::string& name, const Node& n, size_t depth) {
   if (n.children.empty()) return "<li>" + label + "</li>\n";
   std::string inner;
   for (const auto& [child, node] : n.children) inner += render(child, *node, depth + 1);
-  return fmt::format("<li><details{}><summary>{} <span class=\"muted\">({} below)</span></summary>"
-                     "<ul class=\"tree\">\n{}</ul></details></li>\n",
-                     depth < 1 ? " open" : "", label, n.entries - (n.entry ? 1 : 0), inner);
+  return fmt::format(
+      "<li><details{}><summary>{} <span class=\"muted\">({} below)</span></summary>"
+      "<ul class=\"tree\">\n{}</ul></details></li>\n",
+      depth < 1 ? " open" : "", label, n.entries - (n.entry ? 1 : 0), inner);
 }
 
 }  // namespace
@@ -148,10 +151,11 @@ std::string inputs_section(const json& r) {
   std::string summary;
   for (const auto& [kind, n] : kinds)
     summary += fmt::format("{}{} {}", summary.empty() ? "" : ", ", n, html::text(kind));
-  return section("inputs", "Inputs",
-                 details(inputs.size(), fmt::format("{} input(s): {}", inputs.size(), summary),
-                         "<table><tr><th>name</th><th>kind</th><th>digest</th><th>where</th></tr>\n" +
-                             rows + "</table>\n"));
+  return section(
+      "inputs", "Inputs",
+      details(inputs.size(), fmt::format("{} input(s): {}", inputs.size(), summary),
+              "<table><tr><th>name</th><th>kind</th><th>digest</th><th>where</th></tr>\n" + rows +
+                  "</table>\n"));
 }
 
 std::string view_section(const json& r) {
@@ -195,10 +199,10 @@ std::string view_section(const json& r) {
 
 std::string outputs_section(const json& r) {
   auto outputs = member_list(r, "outputs");
-  std::string out = fmt::format(
-      "<p>{} output(s), {} in regular files; the list's sha256 <code>{}</code></p>\n",
-      field(r, "outputs_total"), bytes(r.value("outputs_bytes", json())),
-      field(r, "outputs_list_sha256"));
+  std::string out =
+      fmt::format("<p>{} output(s), {} in regular files; the list's sha256 <code>{}</code></p>\n",
+                  field(r, "outputs_total"), bytes(r.value("outputs_bytes", json())),
+                  field(r, "outputs_list_sha256"));
   std::string rows;
   size_t shown = 0;
   for (const auto& o : outputs) {
@@ -207,12 +211,12 @@ std::string outputs_section(const json& r) {
     std::string kind = member_text(o, "kind");
     std::string what =
         kind == "symlink" ? "→ <code>" + shown_name(o, "target") + "</code>"
-        : !kind.empty()   ? html::text(kind) + " " + field(o, "device")
-                          : "<code>" + field(o, "sha256") + "</code>" +
-                              (o.contains("hardlink_of") ? " (hard link of <code>" +
-                                                               shown_name(o, "hardlink_of") +
-                                                               "</code>)"
-                                                         : "");
+        : !kind.empty()
+            ? html::text(kind) + " " + field(o, "device")
+            : "<code>" + field(o, "sha256") + "</code>" +
+                  (o.contains("hardlink_of")
+                       ? " (hard link of <code>" + shown_name(o, "hardlink_of") + "</code>)"
+                       : "");
     rows += fmt::format("<tr><td><code>{}</code></td><td>{}</td><td>{}</td></tr>\n",
                         shown_name(o, "path"), kind.empty() ? bytes(o.value("size", json())) : "",
                         what);

@@ -15,7 +15,7 @@ using nlohmann::json;
 
 namespace {
 
-constexpr size_t kShortList = 10;  // environment variables and inputs shown without --verbose
+constexpr size_t kShortList = 10;   // environment variables and inputs shown without --verbose
 constexpr size_t kShortText = 512;  // bytes of one value shown without --verbose
 
 const json& object_member(const json& doc, const char* key) {
@@ -63,7 +63,8 @@ std::string command_text(const json& a, bool verbose) {
       out += fmt::format("    ... {} more (--verbose lists them)\n", env.size() - n);
       break;
     }
-    std::string value = it.value().is_string() ? it.value().get<std::string>() : json_text(it.value());
+    std::string value =
+        it.value().is_string() ? it.value().get<std::string>() : json_text(it.value());
     out += fmt::format("    {}={}\n", display::escape(it.key()),
                        verbose ? display::escape(value) : display::escape_cut(value, kShortText));
   }
@@ -90,8 +91,8 @@ std::string inputs_text(const json& a, bool verbose) {
   for (const auto& [kind, n] : kinds)
     counts += fmt::format("{}{} {}", counts.empty() ? "" : ", ", n,
                           kind.empty() ? "other" : display::escape(kind));
-  std::string out = fmt::format("  inputs: {}{}\n", inputs.size(),
-                                counts.empty() ? "" : " (" + counts + ")");
+  std::string out =
+      fmt::format("  inputs: {}{}\n", inputs.size(), counts.empty() ? "" : " (" + counts + ")");
   out += listed;
   if (hidden > 0) out += fmt::format("    ... {} more (--verbose lists them)\n", hidden);
   return out;
@@ -110,12 +111,10 @@ std::string view_text(const json& r, bool verbose) {
                                 writable.empty() ? "nothing" : writable);
   if (verbose)
     for (const auto& v : view)
-      out += fmt::format("    {}  {}  pin {}  from {}{}\n", shown(v, "job_path", true),
-                         shown(v, "kind", true), shown(v, "pin", true),
-                         shown(v, "host_path", true),
-                         v.is_object() && v.contains("writable") && v["writable"] == true
-                             ? "  writable"
-                             : "");
+      out += fmt::format(
+          "    {}  {}  pin {}  from {}{}\n", shown(v, "job_path", true), shown(v, "kind", true),
+          shown(v, "pin", true), shown(v, "host_path", true),
+          v.is_object() && v.contains("writable") && v["writable"] == true ? "  writable" : "");
   return out;
 }
 
@@ -129,10 +128,11 @@ std::string limits_text(const json& r, const json& a, bool verbose) {
   if (verbose && !limits.is_null()) {
     out += "  admitted limits:\n";
     for (auto it = limits.begin(); it != limits.end(); ++it) {
-      bool is_bytes = it.key().size() > 6 && it.key().compare(it.key().size() - 6, 6, "_bytes") == 0;
-      out += fmt::format("    {} {}\n", display::escape(it.key()),
-                         is_bytes ? bytes_text(it.value())
-                                  : display::json_for_terminal(json_text(it.value())));
+      bool is_bytes =
+          it.key().size() > 6 && it.key().compare(it.key().size() - 6, 6, "_bytes") == 0;
+      out += fmt::format(
+          "    {} {}\n", display::escape(it.key()),
+          is_bytes ? bytes_text(it.value()) : display::json_for_terminal(json_text(it.value())));
     }
   }
   return out;
@@ -144,12 +144,11 @@ std::string samples_text(const json& r) {
                                 shown(r, "samples_dropped", true));
   for (const auto& s : samples) {
     if (!s.is_object()) continue;
-    out += fmt::format("    {:>8} ms  memory {}  owned {}  results {}  free {}\n",
-                       shown(s, "t_ms", true),
-                       s.contains("memory_bytes") ? bytes_text(s["memory_bytes"]) : "-",
-                       bytes_text(s.value("owned_bytes", json())),
-                       bytes_text(s.value("result_bytes", json())),
-                       bytes_text(s.value("free_bytes", json())));
+    out += fmt::format(
+        "    {:>8} ms  memory {}  owned {}  results {}  free {}\n", shown(s, "t_ms", true),
+        s.contains("memory_bytes") ? bytes_text(s["memory_bytes"]) : "-",
+        bytes_text(s.value("owned_bytes", json())), bytes_text(s.value("result_bytes", json())),
+        bytes_text(s.value("free_bytes", json())));
   }
   return out;
 }
@@ -161,9 +160,9 @@ std::string signature_text(const json& r, const ShowOptions& o) {
                                               shown(s, "key_id", true), shown(s, "envelope", true));
   if (!o.signature_result.empty())
     out += fmt::format("    {}: {}\n",
-                       o.signature_result == "pass" ? "verified" : o.signature_result == "FAIL"
-                                                                       ? "DOES NOT VERIFY"
-                                                                       : "not verified",
+                       o.signature_result == "pass"   ? "verified"
+                       : o.signature_result == "FAIL" ? "DOES NOT VERIFY"
+                                                      : "not verified",
                        display::escape(o.signature_detail));
   return out;
 }

@@ -78,7 +78,8 @@ std::string timeline_svg(const Plot& plot) {
   std::vector<PlotLimit> drawn, named;
   double top = static_cast<double>(v_max);
   for (const auto& l : plot.limits) {
-    if (v_max == 0 || static_cast<double>(l.value) > kLimitDrawnWithin * static_cast<double>(v_max)) {
+    if (v_max == 0 ||
+        static_cast<double>(l.value) > kLimitDrawnWithin * static_cast<double>(v_max)) {
       named.push_back(l);
     } else {
       drawn.push_back(l);
@@ -111,9 +112,10 @@ std::string timeline_svg(const Plot& plot) {
         "<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" class=\"grid\"/>"
         "<text x=\"{:.1f}\" y=\"{:.1f}\" class=\"tick\" text-anchor=\"middle\">{}</text>\n",
         x(t), kTop, x(t), kTop + kPlotH, x(t), kTop + kPlotH + 16, seconds_text(t));
-  out += fmt::format("<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" "
-                     "class=\"frame\"/>\n",
-                     kLeft, kTop, kPlotW, kPlotH);
+  out += fmt::format(
+      "<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" "
+      "class=\"frame\"/>\n",
+      kLeft, kTop, kPlotW, kPlotH);
   for (const auto& l : drawn)
     out += fmt::format(
         "<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" class=\"limit\"/>"
@@ -130,7 +132,8 @@ std::string timeline_svg(const Plot& plot) {
                          x(static_cast<double>(s.points[0].t_ms)),
                          y(static_cast<double>(s.points[0].value)), color);
     } else if (!s.points.empty()) {
-      out += fmt::format("<polyline fill=\"none\" stroke=\"{}\" stroke-width=\"2\" points=\"", color);
+      out +=
+          fmt::format("<polyline fill=\"none\" stroke=\"{}\" stroke-width=\"2\" points=\"", color);
       for (const auto& p : s.points)
         out += fmt::format("{:.1f},{:.1f} ", x(static_cast<double>(p.t_ms)),
                            y(static_cast<double>(p.value)));
@@ -146,8 +149,9 @@ std::string timeline_svg(const Plot& plot) {
     std::string text;
     for (const auto& l : named)
       text += (text.empty() ? "" : ", ") + l.label + " " + binary_size_text(l.value);
-    out += fmt::format("<text x=\"{:.0f}\" y=\"{:.0f}\" class=\"legend\">far above the plot: {}</text>\n",
-                       kLeft, kHeight - 4, html::entities(text));
+    out += fmt::format(
+        "<text x=\"{:.0f}\" y=\"{:.0f}\" class=\"legend\">far above the plot: {}</text>\n", kLeft,
+        kHeight - 4, html::entities(text));
   }
   out += "</svg>\n";
   return out;

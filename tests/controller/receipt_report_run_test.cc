@@ -7,8 +7,8 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
-#include <sstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "tests/controller/run_test_support.h"
 
@@ -42,18 +42,28 @@ struct Rendered {
   int code = -1;
   std::string console;  // Chromium's console lines for the page (":CONSOLE")
   std::string dom;
-  json pixels;          // png_stats.py's answer
+  json pixels;  // png_stats.py's answer
 };
 
 // Renders `page` in headless Chromium without a network (unshare -n): its DOM, a screenshot's
 // pixel statistics and every console message.
 Rendered render(const std::string& page, const std::string& work) {
   Rendered r;
-  std::vector<std::string> chromium = {
-      "/usr/bin/unshare", "-n", "/usr/bin/chromium", "--headless", "--no-sandbox", "--disable-gpu",
-      "--hide-scrollbars", "--no-first-run", "--disable-background-networking",
-      "--disable-component-update", "--disable-extensions", "--user-data-dir=" + work + "/profile",
-      "--enable-logging=stderr", "--v=0", "--window-size=1000,1400"};
+  std::vector<std::string> chromium = {"/usr/bin/unshare",
+                                       "-n",
+                                       "/usr/bin/chromium",
+                                       "--headless",
+                                       "--no-sandbox",
+                                       "--disable-gpu",
+                                       "--hide-scrollbars",
+                                       "--no-first-run",
+                                       "--disable-background-networking",
+                                       "--disable-component-update",
+                                       "--disable-extensions",
+                                       "--user-data-dir=" + work + "/profile",
+                                       "--enable-logging=stderr",
+                                       "--v=0",
+                                       "--window-size=1000,1400"};
   SpawnOptions shot;
   shot.argv = chromium;
   shot.argv.push_back("--screenshot=" + work + "/shot.png");
@@ -75,7 +85,8 @@ Rendered render(const std::string& page, const std::string& work) {
       if (line.find(":CONSOLE") != std::string::npos) r.console += line + "\n";
   }
   SpawnOptions stats;
-  stats.argv = {"/usr/bin/python3", std::string(SEALRUN_SOURCE_DIR) + "/tests/controller/png_stats.py",
+  stats.argv = {"/usr/bin/python3",
+                std::string(SEALRUN_SOURCE_DIR) + "/tests/controller/png_stats.py",
                 work + "/shot.png"};
   if (auto p = run_capture(stats, 120000); p.ok() && p->status.code == 0)
     r.pixels = json::parse(p->out, nullptr, false);

@@ -37,42 +37,81 @@ json sample_receipt() {
       {"admission_sha256", std::string(64, 'a')},
       {"started", "2026-01-01T00:00:00.000Z"},
       {"finished", "2026-01-01T00:00:02.000Z"},
-      {"sealrun_version", {{"version", "0.2.0"}, {"commit", std::string(40, 'c')}, {"dirty", true}}},
+      {"sealrun_version",
+       {{"version", "0.2.0"}, {"commit", std::string(40, 'c')}, {"dirty", true}}},
       {"rebuild_of",
-       {{"id", "run-0"}, {"receipt_sha256", std::string(64, 'e')}, {"variations", {{{"name", "umask"}, {"how", "0002"}}}}}},
+       {{"id", "run-0"},
+        {"receipt_sha256", std::string(64, 'e')},
+        {"variations", {{{"name", "umask"}, {"how", "0002"}}}}}},
       {"signing", {{"key_id", std::string(64, 'k')}, {"envelope", "receipt.dsse.json"}}},
       {"admission",
        {{"command", {{"argv", {"/bin/sh", "-c", "make all"}}, {"cwd", "/src"}}},
         {"env", {{"PATH", "/usr/bin:/bin"}, {"LANG", "C.UTF-8"}}},
         {"source_date_epoch", 315619200},
-        {"limits", {{"memory_max_bytes", 8ull << 30}, {"memory_high_bytes", 7ull << 30},
-                    {"pids_max", 4096}, {"owned_max_bytes", 1ull << 20}}},
+        {"limits",
+         {{"memory_max_bytes", 8ull << 30},
+          {"memory_high_bytes", 7ull << 30},
+          {"pids_max", 4096},
+          {"owned_max_bytes", 1ull << 20}}},
         {"inputs",
-         {{{"name", "source"}, {"uri", "file:///src"}, {"digest", {{"sealrun_sourceManifestV1", std::string(64, '1')}}},
+         {{{"name", "source"},
+           {"uri", "file:///src"},
+           {"digest", {{"sealrun_sourceManifestV1", std::string(64, '1')}}},
            {"annotations", {{"kind", "source"}}}},
-          {{"name", "closure:/usr/bin/cc"}, {"uri", "file:///usr/bin/cc"}, {"digest", {{"sha256", std::string(64, '2')}}},
+          {{"name", "closure:/usr/bin/cc"},
+           {"uri", "file:///usr/bin/cc"},
+           {"digest", {{"sha256", std::string(64, '2')}}},
            {"annotations", {{"kind", "closure"}}}}}}}},
-      {"verifications", {{{"target", "admission"}, {"expected", "x"}, {"observed", "x"}, {"result", "pass"}},
-                         {{"target", "toolchain"}, {"expected", "y"}, {"observed", "z"}, {"result", "fail"}}}},
-      {"grant", {{"mechanism", "bwrap"}, {"mode", "enforcing"}, {"enforced", {"memory", "network"}},
-                 {"degraded", json::array()}, {"unenforced_required", json::array()}}},
-      {"memory", {{"backend", "cgroup-v2"}, {"peak_bytes", 7 << 20}, {"swap_used_bytes", 0},
-                  {"events", {{"high", 3}, {"max", 0}, {"oom", 0}, {"oom_kill", 0}}},
-                  {"limits", {{{"name", "memory_max_bytes"}, {"requested", 8ull << 30}, {"observed", 8ull << 30},
-                               {"applied", true}, {"effective", 8ull << 30}}}}}},
+      {"verifications",
+       {{{"target", "admission"}, {"expected", "x"}, {"observed", "x"}, {"result", "pass"}},
+        {{"target", "toolchain"}, {"expected", "y"}, {"observed", "z"}, {"result", "fail"}}}},
+      {"grant",
+       {{"mechanism", "bwrap"},
+        {"mode", "enforcing"},
+        {"enforced", {"memory", "network"}},
+        {"degraded", json::array()},
+        {"unenforced_required", json::array()}}},
+      {"memory",
+       {{"backend", "cgroup-v2"},
+        {"peak_bytes", 7 << 20},
+        {"swap_used_bytes", 0},
+        {"events", {{"high", 3}, {"max", 0}, {"oom", 0}, {"oom_kill", 0}}},
+        {"limits",
+         {{{"name", "memory_max_bytes"},
+           {"requested", 8ull << 30},
+           {"observed", 8ull << 30},
+           {"applied", true},
+           {"effective", 8ull << 30}}}}}},
       {"owned_space", {{"kind", "filesystem"}, {"size_bytes", 1 << 20}, {"inodes", 100}}},
       {"guard", nullptr},
       {"samples", samples},
       {"samples_dropped", 0},
-      {"view", {{{"job_path", "/usr/bin/cc"}, {"kind", "closure"}, {"host_path", "/usr/bin/cc"},
-                 {"pin", "sha256:" + std::string(64, '2')}, {"writable", false}},
-                {{"job_path", "/out"}, {"kind", "out"}, {"host_path", "/s/results/run-1/out"}, {"pin", nullptr},
-                 {"writable", true}}}},
-      {"commands", {{{"label", "job"}, {"argv", {"/bin/sh"}}, {"exit", 1}, {"signal", 0}, {"timed_out", false},
-                     {"stdout", {{"sha256", std::string(64, '3')}, {"size", 12}, {"read_bytes", 12}, {"cut", false},
-                                 {"tail", "hello\nworld\n"}}}}}},
-      {"outputs", {{{"path", "a.txt"}, {"size", 3 << 20}, {"sha256", std::string(64, '4')}},
-                   {{"path", "link"}, {"kind", "symlink"}, {"target", "a.txt"}}}},
+      {"view",
+       {{{"job_path", "/usr/bin/cc"},
+         {"kind", "closure"},
+         {"host_path", "/usr/bin/cc"},
+         {"pin", "sha256:" + std::string(64, '2')},
+         {"writable", false}},
+        {{"job_path", "/out"},
+         {"kind", "out"},
+         {"host_path", "/s/results/run-1/out"},
+         {"pin", nullptr},
+         {"writable", true}}}},
+      {"commands",
+       {{{"label", "job"},
+         {"argv", {"/bin/sh"}},
+         {"exit", 1},
+         {"signal", 0},
+         {"timed_out", false},
+         {"stdout",
+          {{"sha256", std::string(64, '3')},
+           {"size", 12},
+           {"read_bytes", 12},
+           {"cut", false},
+           {"tail", "hello\nworld\n"}}}}}},
+      {"outputs",
+       {{{"path", "a.txt"}, {"size", 3 << 20}, {"sha256", std::string(64, '4')}},
+        {{"path", "link"}, {"kind", "symlink"}, {"target", "a.txt"}}}},
       {"outputs_total", 2},
       {"outputs_list_sha256", std::string(64, '5')},
       {"outputs_bytes", 3 << 20},
@@ -102,18 +141,25 @@ TEST(HtmlText, EscapesEntitiesControlsAndBidi) {
            {"a\"b&c", "a&quot;b&amp;c"},
            {"line\nfake", "line\\nfake"},
            {"\x1b[31mred", "\\x1b[31mred"},
-           {"abc\xe2\x80\xae" "cba", "abc\\u202ecba"},  // RIGHT-TO-LEFT OVERRIDE
-           {"\xe2\x81\xa6x", "\\u2066x"},               // LEFT-TO-RIGHT ISOLATE
+           {"abc\xe2\x80\xae"
+            "cba",
+            "abc\\u202ecba"},              // RIGHT-TO-LEFT OVERRIDE
+           {"\xe2\x81\xa6x", "\\u2066x"},  // LEFT-TO-RIGHT ISOLATE
            {"bad\xff", "bad\\xff"},
-           {"\xc2\x9b" "2J", "\\u009b2J"},  // C1 CSI
+           {"\xc2\x9b"
+            "2J",
+            "\\u009b2J"},  // C1 CSI
        })
     EXPECT_EQ(html::text(c.in), c.out) << c.in;
-  EXPECT_EQ(html::lines("a<b\n\x1b" "c\n"), "a&lt;b\n\\x1bc");
+  EXPECT_EQ(html::lines("a<b\n\x1b"
+                        "c\n"),
+            "a&lt;b\n\\x1bc");
 }
 
 // Hostile strings wherever a receipt holds a string a person reads.
 TEST(ReceiptPage, EveryReceiptStringIsEscaped) {
-  const std::string evil = "<script>alert(1)</script>\" onmouseover=\"x\x1b[2J\xe2\x80\xae<img src=x>";
+  const std::string evil =
+      "<script>alert(1)</script>\" onmouseover=\"x\x1b[2J\xe2\x80\xae<img src=x>";
   json r = sample_receipt();
   r["id"] = evil;
   r["reason"] = evil;
@@ -162,8 +208,10 @@ TEST(ReceiptPage, StaysBoundedWhateverTheReceiptHolds) {
   json r = sample_receipt();
   // About 1 MiB (a receipt's bound) of what expands most: '<' (4 bytes for 1), many tiny items.
   std::string angles(4000, '<');
-  for (int i = 0; i < 20000; ++i) r["outputs"].push_back({{"path", std::to_string(i)}, {"size", 1}, {"sha256", "x"}});
-  for (int i = 0; i < 20000; ++i) r["view"].push_back({{"job_path", "/v/" + std::to_string(i)}, {"kind", "tree"}});
+  for (int i = 0; i < 20000; ++i)
+    r["outputs"].push_back({{"path", std::to_string(i)}, {"size", 1}, {"sha256", "x"}});
+  for (int i = 0; i < 20000; ++i)
+    r["view"].push_back({{"job_path", "/v/" + std::to_string(i)}, {"kind", "tree"}});
   for (int i = 0; i < 100; ++i) r["notes"].push_back(angles);
   r["reason"] = std::string(200000, '<');
   std::string deep;
@@ -176,7 +224,8 @@ TEST(ReceiptPage, StaysBoundedWhateverTheReceiptHolds) {
 }
 
 TEST(SvgTimeline, DrawsTheSeriesAndTheLimitsWithinTheScale) {
-  Plot plot{"Memory in use", {{"memory in use", "#8250df", {{0, 1 << 20}, {500, 3 << 20}, {1000, 2 << 20}}}},
+  Plot plot{"Memory in use",
+            {{"memory in use", "#8250df", {{0, 1 << 20}, {500, 3 << 20}, {1000, 2 << 20}}}},
             {{"memory_high_bytes", 4 << 20}, {"memory_max_bytes", 8ull << 30}}};
   std::string svg = timeline_svg(plot);
   EXPECT_EQ(svg.rfind("<svg", 0), 0u);
@@ -198,7 +247,8 @@ TEST(SvgTimeline, ThinsALongSeriesKeepingThePeakAndStaysSmall) {
   EXPECT_LE(thin.size(), kMaxPlotPoints);
   EXPECT_EQ(thin.front().t_ms, 0);
   EXPECT_EQ(thin.back().t_ms, 199999);
-  EXPECT_TRUE(std::any_of(thin.begin(), thin.end(), [](const PlotPoint& p) { return p.value == 1u << 30; }));
+  EXPECT_TRUE(std::any_of(thin.begin(), thin.end(),
+                          [](const PlotPoint& p) { return p.value == 1u << 30; }));
   std::string svg = timeline_svg({"t", {{"a", "#000", points}, {"b", "#111", points}}, {}});
   EXPECT_LT(svg.size(), 40'000u);
   // One sample is a dot; none is an empty frame, not an error.
@@ -211,24 +261,44 @@ TEST(ReceiptFacts, LimitsReachedAreDerivedFromTheReceipt) {
     std::function<void(json&)> edit;
     std::vector<std::string> names;
   };
-  for (const auto& c : std::vector<Case>{
-           {[](json& r) { r["memory"]["events"]["high"] = 0; }, {}},
-           {[](json&) {}, {"memory_high"}},
-           {[](json& r) { r["limits_hit"] = {"pids"}; r["memory"]["events"]["high"] = 0; }, {"pids"}},
-           {[](json& r) { r["memory"]["events"]["oom_kill"] = 2; r["memory"]["events"]["high"] = 0; }, {"memory"}},
-           {[](json& r) { r["memory"]["events"]["max"] = 1; r["memory"]["events"]["high"] = 0; }, {"memory"}},
-           {[](json& r) {
-              r["memory"]["events"]["high"] = 0;
-              r["guard"] = {{"name", "owned_max_bytes"}, {"limit", 1}, {"observed", 2}, {"t_ms", 5}};
-            }, {"growth"}},
-           {[](json& r) {
-              r["memory"]["events"]["high"] = 0;
-              r["limits_hit"] = {"memory", "wall_clock"};
-              r["memory"]["events"]["oom_kill"] = 1;
-              r["commands"][0]["timed_out"] = true;
-            }, {"memory", "wall_clock"}},
-           {[](json& r) { r["memory"] = "garbage"; r["limits_hit"] = 7; r["commands"][0]["timed_out"] = "yes"; }, {}},
-       }) {
+  for (
+      const auto& c : std::vector<Case>{
+          {[](json& r) { r["memory"]["events"]["high"] = 0; }, {}},
+          {[](json&) {}, {"memory_high"}},
+          {[](json& r) {
+             r["limits_hit"] = {"pids"};
+             r["memory"]["events"]["high"] = 0;
+           },
+           {"pids"}},
+          {[](json& r) {
+             r["memory"]["events"]["oom_kill"] = 2;
+             r["memory"]["events"]["high"] = 0;
+           },
+           {"memory"}},
+          {[](json& r) {
+             r["memory"]["events"]["max"] = 1;
+             r["memory"]["events"]["high"] = 0;
+           },
+           {"memory"}},
+          {[](json& r) {
+             r["memory"]["events"]["high"] = 0;
+             r["guard"] = {{"name", "owned_max_bytes"}, {"limit", 1}, {"observed", 2}, {"t_ms", 5}};
+           },
+           {"growth"}},
+          {[](json& r) {
+             r["memory"]["events"]["high"] = 0;
+             r["limits_hit"] = {"memory", "wall_clock"};
+             r["memory"]["events"]["oom_kill"] = 1;
+             r["commands"][0]["timed_out"] = true;
+           },
+           {"memory", "wall_clock"}},
+          {[](json& r) {
+             r["memory"] = "garbage";
+             r["limits_hit"] = 7;
+             r["commands"][0]["timed_out"] = "yes";
+           },
+           {}},
+      }) {
     json r = sample_receipt();
     c.edit(r);
     std::vector<std::string> names;
@@ -241,24 +311,39 @@ TEST(ReceiptShow, SaysWhatRanWithWhichInputsAndWhoSignedInBinaryUnits) {
   json r = sample_receipt();
   r["limits_hit"] = {"pids"};
   r["admission"]["env"]["EVIL"] = "\x1b]0;pwned\x07";
-  std::string text = receipt::show_text(r, {false, "pass", "Ed25519 over the receipt's exact bytes"});
-  for (const char* want : {
-           "command: [\"/bin/sh\",\"-c\",\"make all\"]", "in /src", "PATH=/usr/bin:/bin",
-           "EVIL=\\x1b]0;pwned\\x07", "inputs: 2 (1 closure, 1 source)",
-           "source  sealrun_sourceManifestV1:1111", "1 more (--verbose lists them)",
-           "view: 2 entries (1 closure, 1 out); writable: /out", "limits reached:", "    pids",
-           "memory_high: throttled", "written by: sealrun 0.2.0", "dirty tree", "rebuild of: run run-0",
-           "varied: umask", "signature: by key kkkk", "verified: Ed25519", "peak 7.0 MiB",
-           "memory_max_bytes requested 8.0 GiB observed 8.0 GiB", "a.txt  3.0 MiB"})
+  std::string text =
+      receipt::show_text(r, {false, "pass", "Ed25519 over the receipt's exact bytes"});
+  for (const char* want : {"command: [\"/bin/sh\",\"-c\",\"make all\"]",
+                           "in /src",
+                           "PATH=/usr/bin:/bin",
+                           "EVIL=\\x1b]0;pwned\\x07",
+                           "inputs: 2 (1 closure, 1 source)",
+                           "source  sealrun_sourceManifestV1:1111",
+                           "1 more (--verbose lists them)",
+                           "view: 2 entries (1 closure, 1 out); writable: /out",
+                           "limits reached:",
+                           "    pids",
+                           "memory_high: throttled",
+                           "written by: sealrun 0.2.0",
+                           "dirty tree",
+                           "rebuild of: run run-0",
+                           "varied: umask",
+                           "signature: by key kkkk",
+                           "verified: Ed25519",
+                           "peak 7.0 MiB",
+                           "memory_max_bytes requested 8.0 GiB observed 8.0 GiB",
+                           "a.txt  3.0 MiB"})
     EXPECT_NE(text.find(want), std::string::npos) << want << "\n" << text;
   EXPECT_EQ(text.find('\x1b'), std::string::npos);
-  EXPECT_EQ(text.find("closure:/usr/bin/cc"), std::string::npos) << "closure files only with --verbose";
+  EXPECT_EQ(text.find("closure:/usr/bin/cc"), std::string::npos)
+      << "closure files only with --verbose";
   EXPECT_EQ(text.find("census samples"), std::string::npos);
 
   std::string verbose = receipt::show_text(r, {true, "", ""});
-  for (const char* want : {"closure:/usr/bin/cc  sha256:2222", "/usr/bin/cc  closure  pin sha256:2222",
-                           "admitted limits:", "owned_max_bytes 1.0 MiB", "pids_max 4096",
-                           "census samples: 20 listed", "memory 7.0 MiB"})
+  for (const char* want :
+       {"closure:/usr/bin/cc  sha256:2222", "/usr/bin/cc  closure  pin sha256:2222",
+        "admitted limits:", "owned_max_bytes 1.0 MiB", "pids_max 4096", "census samples: 20 listed",
+        "memory 7.0 MiB"})
     EXPECT_NE(verbose.find(want), std::string::npos) << want << "\n" << verbose;
   r.erase("signing");
   EXPECT_NE(receipt::show_text(r, {}).find("signature: none"), std::string::npos);
