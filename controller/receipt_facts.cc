@@ -38,11 +38,6 @@ std::string json_text(const json& v) {
   return v.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
-std::string member_text(const json& doc, const char* key) {
-  const json& v = member(doc, key);
-  if (v.is_null() && !(doc.is_object() && doc.contains(key))) return "";
-  return v.is_string() ? v.get<std::string>() : json_text(v);
-}
 
 json member_list(const json& doc, const char* key) {
   const json& v = member(doc, key);

@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "controller/output_compare.h"
 #include "controller/svg_timeline.h"
 
 namespace sealrun::receipt {
@@ -39,8 +40,8 @@ std::vector<report::PlotPoint> sample_series(const nlohmann::json& r, const char
 
 // Any JSON value as text (invalid UTF-8 replaced, never an exception).
 std::string json_text(const nlohmann::json& v);
-// The raw value of a string member, or the JSON of any other value; "" when absent.
-std::string member_text(const nlohmann::json& doc, const char* key);
+// member_text(doc, key): the raw value of a string member, or the JSON of any other value; ""
+// when absent (output_compare.h).
 // `doc[key]` when it is an array, else an empty array.
 nlohmann::json member_list(const nlohmann::json& doc, const char* key);
 // The digest of an in-toto resource descriptor, "algorithm:hex" (the first, when several).
