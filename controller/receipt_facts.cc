@@ -13,9 +13,13 @@ using nlohmann::json;
 
 namespace {
 
+// A non-negative integer member (a parsed receipt has them unsigned; a built one may not), or 0.
 uint64_t count_of(const json& doc, const char* key) {
-  if (!doc.is_object() || !doc.contains(key) || !doc[key].is_number_unsigned()) return 0;
-  return doc[key].get<uint64_t>();
+  if (!doc.is_object() || !doc.contains(key)) return 0;
+  const json& v = doc[key];
+  if (v.is_number_unsigned()) return v.get<uint64_t>();
+  return v.is_number_integer() && v.get<int64_t>() > 0 ? static_cast<uint64_t>(v.get<int64_t>())
+                                                        : 0;
 }
 
 const json& member(const json& doc, const char* key) {
@@ -83,8 +87,8 @@ std::vector<std::pair<std::string, size_t>> view_kinds(const json& r) {
 
 std::string bytes_text(const json& v) {
   if (v.is_null()) return "unknown";
-  if (v.is_number_unsigned()) {
-    uint64_t n = v.get<uint64_t>();
+  if (v.is_number_unsigned() || (v.is_number_integer() && v.get<int64_t>() >= 0)) {
+    uint64_t n = v.is_number_unsigned() ? v.get<uint64_t>() : static_cast<uint64_t>(v.get<int64_t>());
     return n >= (uint64_t{1} << 63) ? "unlimited" : binary_size_text(n);
   }
   return json_text(v);
@@ -93,9 +97,9 @@ std::string bytes_text(const json& v) {
 std::vector<report::PlotPoint> sample_series(const json& r, const char* key) {
   std::vector<report::PlotPoint> points;
   for (const auto& s : member_list(r, "samples")) {
-    if (!s.is_object() || !s.contains(key) || !s[key].is_number_unsigned()) continue;
+    if (!s.is_object() || !s.contains(key) || !s[key].is_number_integer()) continue;
     if (!s.contains("t_ms") || !s["t_ms"].is_number_integer()) continue;
-    points.push_back({std::max<int64_t>(0, s["t_ms"].get<int64_t>()), s[key].get<uint64_t>()});
+    points.push_back({std::max<int64_t>(0, s["t_ms"].get<int64_t>()), count_of(s, key)});
   }
   return points;
 }

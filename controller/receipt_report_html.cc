@@ -62,7 +62,7 @@ std::string field(const json& doc, const char* key) {
 }
 
 std::string bytes(const json& v) {
-  std::string exact = v.is_number_unsigned() ? fmt::format("{} bytes", v.get<uint64_t>()) : "";
+  std::string exact = v.is_number_integer() ? fmt::format("{} bytes", receipt::json_text(v)) : "";
   std::string shown = html::entities(receipt::bytes_text(v));
   return exact.empty() ? shown : fmt::format("<span title=\"{}\">{}</span>", exact, shown);
 }
