@@ -115,7 +115,7 @@ TEST_F(ReportRunTest, ShowSaysWhatRanWithWhichInputsAndWhoSigned) {
 
 TEST_F(ReportRunTest, APageOfARealRunAndAnIndexOfTheLedgerRenderInHeadlessChromium) {
   run_growing_job("page1");
-  auto a = freeze("echo failing >&2; exit 3");
+  auto a = freeze("echo failing >&2; exit 3", {}, "failing.json");
   ASSERT_EQ(run(a, "page2").status.code, 5);
 
   std::string page = dir_ / "page1.html";
