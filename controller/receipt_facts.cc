@@ -19,7 +19,7 @@ uint64_t count_of(const json& doc, const char* key) {
   const json& v = doc[key];
   if (v.is_number_unsigned()) return v.get<uint64_t>();
   return v.is_number_integer() && v.get<int64_t>() > 0 ? static_cast<uint64_t>(v.get<int64_t>())
-                                                        : 0;
+                                                       : 0;
 }
 
 const json& member(const json& doc, const char* key) {
@@ -41,7 +41,6 @@ void add(std::vector<LimitHit>& hits, std::string name, std::string detail) {
 std::string json_text(const json& v) {
   return v.dump(-1, ' ', false, json::error_handler_t::replace);
 }
-
 
 json member_list(const json& doc, const char* key) {
   const json& v = member(doc, key);
@@ -88,7 +87,8 @@ std::vector<std::pair<std::string, size_t>> view_kinds(const json& r) {
 std::string bytes_text(const json& v) {
   if (v.is_null()) return "unknown";
   if (v.is_number_unsigned() || (v.is_number_integer() && v.get<int64_t>() >= 0)) {
-    uint64_t n = v.is_number_unsigned() ? v.get<uint64_t>() : static_cast<uint64_t>(v.get<int64_t>());
+    uint64_t n =
+        v.is_number_unsigned() ? v.get<uint64_t>() : static_cast<uint64_t>(v.get<int64_t>());
     return n >= (uint64_t{1} << 63) ? "unlimited" : binary_size_text(n);
   }
   return json_text(v);
