@@ -49,6 +49,10 @@ struct CensusConfig {
   WalkBudget budget;
   size_t max_samples = 4096;  // in memory; decimated to half when full
   size_t max_notes = 32;      // distinct problems kept; later ones are counted in notes_dropped()
+  // The resource group's memory in use, read at every sample into Sample::memory_bytes (empty:
+  // not sampled). Called from start(), the census thread and stop(), never at once; it must not
+  // block (memory_usage.h reads one cgroup file through a descriptor).
+  std::function<std::optional<uint64_t>()> memory_usage;
 };
 
 // A problem met while sampling, for the receipt. The same problem in later samples raises `count`

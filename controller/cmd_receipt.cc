@@ -15,6 +15,7 @@
 #include "controller/receipt.h"
 #include "controller/receipt_diff.h"
 #include "controller/receipt_review.h"
+#include "controller/receipt_review_io.h"
 #include "core/bounded_file.h"
 #include "core/strict_json.h"
 
@@ -39,6 +40,12 @@ void add_show(CLI::App& parent, int* exit_code) {
   auto as_json = std::make_shared<bool>(false);
   cmd->add_option("RECEIPT", *path, "receipt.json")->required();
   cmd->add_flag("--json", *as_json, "print the receipt itself, pretty-printed");
+  auto verbose = std::make_shared<bool>(false);
+  auto key = std::make_shared<std::string>();
+  cmd->add_flag("--verbose", *verbose, "everything: every input, view entry, output, sample");
+  cmd->add_option("--key", *key,
+                  "public key the signature is checked with (default: STATE/keys/sealrun.pub "
+                  "when the receipt is in a state directory that has one)");
   cmd->callback([=] {
     auto doc = load(*path);
     if (!doc) {
@@ -49,7 +56,7 @@ void add_show(CLI::App& parent, int* exit_code) {
     if (*as_json)
       print_json(*doc);
     else
-      fmt::print("{}", receipt::summary_text(*doc));
+      fmt::print("{}", receipt::show_receipt(*path, *doc, *verbose, *key));
     *exit_code = kExitOk;
   });
 }
@@ -155,13 +162,14 @@ void add_export(CLI::App& parent, int* exit_code) {
 
 void register_receipt(CLI::App& app, int* exit_code) {
   auto* cmd =
-      app.add_subcommand("receipt", "Review receipts: show, verify, diff, export, list");
+      app.add_subcommand("receipt", "Review receipts: show, verify, diff, export, list, report");
   cmd->require_subcommand(1);
   add_show(*cmd, exit_code);
   add_receipt_verify(*cmd, exit_code);
   add_receipt_list(*cmd, exit_code);
   add_diff(*cmd, exit_code);
   add_export(*cmd, exit_code);
+  add_receipt_report(*cmd, exit_code);
 }
 
 }  // namespace sealrun::cli

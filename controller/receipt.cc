@@ -237,11 +237,14 @@ class Renderer {
     if (thinned > 0)
       cuts_.add("samples thinned to " + std::to_string(d_.samples) + " (first, last, peak kept)");
     json list = json::array();
-    for (const auto& s : kept)
-      list.push_back({{"t_ms", s.t_ms},
-                      {"owned_bytes", s.owned_bytes},
-                      {"result_bytes", s.result_bytes},
-                      {"free_bytes", s.free_bytes}});
+    for (const auto& s : kept) {
+      json item = {{"t_ms", s.t_ms},
+                   {"owned_bytes", s.owned_bytes},
+                   {"result_bytes", s.result_bytes},
+                   {"free_bytes", s.free_bytes}};
+      if (s.memory_bytes) item["memory_bytes"] = *s.memory_bytes;
+      list.push_back(std::move(item));
+    }
     doc[field::kSamples] = list;
     doc[field::kSamplesDropped] = r_.samples_dropped + thinned;
   }

@@ -8,7 +8,8 @@
 
 namespace sealrun::receipt {
 
-std::string summary_text(const nlohmann::json& receipt);
+// Sizes in binary units (receipt_facts.h); at most 50 outputs unless `all_outputs`.
+std::string summary_text(const nlohmann::json& receipt, bool all_outputs = false);
 
 // An in-toto Statement v1 whose subjects are the outputs and whose predicate is SLSA provenance v1.
 nlohmann::json to_in_toto(const nlohmann::json& receipt);

@@ -132,7 +132,7 @@ TEST(Install, BashCompletesTheRealCommandsWithBashCompletionLoaded) {
   fs::create_directory(dir / "state");
   write_text(dir / "stuff.json", "{}");
   EXPECT_EQ(complete({"sealrun", "receipt", ""}, dir.str()),
-            (Words{"diff", "export", "list", "show", "verify"}));
+            (Words{"diff", "export", "list", "report", "show", "verify"}));
   EXPECT_EQ(complete({"sealrun", "adm"}, dir.str()), (Words{"admit"}));
   EXPECT_EQ(complete({"sealrun", "admit", "fr"}, dir.str()), (Words{"freeze"}));
   EXPECT_EQ(complete({"sealrun", "run", "x.json", "--mechanism", ""}, dir.str()),
