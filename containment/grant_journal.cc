@@ -113,9 +113,11 @@ std::string grant_record_to_json(const GrantRecord& r) {
       {"owned_root", r.owned_root},
       {"created_at", r.created_at},
       {"boot_id", r.boot_id},
-      {"job_uid", r.job_uid},
-      {"job_gid", r.job_gid},
   };
+  // A run without ids of its own (a controller that is not root) writes none: -1 is not an id,
+  // and the reader takes only ids in range.
+  if (r.job_uid >= 0) j["job_uid"] = r.job_uid;
+  if (r.job_gid >= 0) j["job_gid"] = r.job_gid;
   return j.dump(2) + "\n";
 }
 

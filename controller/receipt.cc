@@ -161,10 +161,12 @@ class Renderer {
         r_.verifications, summary, keep_failing, [](const Verification& v) { return !v.pass; },
         [](const Verification&) { return false; },
         [](const Verification& v) {
-          return json{{"target", v.target},
-                      {"expected", v.expected},
-                      {"observed", v.observed},
-                      {"result", v.pass ? "pass" : "fail"}};
+          json j{{"target", v.target},
+                 {"expected", v.expected},
+                 {"observed", v.observed},
+                 {"result", v.pass ? "pass" : "fail"}};
+          if (!v.detail.empty()) j["detail"] = v.detail;
+          return j;
         },
         doc, field::kVerificationsTotal, field::kVerificationsFailed, "verifications");
   }

@@ -29,6 +29,9 @@ inline constexpr size_t kMinReceiptBytes = 16 * 1024;  // a smaller cap is raise
 struct Verification {
   std::string target, expected, observed;
   bool pass = false;
+  // How this run checked it, when that differs from run to run (a cache built now or reused):
+  // kept out of `target`, which names what was checked and is how `receipt diff` matches runs.
+  std::string detail = {};
 };
 
 // A stream the job wrote (its stdout or stderr), read only up to a bound: a job can ftruncate(2)

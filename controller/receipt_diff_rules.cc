@@ -48,6 +48,8 @@ constexpr Rule kNestedRules[] = {
     {"pin_cache[].digest_from_cache", Class::kPerRun},
     {"pin_cache[].stored", Class::kPerRun},
     {"pin_cache[].reason", Class::kPerRun},
+    // How this run checked a verification (a pin image built now or reused), not what it checked.
+    {"verifications[].detail", Class::kPerRun},
     // Free text with pids, loop devices, the run's paths and byte counts; `result` is the verdict.
     {"cleanup[].detail", Class::kPerRun},
     // When the guard tripped (its name, limit and observed figure stay).

@@ -28,13 +28,12 @@ bool has_pinned_host_bytes(const ContainmentSpec& spec) {
 // The receipt's verification of one image: its own SHA-256, how it was checked, and whether it
 // was built by this run.
 void record(RunContext& run, const std::string& what, const PinImage& img) {
-  std::string how = img.built    ? fmt::format(", built now in {} ms", img.build_ms)
-                    : img.hashed ? ", hashed whole"
-                                 : ", identity as recorded";
-  std::string target =
-      fmt::format("pin image of {} (STATE/pins/{}{})", what, img.key.substr(0, 20), how);
+  std::string how = img.built    ? fmt::format("built now in {} ms", img.build_ms)
+                    : img.hashed ? "hashed whole"
+                                 : "identity as recorded";
+  std::string target = fmt::format("pin image of {} (STATE/pins/{})", what, img.key.substr(0, 20));
   run.receipt.verifications.push_back(
-      {target, "sha256:" + img.sha256, "sha256:" + img.sha256, true});
+      {target, "sha256:" + img.sha256, "sha256:" + img.sha256, true, how});
   if (!img.replaced.empty())
     run.warn(
         fmt::format("the cached pin image {} was not used ({}): built again from the "

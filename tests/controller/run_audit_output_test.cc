@@ -139,6 +139,7 @@ TEST_F(RunTest, EveryJsonCommandPrintsOneJsonDocumentWhenItFails) {
       {"receipt diff", {"receipt", "diff", t + "/missing.json", t + "/empty.json"}},
       {"receipt export", {"receipt", "export", t + "/empty.json", "--include-failed"}},
       {"receipt list", {"receipt", "list", "--state-dir", t, "--since", "yesterday"}},
+      {"receipt report", {"receipt", "report", t + "/missing.json", "--html", t + "/r.html"}},
       {"ledger checkpoint",
        {"ledger", "checkpoint", "--state-dir", t + "/missing", "--out", t + "/cp.json"}},
   };
