@@ -20,22 +20,6 @@ namespace sealrun {
 
 namespace {
 
-// The kernel's own words on a failed fsconfig (read(2) on the fs context, fsopen(2)).
-std::string context_messages(int fsfd) {
-  std::string out;
-  char buf[512];
-  for (int i = 0; i < 8; ++i) {
-    ssize_t n = ::read(fsfd, buf, sizeof buf - 1);
-    if (n <= 0) break;
-    out += (out.empty() ? "" : "; ") + std::string(buf, static_cast<size_t>(n));
-  }
-  return out.empty() ? "" : " (" + out + ")";
-}
-
-}  // namespace
-
-namespace {
-
 // An erofs file system context, read-only, on `source`, mounted detached, read-only, nosuid, nodev.
 Result<UniqueFd> erofs_mount(const std::string& source) {
   UniqueFd fsfd(::fsopen("erofs", FSOPEN_CLOEXEC));
@@ -45,8 +29,8 @@ Result<UniqueFd> erofs_mount(const std::string& source) {
       ::fsconfig(fsfd.get(), FSCONFIG_SET_STRING, "source", source.c_str(), 0) != 0 ||
       ::fsconfig(fsfd.get(), FSCONFIG_CMD_CREATE, nullptr, nullptr, 0) != 0) {
     int err = errno;
-    return Error::with_errno(
-        err, fmt::format("pin image: mount {} as erofs{}", source, context_messages(fsfd.get())));
+    return Error::with_errno(err, fmt::format("pin image: mount {} as erofs{}", source,
+                                              ownedfs::fs_context_messages(fsfd.get())));
   }
   UniqueFd mnt(::fsmount(fsfd.get(), FSMOUNT_CLOEXEC,
                          MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV));
