@@ -19,7 +19,7 @@ if [ ! -r "$kernel" ]; then
   exit 2
 fi
 for tool in qemu-system-x86_64 busybox ldd; do
-  command -v "$tool" >/dev/null || { echo "run_in_vm.sh: $tool is missing (.ci/setup installs it)" >&2; exit 2; }
+  command -v "$tool" >/dev/null || { echo "run_in_vm.sh: $tool is missing (.ci/test installs it)" >&2; exit 2; }
 done
 
 work=$(mktemp -d /tmp/sealrun-vm.XXXXXX)
