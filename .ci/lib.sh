@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # What .ci/setup and .ci/test share (sourced by both, as root, from the repository's top).
 
 # install_packages LIST: installs the Debian packages named in LIST (one per line, '#' comments)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // admit(): see admitted.h. The order matters: bytes, then their digest, then the parse, then the
 // pins — and the digest comparison happens before any byte of the document is interpreted.
 #include "admission/admitted.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The gate: reading an admission file, checking its own digest, parsing it strictly and verifying
 // every pin. Only when all of that passed does an `Admitted` exist — its constructor is private
 // and admit() is the one place that calls it — so a later stage that takes an Admitted has proof

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The canonical spelling of an admission: every field written out (defaults included, except the
 // newer opt-in mount switches, see below), keys in sorted order, objects expanded with two-space
 // indents, and the members of arrays (argv elements, manifest entries, host tools) one per line in

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The canonical layout of admission bytes (keys sorted, two-space indent, array members one per
 // line, one trailing newline) for any JSON value, so that fields added on top of an admission's
 // JSON (admit freeze --learn's closure) are written exactly as canonical_admission_bytes() writes

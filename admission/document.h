@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The admission document, schema "sealrun-admission-v1" (docs/admission.md,
 // docs/admission.schema.json): the one statement of what may run — the exact command, every
 // input pinned by hash, the mounts, the limits and the containment that is required. These are

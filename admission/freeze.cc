@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // freeze_admission(): see freeze.h. Layering, lowest first: the draft, then each --set, then the
 // command-line flags; then every section that names a path gets its pins computed from that path,
 // replacing whatever pins the draft carried. The assembled JSON then goes through

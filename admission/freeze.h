@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Freezing an admission: from a command line (and/or a small draft document), compute every pin
 // with the fingerprint module, validate the result with the same strict parser that `run` uses,
 // and write it in canonical form. What is frozen is exactly what `admit check` will verify.

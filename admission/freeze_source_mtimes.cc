@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // settle_source_times(): see freeze_source_mtimes.h.
 #include "admission/freeze_source_mtimes.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Freezing the source's timestamps (docs/admission.md, "Source timestamps"): which mode
 // (source.mtimes), and the one time that is both SOURCE_DATE_EPOCH and, in mode "fixed", the mtime
 // of every entry of the job's source. freeze.cc calls this once the source's pins are computed.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // FieldReader: see json_fields.h.
 #include "admission/json_fields.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The typed field readers of the admission parsers (parse.cc, parse_view.cc): each checks one JSON
 // value's type (and bound, or path and digest spelling) and, when it is wrong, reports one problem
 // prefixed with the field's JSON path — never stopping, so a person sees every complaint at once.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // parse_admission_json(): the schema check of an admission, field by field. It never stops at the
 // first problem: a person fixing a draft wants every complaint at once, each prefixed with the
 // JSON path of the field ("limits.memory_max_bytes: expected an integer, got a string"). Paths

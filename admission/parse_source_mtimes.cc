@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // parse_source_mtimes(): see parse_source_mtimes.h.
 #include "admission/parse_source_mtimes.h"
 

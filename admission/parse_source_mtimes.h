@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The source's timestamps in an admission (docs/admission.md, "Source timestamps"):
 // source.mtimes ("fixed" or "preserved"), source.mtime_epoch (fixed: the one time of every entry,
 // the same value as the top-level source_date_epoch) and, for "preserved", source.mtimes_list and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Parsing and placing the view's pins: see parse_view.h.
 #include "admission/parse_view.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The view's pins in an admission (docs/view.md): host
 // trees (`trees`), and a learned closure's single files (`host_files`) and links (`host_links`).
 // Parsed here, beside parse.cc, with the same rules (every problem reported, each prefixed with its

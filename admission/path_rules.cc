@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Path and name spelling rules: see path_rules.h.
 #include "admission/path_rules.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The spelling rules for paths and names inside an admission. A path is compared as text (pins
 // are checked against exactly the path written), so only one spelling of each path is admitted:
 // absolute, no ".", ".." or empty components, no trailing '/', no control characters. ".." is

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Telling an unreadable pinned path from a mismatch: see unreadable.h.
 #include "admission/unreadable.h"
 

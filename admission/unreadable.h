@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A pinned path that the invoking user cannot read. Pins are verified (and frozen) with the
 // caller's own rights; an ordinary user may lack the right to read a file or list a directory
 // that a pin covers (a root-only rules directory under /usr, a file made mode 000 after freeze).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // verify_pins(): see verify.h. Each check is independent: a failure is recorded with what was
 // observed (or the error that stopped the observation) and the next check runs regardless.
 #include "admission/verify.h"

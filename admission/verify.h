@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Pin verification: recomputes every digest an admission names (source commit, tree, manifest and
 // bundle; toolchain tree; image archive, id and diff ids; host tools) and compares each with the
 // document, plus its expiry. Every check is reported, even after the first failure, so one run of

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // check_source_times(): see verify_source_mtimes.h.
 #include "admission/verify_source_mtimes.h"
 

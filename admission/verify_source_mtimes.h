@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The source's timestamps at verification (docs/admission.md, "Source timestamps"). On the private
 // copy a run makes of the source (a tree's snapshot, a commit's export), after its manifest
 // verified: mode "fixed" stamps every entry with the one time; mode "preserved" lists the copy's

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // base64_encode() and base64_decode(): see base64.h. Written out rather than taken from OpenSSL's
 // EVP_DecodeBlock, which skips whitespace, accepts trailing garbage after padding and cannot
 // report the decoded length exactly — all things a strict envelope reader must refuse.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Base64 (RFC 4648) for DSSE envelopes. Encoding is always the standard alphabet with padding;
 // decoding accepts what the DSSE protocol says a verifier MUST accept — the standard or the
 // URL-safe alphabet (one of them, not a mix), padded or not — and nothing else: no whitespace,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // DSSE envelopes: see dsse.h.
 #include "attest/dsse.h"
 

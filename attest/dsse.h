@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // DSSE envelopes (github.com/secure-systems-lab/dsse, protocol v1.0.0): the Pre-Authentication
 // Encoding, signing a payload into an envelope, and reading an envelope someone else wrote —
 // strictly and within fixed bounds — then verifying it against one public key.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Admission pins to ResourceDescriptors: see inputs.h and docs/build-type.md.
 #include "attest/inputs.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What an admission pinned, as in-toto ResourceDescriptors (uri + digest + annotations): the list
 // the receipt records as `admission.inputs` and the export copies into SLSA's
 // `resolvedDependencies`. The controller copies its pins into the plain structs below and calls

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // open_beneath() and read_key_file(): see key_file.h.
 #include "attest/key_file.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Reading a key file without trusting the place it lives in. A signing key decides what an
 // auditor will believe, so the file that holds it is checked the way ssh checks an identity file,
 // through the open descriptor (no window between check and read): a regular file, not a symlink,

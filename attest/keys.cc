@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Ed25519 keys: see keys.h. PEM text is classified by its one BEGIN label before libcrypto sees
 // it, so each wrong kind of file gets a message that says what it is (a public key, an encrypted
 // key, an OpenSSH key, a certificate) rather than OpenSSL's "no start line".

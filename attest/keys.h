@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Ed25519 keys through OpenSSL 3's EVP interface: generating a key pair into a directory, loading
 // a signing key (refusing every file an auditor should not trust, key_file.h) or a public key,
 // signing and verifying raw messages. The key id is the hex SHA-256 of the public key's DER

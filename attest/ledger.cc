@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The hash-chained ledger: see ledger.h and docs/ledger.md.
 #include "attest/ledger.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The ledger: STATE/ledger.jsonl, one line appended per receipt written, each line naming the
 // SHA-256 of the line before it (docs/ledger.md). Appending takes an exclusive flock on
 // STATE/ledger.lock, checks the last line, writes the new line with one write(2) and fsyncs it;

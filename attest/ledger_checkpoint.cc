@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Ledger checkpoints: see ledger_checkpoint.h and docs/ledger.md.
 #include "attest/ledger_checkpoint.h"
 

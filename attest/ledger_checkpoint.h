@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Ledger checkpoints (docs/ledger.md, "Checkpoints"): a small statement of how long the ledger was
 // and the SHA-256 of its last line at one moment, kept somewhere the state directory's owner cannot
 // rewrite. Every line names the hash of the line before it, so the hash of line N pins lines 1..N

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One ledger line: see ledger_line.h.
 #include "attest/ledger_line.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One line of the ledger (STATE/ledger.jsonl, docs/ledger.md): its canonical spelling and its
 // strict reading. A line is the compact JSON object
 //   {"at":"2026-01-02T03:04:05.678Z","id":"run-1","prev_sha256":"<64 hex>",

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // openssl_errors() and sha256_hex_of(): see openssl_util.h.
 #include "attest/openssl_util.h"
 

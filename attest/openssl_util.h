@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // OpenSSL handles owned by RAII and the two small things every attest file needs from libcrypto:
 // the text of OpenSSL's error queue (for messages) and a one-shot SHA-256. attest/ links only
 // core, so it does not borrow fingerprint's Sha256; a one-shot EVP_Digest is all it needs.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The receipt → in-toto Statement / SLSA provenance v1 export: see provenance.h and
 // docs/build-type.md (which documents every field written here).
 #include "attest/provenance.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A receipt as an in-toto Statement v1 carrying SLSA provenance v1 (docs/build-type.md): the
 // outputs are the subjects; the admission (command, environment, limits, required containment) is
 // `externalParameters`; every pinned input is a `resolvedDependency` with a uri and a digest; the

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # The walking census against du on the same warm tree: `sealrun census DIR --json` vs
 # `du -s --apparent-size DIR`, run in pairs (A B A B ...) so that drift on a shared machine hits
 # both alike; prints the median of each and the median of the per-pair ratios du / sealrun.

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # Re-verifying an unchanged tree through the digest cache against hashing it in full, both warm,
 # in the same rounds (docs/digest-cache.md; bench/README.md, "Digest cache").
 #

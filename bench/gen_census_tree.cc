@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Generates the deterministic tree that bench/census_bench.sh and ownedfs_bench measure: 220,100
 // paths counted the way `sealrun census` and `du` count them (the root included) — 2,101
 // directories (the root, 100 top directories of 20 leaf directories each) and 217,999 entries

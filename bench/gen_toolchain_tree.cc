@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Generates a deterministic tree for bench/hash_tree_bench.sh, in one of four shapes (file counts
 // at scale 100):
 //   toolchain  20,000 files from 1 KiB to 20 MiB (~1.9 GiB), most of them small like headers and a

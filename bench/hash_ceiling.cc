@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The hashing ceiling as a fixed amount of work, for timing against `sealrun fingerprint tree`
 // pair by pair (bench/README.md): SHA-256 (OpenSSL EVP, as sealrun) of BYTES bytes held in
 // memory, 1 MiB per update, split evenly over THREADS threads — what the tree's bytes would cost

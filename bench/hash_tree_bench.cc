@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Micro-benchmarks behind the tree hashing numbers (bench/hash_tree_bench.sh has the end-to-end
 // comparison with peers): raw SHA-256 throughput per update size, which shows where per-call
 // overhead stops mattering, and hashing one warm file and a warm tree of small files through the

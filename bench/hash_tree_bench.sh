@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # Tree hashing throughput: `sealrun fingerprint tree` against the simple peers, in the same run on
 # the same tree, plus what `openssl speed` says two cores can hash (the ceiling).
 #

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The learning tracer's own cost (bench/README.md, "Learning's lookup tracer and the proving run"):
 // COMMAND runs under the job's seccomp policy four times, alternately without and with the
 // learning traces and a LookupTracer attached, no sandbox; each run's wall time, the tracer's

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What an owned file system costs and saves (run as root; see bench/README.md):
 //
 //   create  create_owned_fs of an 8 GiB / default-inode file system (record, sparse image,

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Times a command against a peer in paired runs: A B A B ..., so that drift on a shared machine
 hits both alike, and the ratio A/B is taken pair by pair. Every figure covers the whole process
 (start-up included): wall from a monotonic clock around start and reap, CPU (user + system) from

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # Pin images (docs/view.md, "How pinned bytes are served"): what serving pinned bytes from a
 # read-only EROFS image costs a job's start, against binding host files live, in paired runs of a
 # bare bwrap (as root, like the controller's launch), for a closure of N files:

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Learning a real project against building it bare (issue 25): for GNU hello 2.10 (automake) and
 # fmtlib 9.1.0 (CMake), the release tarballs of the test fixtures (tests/fixtures/hello_source.sh,
 # fmt_source.sh), times `sealrun admit freeze --learn` of the build (the learning run, hashing the

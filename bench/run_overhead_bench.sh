@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # The cost of `sealrun run` over a bare rootless bwrap (issue 17, part 1): `sealrun run` of
 # `true` with a tiny source and toolchain (a static busybox), against
 # `bwrap --unshare-all ... /bin/true` run as the job user, in turn (A B A B ...), so that drift on a busy machine hits both alike; one untimed

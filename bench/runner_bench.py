@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Per-action overhead of `sealrun runner` against running the same command directly.
 
 Run as root after building `sealrun` and the harness stubs (target reapi_python_stubs):

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Start-up overhead of a contained `true`: sealrun's mechanisms against their plain peers, measured
 // in the same run on the same machine, reported as medians and ratios (not a ctest test: the
 // figures depend on the machine; see bench/README.md).

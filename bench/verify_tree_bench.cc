@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Re-verifying a pinned tree through the digest cache against hashing it in full, for
 // bench/README.md ("Digest cache"). One run of one mode per process, so that an outside timer
 // (time, hyperfine, the bench script) measures the whole cost, start-up included:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CensusThread: see census_thread.h.
 #include "census/census_thread.h"
 

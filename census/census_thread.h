@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The growth-census thread: every interval it measures the owned and result trees and the free
 // space, keeps a bounded, decimated list of samples, and calls the stop callback once when a guard
 // trips and once when the census could not measure (the trip "census_failed": a census that cannot

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // measure_filesystem(): see fs_usage.h.
 #include "census/fs_usage.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One census sample of an owned space that is a file system of its own: a single statfs(2),
 // whatever the number of files in it, plus a stat(2) that proves the path still leads to that
 // file system (a sample of whatever lies under an unmounted mount point would be a wrong figure,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // evaluate_guards(): see guards.h.
 #include "census/guards.h"
 

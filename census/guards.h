@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The growth guards as a pure decision: given the admitted limits and one observation, which guard
 // (if any) trips. Checked in a fixed order so the receipt names the same guard for the same facts.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Reading a cgroup memory counter: see memory_usage.h.
 #include "census/memory_usage.h"
 

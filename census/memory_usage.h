@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The memory a resource group uses right now, for the census's samples: one cgroup counter file
 // (v2 memory.current, v1 memory.usage_in_bytes) opened once and re-read at offset 0 at every
 // sample, so a sample costs one pread(2) and never a path lookup. The census keeps no authority

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // decimate_samples(): see sample.h.
 #include "census/sample.h"
 

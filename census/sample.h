@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One growth-census observation and the decimation that keeps a long run's samples bounded: the
 // first and last samples and the peak of each series always survive, the rest are thinned evenly.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // measure_tree() and free_bytes_at(): see tree_usage.h. The walker's moving parts:
 //
 // - A Node is a directory found by the walk: its name relative to its parent (a shared_ptr, so the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // How much a directory tree occupies, measured the way a disk-growth guard needs it: a no-follow
 // walk by directory descriptor (symlinks are counted as themselves, never followed; other
 // filesystems are not crossed), each inode counted once (hard links), allocated bytes from

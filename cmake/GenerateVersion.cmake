@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Writes the C++ source that tells sealrun which version and which git commit it was built from.
 # Run at BUILD time (cmake -P, from the custom target in core/CMakeLists.txt), not at configure
 # time, so that a rebuild after a commit or an edit reports the commit and the dirty state of that

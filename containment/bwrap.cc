@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The bubblewrap mechanism's job lifecycle: spawn under a re-checked grant, wait with the
 // wall-clock limit, stop (TERM to the job's processes, grace, then KILL), cleanup.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The bubblewrap mechanism: rootless bwrap (run as the unprivileged job user when the controller is
 // root, directly otherwise) with every namespace unshared, an empty network, a read-only minimal
 // root, the admitted mounts bound from controller-opened descriptors, no capabilities, no new

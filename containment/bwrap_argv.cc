@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // build_bwrap_argv(): see bwrap_argv.h for the choice of root; the view itself is view_plan.h's.
 #include "containment/bwrap_argv.h"
 

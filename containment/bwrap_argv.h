@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The bubblewrap command line as data: a pure function of the grant, the host's root layout and
 // the descriptor numbers the spawner will use. Unit tests read it; only bwrap.cc executes it.
 //

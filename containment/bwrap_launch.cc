@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Starting bwrap for a grant: see bwrap_launch.h.
 //
 // Mount sources are opened here, as the controller (O_PATH, no symlink as the last component),

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Internal to the bubblewrap mechanism (bwrap.cc, bwrap_probe.cc): finding bwrap and the identity
 // to run it as, and the one place that turns a grant into a running bwrap process. Not part of the
 // containment API.

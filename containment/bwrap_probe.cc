@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // BwrapMechanism::run_probe(): what bubblewrap can enforce on this host, found by trying. It finds
 // the binary and its version, checks that unprivileged user namespaces are allowed, then starts a
 // throwaway sandbox exactly as a job would be started (same argv builder, same user, same seccomp

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The bwrap probe cache: see bwrap_probe_cache.h. The entry on disk:
 //   {"format": 1, "entry": {"key": {...}, "probe": {...}}, "sha256": SHA-256 of entry's dump()}
 // nlohmann's dump() of a parsed object is canonical (keys sorted), so the digest is recomputed

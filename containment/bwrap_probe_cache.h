@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A cache of the bwrap probe's findings (BwrapMechanism::run_probe), so that a run does not start a
 // throwaway sandbox to learn again what this host's bwrap enforces. An entry is used only when
 // everything the findings depend on is the same as when they were made:

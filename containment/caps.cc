@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // /proc/<pid>/status security fields and libcap access: see caps.h.
 #include "containment/caps.h"
 

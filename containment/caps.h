@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Capabilities and the other per-process security state a job must run with: empty effective,
 // permitted, bounding and ambient sets, no_new_privs, a seccomp filter. Parsed from
 // /proc/<pid>/status (the kernel's own report, so the probe checks what is, not what was asked),

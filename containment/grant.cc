@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // acquire_grant() and recheck_grant(): the decision of what is enforced, kept apart from any
 // mechanism's effects so that contract tests can drive it with fakes. The rules:
 //   * mechanisms are asked strongest first; a probe that reports unavailable or throws is skipped

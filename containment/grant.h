@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Grants: the answer to a ContainmentSpec. acquire_grant() asks each mechanism (strongest first)
 // what it can enforce here, picks the strongest available one, and either states exactly what is
 // enforced or refuses: in enforcing mode a required dimension that is not enforced means no grant

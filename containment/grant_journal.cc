@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The grant journal (grant_journal.h): one JSON record per run under <state>/grants (0700), and
 // its live version (<id>.json.live, never fsync'd) once an update adds only what a reboot destroys;
 // written atomically under an exclusive flock on <state>/grants/.lock, listed under a shared one.

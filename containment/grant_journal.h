@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The grant journal: a record, under the state directory, of every grant in force (owner, run id,
 // mechanism, limits, pid, container, resource group), so that `sealrun sweep` can find what a
 // killed controller left. One file per run in <state>/grants/<id>.json, written atomically and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // plan_image_root(): see image_root.h.
 #include "containment/image_root.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // An unpacked image as the root of a bubblewrap job (issue 16: "the image's root file system, for
 // bwrap too"). bwrap 0.8 has no overlay, and binding the image's root at "/" read-only would leave
 // no way to create the mount points of /src, /out or the toolchain inside it. So the job's root

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The job's /etc: see job_etc.h.
 #include "containment/job_etc.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The job's own /etc under bwrap (docs/view.md, "The job's /etc"): /etc/passwd, /etc/group,
 // /etc/hosts, /etc/hostname, /etc/nsswitch.conf and /etc/resolv.conf are made by sealrun for each
 // run from the spec — the job user as the job sees it, localhost and the job's hostname, files

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A uid of its own for every run: see job_ids.h.
 #include "containment/job_ids.h"
 

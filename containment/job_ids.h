@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A uid and gid of its own for every run (docs/containment.md, "Each run's own uid"). When the
 // controller is root, each run's job runs as a host uid/gid that no other run, no login user and
 // no file outside the run's own roots has: one slot of a slice of the job user's subordinate range

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The shared verbs of every mechanism (mechanism.h): spawn's common re-check, and the defaults.
 #include "containment/mechanism.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A containment mechanism (bubblewrap, rootless podman, or a fake in tests) and its lifecycle
 // verbs, each owned end to end by the mechanism, in the spirit of nsjail's one file per concern
 // with shared verbs:

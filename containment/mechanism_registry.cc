@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The mechanism table: see mechanism_registry.h.
 #include "containment/mechanism_registry.h"
 

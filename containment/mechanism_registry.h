@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The one place that knows every mechanism: a table of {kind, strength, needs an image, factory}.
 // Callers (the run pipeline, `probe`, `sweep`) ask it for mechanisms by kind and for the
 // candidates of a run, strongest first; they never name a mechanism themselves. Adding a mechanism

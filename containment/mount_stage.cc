@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // stage_mounts(): see mount_stage.h.
 //
 // The sequence, and why each step is where it is:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The mount stage of a rootless bwrap run started by root: a private mount namespace, made for
 // one bwrap process, in which the controller-opened mount sources are reachable by the job user at
 // fixed paths (STAGE/0, STAGE/1, ...). bwrap 0.8 resolves every bind source as the job user by

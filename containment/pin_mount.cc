@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // mount_pin_image(): see pin_mount.h.
 #include "containment/pin_mount.h"
 

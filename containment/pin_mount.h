@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A pinned tree's read-only image (an EROFS file, controller/pin_images.h) mounted for one job: an
 // erofs mount of the image file (opened read-only and verified by the caller) that is attached
 // nowhere — fsopen/fsmount give a detached mount, which the bwrap launch clones into its private

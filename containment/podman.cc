@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The rootless podman mechanism and its running job (see podman.h). spawn() prepares the run's
 // storage, loads the verified archive and refuses unless the loaded image has the admitted id, then
 // starts `podman run` (built by podman_argv.cc) as the job user inside the resource group. The job

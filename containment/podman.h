@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The rootless podman mechanism: runs a job as a container of the verified image, with podman
 // itself running as the unprivileged job user and keeping all of its state below the run's owned
 // root. The boundary comes from podman's flags (podman_argv.h: no network, read-only root, no

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Pure builders of podman command lines (see podman_argv.h). Each flag of `podman run` is chosen
 // for a stated reason, so a reviewer can check the job's boundary by reading one function.
 #include "containment/podman_argv.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Rootless podman's command lines as plain data (docs/style.md D2: "policy is data, effects
 // are thin"). Every podman invocation sealrun makes — load, images, run, kill, rm, ps, unshare — is
 // built here by pure functions from the grant, the run's storage layout and a few facts about the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The podman probe (see podman_probe.h). Every "unavailable" answer names the step that failed and
 // what podman said, so `sealrun probe` tells a person what to install or fix.
 #include "containment/podman_probe.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `sealrun probe` for rootless podman: is podman here, which version, does rootless podman with
 // runc + cgroupfs start a container on this host, and what does that container really get? No
 // image is needed: a throwaway image is imported from a root file system made on the fly from the

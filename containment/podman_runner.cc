@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Running podman as the job user (see podman_runner.h).
 #include "containment/podman_runner.h"
 

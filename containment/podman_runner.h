@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Who runs podman and how: rootless podman must run as the unprivileged job user (a name the
 // controller passes in) when the controller is root, and as the caller otherwise, always with a
 // cleared environment (podman_environment()). This file owns that identity and the one helper that

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The run's podman storage and mount access (see podman_storage.h).
 #include "containment/podman_storage.h"
 

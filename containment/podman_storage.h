@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The run's podman storage on disk and the job user's access to what the job mounts. Rootless
 // podman runs as the unprivileged job user, so everything it touches must be reachable by that
 // user: its storage is created below the run's owned root (0700, chowned to the job user), and the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // own_view_entries() and write_generated_files(): see podman_view.h.
 #include "containment/podman_view.h"
 

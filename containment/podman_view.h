@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What rootless podman itself puts into the job's view, made known and pinned (docs/view.md,
 // "Podman's own entries"). Seen in a container's /proc/self/mountinfo (podman 4.3, runc,
 // --network=none, --read-only): besides the image root and the planned mounts, podman adds /proc,

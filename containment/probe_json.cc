@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // probe_to_json(): see probe_json.h.
 #include "containment/probe_json.h"
 

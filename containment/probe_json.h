@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A mechanism's probe as JSON: what `sealrun probe --json` prints for each mechanism and what the
 // bwrap probe cache stores (bwrap_probe_cache.h) — one spelling for both.
 #pragma once

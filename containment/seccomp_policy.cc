@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The job's seccomp policy: built as a list of denials (data), compiled with libseccomp to classic
 // BPF for bwrap, and rendered as an OCI JSON profile for podman. Nothing here installs a filter;
 // the mechanisms do that as late as possible (bwrap --seccomp FD, podman --security-opt).

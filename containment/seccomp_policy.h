@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The job's system-call policy as plain data (minijail style): built once, unit-tested as data and
 // as compiled BPF, installed only by the mechanism (bwrap --seccomp FD, podman --security-opt
 // seccomp=FILE). Default allow; each rule denies one system call, optionally only when an argument

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // validate_spec(): the gate every ContainmentSpec passes before a mechanism sees it. It is pure
 // (no file system access): it checks the shape of the request, not the host. The mount rules are
 // the ones that keep a job from being handed a writable view of the system: targets are absolute

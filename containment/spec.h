@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ContainmentSpec: what a caller asks containment to do, as plain data. validate_spec() rejects
 // anything malformed before a mechanism ever sees it (unknown dimensions cannot be represented;
 // a required dimension must also be requested; limits positive; env strings clean; mount targets

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // sweep_recorded_run(): see sweep_run.h.
 #include "containment/sweep_run.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Sweeping one run a killed controller left, from its grant record: its resource groups (whatever
 // the back end), its outermost job process (killed only if it provably is the recorded one), and
 // what its mechanism left (the mechanism's own sweep, through the registry). The controller's

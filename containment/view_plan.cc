@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // plan_view() and the compatibility links: see view_plan.h.
 #include "containment/view_plan.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The job's view, planned once (docs/view.md): every path
 // the job can see outside the kernel-made /proc, /dev and the private /tmp comes from a pinned
 // input — the source, the toolchain, host trees pinned with --tree, a learned closure (single

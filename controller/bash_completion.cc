@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Renders the bash completion script (controller/bash_completion.h). The command tree becomes
 // three lookup functions made of `case` arms (words of a command, kind of an option's value,
 // kind of a positional); the walker below them is fixed text that only reads those tables.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The bash completion script for sealrun, rendered from the CLI model (controller/cli_model.h):
 // sub-commands at every depth (`sealrun receipt sh<TAB>`), each command's options, the values of
 // options (choices, files, directories) and positionals, and after `--` a command and its files.

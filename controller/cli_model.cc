@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Walks a CLI11 App into a CliCommand tree (controller/cli_model.h).
 #include "controller/cli_model.h"
 

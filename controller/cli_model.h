@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A plain description of sealrun's command line, read off the CLI11 definitions themselves, so
 // that the man page and the shell completion are generated from what the parser accepts and a
 // command added later appears in both without touching the generators. Hidden commands and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // freeze_closure_from(): see closure_from.h.
 #include "controller/closure_from.h"
 

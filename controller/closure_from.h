@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `sealrun admit freeze --closure-from ADMISSION -- ARGV`: a learned admission for a new source
 // and command without learning. The other admission's closure (host_files, host_links, host_dirs)
 // is pinned again from the host as it is now — every file hashed again (the parallel,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `sealrun admit freeze|check`: the user-facing side of admission/. freeze computes every pin and
 // writes a canonical admission (exit 0 written, 1 failed, 2 usage); check verifies the document's
 // own digest and every pin without running anything (exit 0 when every check passed, 3 otherwise —

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `sealrun census DIR [--json]`: one growth-census observation of a directory, the same
 // measurement the census thread makes during a run.
 #include <fmt/format.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `sealrun demo [--out DIR]`: the embedded default. Freezes an admission for the bundled example
 // (examples/hello, built with this host's C compiler; the closure it reads learned once:
 // demo_admission.h), runs it contained through the same pipeline as `sealrun run`, and summarises

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `sealrun fingerprint tree|file` (and, through add_fingerprint_image_and_source, `image` and
 // `source`): the user-facing side of fingerprint/. Parses the command line, shows progress on a
 // terminal, and turns a Result into output and an exit code: 0 done, 1 failed (message on

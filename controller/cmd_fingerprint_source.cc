@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `sealrun fingerprint image ARCHIVE` and `sealrun fingerprint source REPO_OR_BUNDLE`: the
 // user-facing side of fingerprint/image.h and fingerprint/source.h. `image` prints the archive's
 // identity; `source` prints the commit and tree a revision names and, on request, exports that

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `sealrun __generate man|bash-completion|json-commands [--out FILE]` (hidden): renders the man
 // page or the bash completion from the command line this very program parses (controller/
 // cli_model.h); json-commands lists every command that takes --json, one per line, for the test

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `sealrun key generate --out-dir DIR [--json]`: makes the Ed25519 key pair that signs receipts
 // (docs/signing.md). Never overwrites a key: an existing sealrun.key or sealrun.pub in DIR is an
 // error.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `sealrun ledger checkpoint --state-dir STATE --out FILE [--signing-key KEY] [--json]`: writes
 // down the ledger's length and the SHA-256 of its last line (attest/ledger_checkpoint.h), signed
 // with the state directory's key when it has one, so that `receipt verify --ledger STATE

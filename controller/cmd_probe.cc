@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `sealrun probe [--json]`: what this host can enforce. For each containment mechanism the
 // registry knows it reports presence, version and, per dimension, whether it
 // is enforceable here and why — every verdict comes from the mechanism's own probe, which starts a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `sealrun rebuild RECEIPT --admission ADM [--vary LIST] [--id ID] [--json] [--explain]`: runs a
 // receipt's admission again through the same pipeline as `sealrun run` (a new id, its own receipt
 // naming the one it rebuilt), optionally in a varied world (variations.h), and compares the two

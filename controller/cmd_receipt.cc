@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `sealrun receipt show|verify|diff|export`: reviewing receipts without trusting them — each is
 // read bounded (≤ 1 MiB, no symlink) and parsed strictly before anything is shown.
 #include <fcntl.h>

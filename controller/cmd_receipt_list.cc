@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `sealrun receipt list [--state-dir DIR] [--state built|failed|not_run] [--since RFC3339]
 // [--json]`: the receipts a state directory's ledger records, newest last, with where each is.
 // The ledger's chain is checked on the way; a broken chain is said loudly (exit 1).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `sealrun receipt report RECEIPT --html FILE` and `sealrun receipt report --ledger STATE --html
 // DIR`: the receipt page (receipt_report_html.h) of one receipt, or of every receipt a state's
 // ledger records, with DIR/index.html listing them (seq, time, run, state, command, signer) and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `sealrun receipt verify RECEIPT [--key PUB] [--outputs DIR] [--strict] [--json]` and
 // `sealrun receipt verify --ledger STATE_DIR [--key PUB] [--checkpoint FILE] [--from SEQ]`: every
 // check printed (pass, FAIL, or a note saying what was not checked); exit 0 only when none failed.

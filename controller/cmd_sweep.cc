@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `sealrun sweep [--state-dir DIR] [--json] [--images]`: finds what killed controllers left — grant
 // records, resource groups, job processes, what each mechanism left (through its own sweep),
 // verified source exports, the temporaries of dead controllers and what mechanisms kept there (a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The sub-commands of `sealrun`. Each cmd_*.cc registers one command (with its --help) on the
 // top-level CLI11 app; its callback stores the process exit code in *exit_code. Messages for a
 // person go to stderr as "sealrun <command>: <what>: <why>"; data goes to stdout.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Loads libcrypto (core/crypto_library.h) before any command that may hash or sign runs, and stops
 // that command with the loader's error when it cannot: a missing or wrong libcrypto is then one
 // clear message and exit code at the start, never a failure in the middle of a walk or a run, and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // demo_admission(): see demo_admission.h.
 #include "controller/demo_admission.h"
 

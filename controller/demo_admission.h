@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The demo's admission (`sealrun demo`): as root, the bundled example with the host C toolchain's
 // closure learned once (`admit freeze --learn`, learn_freeze.h) and kept in the demo's directory,
 // so that later demos verify the same pins (host_files by SHA-256) instead of learning again;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The demo without root: see demo_unprivileged.h.
 #include "controller/demo_unprivileged.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The demo without root (`sealrun demo` as an ordinary user). Learning needs fanotify, which needs
 // root, so the closure cannot be learned; and pinning the host's /usr whole fails where /usr holds
 // something only root may read (Debian: /usr/share/polkit-1/rules.d), and hashes gigabytes the

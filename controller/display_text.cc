@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Escaping for terminals: see display_text.h.
 #include "controller/display_text.h"
 

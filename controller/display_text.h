@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Text a person reads: names and tails that came from a job, made safe to print. A job chooses its
 // output names and writes its own stdout and stderr, so anything of it that reaches a terminal
 // (`receipt show`, `receipt diff`, messages on stderr) could otherwise move the cursor, recolour

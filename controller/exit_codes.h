@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The exit codes of docs/contract.md. Only controller/ decides them.
 #pragma once
 

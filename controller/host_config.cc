@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Configuration from the environment: see host_config.h.
 #include "controller/host_config.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Configuration the controller reads from its environment, once, and passes down: the job user's
 // name ($SEALRUN_JOB_USER, default "sealrun") and where each run's own uid comes from
 // ($SEALRUN_JOB_ID_POOL, $SEALRUN_JOB_ID_REGISTRY: containment/job_ids.h). No library below the

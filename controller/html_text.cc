@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Escaping for HTML: see html_text.h.
 #include "controller/html_text.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Text from a receipt made safe for an HTML page (`receipt report`). A receipt is untrusted: a job
 // chose its output names, its stdout and stderr, and a forged receipt can hold anything. So every
 // string goes through display::escape first (control characters, bytes that are not UTF-8 and the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // sweep_images(): see image_sweep.h.
 #include "controller/image_sweep.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One JSON document on every path of a --json command: see json_failure.h.
 #include "controller/json_failure.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `--json` on every path (docs/run-output.md, "JSON on every path"): a command asked for JSON
 // prints exactly one JSON document on stdout whatever happens — its own when it gets that far,
 // else, when it fails before (a bad option, a file it cannot read, a refusal), {"error": "<what>",

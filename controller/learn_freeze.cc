@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // freeze_learned(): see learn_freeze.h.
 #include "controller/learn_freeze.h"
 

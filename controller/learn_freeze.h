@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `sealrun admit freeze --learn -- ARGV`: freeze the admission as usual, run its command once
 // through the run pipeline in a learning sandbox (the host trees /usr, /etc and the real /bin,
 // /lib* shown read-only besides the pins; still bwrap, the job user, no network, a resource group,

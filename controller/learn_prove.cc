@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // prove_learned(): see learn_prove.h.
 #include "controller/learn_prove.h"
 

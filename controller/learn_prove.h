@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The proving run of `admit freeze --learn`: the learned admission, written to a temporary file,
 // is run once more through the run pipeline exactly as `sealrun run` runs it (its pins verified,
 // bwrap as the job user, the learned view only: no host trees). Learning writes its admission

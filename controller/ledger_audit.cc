@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A receipt's identity and the ledger's audit: see ledger_audit.h and docs/ledger.md.
 #include "controller/ledger_audit.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Whether a receipt is the record of the run it says it is, and whether the ledger is the one an
 // auditor saw before: `receipt verify RECEIPT` (its id against its results/<id>/ directory) and
 // `receipt verify --ledger STATE [--key PUB] [--checkpoint FILE] [--from SEQ]`.

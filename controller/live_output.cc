@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Live job output: see live_output.h.
 #include "controller/live_output.h"
 

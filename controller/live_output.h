@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Live job output (docs/run-output.md): while a job runs, the lines it writes to its stdout
 // and stderr are shown on the controller's stderr, each prefixed `job| `, as they arrive.
 //

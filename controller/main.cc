@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // sealrun's entry point: builds the command line from the registered sub-commands and maps a
 // usage error to exit 2. No module below the controller exits or prints; this is where it happens.
 #include <signal.h>

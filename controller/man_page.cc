@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Renders sealrun(1) from the CLI model (controller/man_page.h). The sections after COMMANDS
 // (exit status, environment, files) are the parts of the contract that the parser does not know.
 #include "controller/man_page.h"

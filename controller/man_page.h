@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // sealrun(1), the manual page, rendered in roff (man(7) macros) from the CLI model
 // (controller/cli_model.h): every command with its synopsis, description, options and defaults,
 // then exit status, environment and files. Generated at build time by `sealrun __generate man`.

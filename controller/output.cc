@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Printing helpers: see output.h.
 #include "controller/output.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Small helpers every command uses to speak to a person or a script, so that all commands print
 // errors and JSON the same way.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Output lists and their path-wise comparison: see output_compare.h.
 #include "controller/output_compare.h"
 

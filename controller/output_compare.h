@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Comparing two runs' outputs by path, the one comparison `sealrun rebuild` and `sealrun receipt
 // diff` share (so they agree): the complete output list of a receipt (results/<id>/outputs.jsonl
 // beside it, trusted only when its SHA-256 is the receipt's outputs_list_sha256), and the outputs

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The output walker: see output_walk.h.
 #include "controller/output_walk.h"
 

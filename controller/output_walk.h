@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Collecting what a job left in /out, as a hostile job would shape it: tens of thousands of
 // junk entries, trees thousands of directories deep (paths far past PATH_MAX), sparse files of
 // hundreds of gigabytes, hundreds of hard links to one file, names that are not UTF-8.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The pin images' cache, build and proofs: see pin_images.h.
 #include "controller/pin_images.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The pin images: each pinned tree (toolchain, --tree, an unpacked image root) and each learned
 // closure served to a bwrap job from a read-only EROFS image that cannot change once it was
 // verified (docs/view.md, "How pinned bytes are served"). A file changed on the host while the

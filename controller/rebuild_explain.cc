@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // --explain: see rebuild_explain.h. The outputs are the job's: each is opened below its run's
 // out/ with openat2 (no link, no escape), and diffoscope, itself a large parser of hostile
 // formats, runs as the unprivileged job user on those descriptors, never as root on paths.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `sealrun rebuild --explain`: how each differing output differs. With diffoscope installed, its
 // text report of each changed pair (run as the job user, reading the two files through
 // copies of the files opened here without following links, time- and size-bounded), kept in

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Rendering a receipt: values → JSON, shrunk in named levels until it fits, then the digest.
 //
 // What may shrink is only what illustrates: stream tails, census samples, free text (argv

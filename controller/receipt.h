@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The receipt: the bounded record of one run that an auditor reads (docs/receipt.md).
 // Built as plain values by the run pipeline, rendered as canonical JSON (sorted keys, no
 // insignificant whitespace) with a SHA-256 digest over everything but the digest itself, shrunk

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // admission_summary(): see receipt_admission.h.
 #include "controller/receipt_admission.h"
 

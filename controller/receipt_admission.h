@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What the receipt says about the admission it ran (`admission`): the command, environment,
 // limits and required containment as admitted, and every pinned input as an in-toto
 // ResourceDescriptor (attest::inputs_from_pins) — what an export turns into SLSA's

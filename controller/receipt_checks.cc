@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The checks of `sealrun receipt verify` beyond the receipt's own consistency: see
 // receipt_checks.h.
 #include "controller/receipt_checks.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The checks of `sealrun receipt verify` beyond the receipt's own consistency (receipt_verify.cc):
 // its signature (--key), the outputs on disk (--outputs), strictness about how it ran (--strict),
 // and the ledger (--ledger). Each produces findings in the same shape; a check that was not asked

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The walk of `receipt diff` and its two renderings: see receipt_diff.h. The receipts are
 // untrusted input: values are compared as JSON (never re-parsed from text), keys and values that
 // reach a terminal are escaped (display_text.h), and nothing here throws on a wrong type.

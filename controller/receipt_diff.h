@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `receipt diff` as pure functions over two parsed receipts: did the two runs have the same
 // inputs, the same environment and the same outputs? Every nested field is compared (digests at
 // every depth included); arrays are matched by what identifies an element (a view entry by its

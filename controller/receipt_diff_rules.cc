@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The rules of `receipt diff` (receipt_diff.h), as tables: which class each receipt field belongs
 // to, which fields differ in every run of the same thing (left out unless --all), and what
 // identifies an element of each array. docs/receipt.md ("Comparing two receipts") lists the same;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Facts read out of a receipt: see receipt_facts.h.
 #include "controller/receipt_facts.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Facts a person wants from a receipt, read out of its JSON for both `receipt show` and `receipt
 // report`, so the terminal and the page say the same: which limits the run reached, what its view
 // was made of, sizes in binary units, the census's series. Pure and total: a receipt is untrusted,

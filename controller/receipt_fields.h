@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The receipt's top-level fields, spelled once: the writer (receipt.cc) emits them by these names,
 // the verifier (receipt_verify.cc) checks presence and types against this table. Adding a field =
 // a name here + a row in kReceiptFields + the writer's line + its class for `receipt diff`

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Outputs in the receipt and in outputs.jsonl: see receipt_outputs.h and docs/receipt.md.
 #include "controller/receipt_outputs.h"
 

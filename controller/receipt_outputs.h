@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // How the receipt spells its outputs and chooses which to list when it must shrink. The same JSON
 // object per output is a line of results/<id>/outputs.jsonl and (when listed) an element of the
 // receipt's `outputs`, so a verifier can match the two byte for byte (docs/receipt.md).

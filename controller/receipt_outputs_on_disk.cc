@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `receipt verify --outputs DIR`: the outputs on disk against the receipt's complete list, walked
 // the way the run collected them. The tree under DIR was shaped by the job, so it is read as a
 // hostile tree: output_walk.h's walker goes by directory descriptor, opens every directory with

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The receipt page and the ledger index: see receipt_report_html.h. This file holds the frame and
 // the sections about the verdict, the checks, containment, the timeline, the signature and the
 // cleanup; receipt_report_sections.cc the command, inputs, view and outputs.

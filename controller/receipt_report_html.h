@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `sealrun receipt report`: one receipt as one static HTML page an auditor can read and hand on —
 // the verdict, the checks of the receipt itself and its signature, the verifications, how the job
 // was contained and which limits it reached, a timeline of memory use and owned-space growth, the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The pieces receipt_report_html.cc and receipt_report_sections.cc share: the page's frame and
 // the small markup helpers. Internal to `receipt report`.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The sections of the receipt page about what ran and with what: the command and its environment,
 // the inputs with their digests, the view as a collapsible tree, the outputs (see
 // receipt_report_html.h). Each list is cut at kMaxRows, and the view tree at kMaxViewDepth levels.

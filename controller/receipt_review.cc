@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Receipt review: see receipt_review.h. A receipt under review is untrusted input, and much of it
 // came from a job (output names, link targets, log tails): every string that reaches a person
 // goes through display_text.h, so a name with a newline cannot fake a line and an escape

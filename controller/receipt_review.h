@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Receipt review as pure functions on a parsed receipt: a summary for a person and the in-toto /
 // SLSA provenance export (`receipt diff` is receipt_diff.h).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Reading beside a receipt for a review: see receipt_review_io.h.
 #include "controller/receipt_review_io.h"
 

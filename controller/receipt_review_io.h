@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What `receipt show` and `receipt report` read beside a receipt: the state's public key, the
 // envelope's verdict, and the receipt's own checks. A review finds the key as a person would: the
 // key given with --key, else STATE/keys/sealrun.pub when the receipt lies in a state directory

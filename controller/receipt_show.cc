@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `receipt show`: see receipt_show.h.
 #include "controller/receipt_show.h"
 

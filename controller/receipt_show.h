@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `receipt show`'s text beyond the verdict and the details receipt_review.cc prints: what ran (the
 // sealrun that wrote the receipt, `rebuild_of`, argv, cwd, environment), with which inputs and
 // their digests, a summary of the job's view, the limits the run reached, and the signature (the

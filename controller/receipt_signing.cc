@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Receipt signing and the ledger: see receipt_signing.h.
 #include "controller/receipt_signing.h"
 

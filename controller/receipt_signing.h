@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Signing receipts and recording them in the ledger (docs/signing.md, docs/ledger.md): the run's
 // key is chosen before anything runs (`--signing-key`, else STATE/keys/sealrun.key when it exists,
 // else none: the receipt then says it is unsigned); once the receipt is written its exact bytes

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `sealrun receipt verify`: the receipt's own digest and its internal consistency, re-derived from
 // the bytes alone. Every check is reported (pass or fail), not just the first failure, so an
 // auditor sees the whole picture.

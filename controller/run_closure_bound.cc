@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // check_closure_bound(): see run_closure_bound.h.
 #include "controller/run_closure_bound.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The closure files a bwrap job sees are the very files that were hashed (docs/view.md,
 // "Verification"). Each learned host file is hashed through the descriptor it was opened by
 // (admission/verify.h records its device and inode); bwrap then binds it by path, so a file

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The state of one run as it moves through the pipeline's stages (run_stages.h), and the one rule
 // by which failures become the run's exit code and reason. Internal to the run pipeline.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Run directories: see run_dirs.h.
 #include "controller/run_dirs.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The run's directories: claimed fresh (refusing an id that was used before, ACCEPTANCE 16),
 // marked as sealrun's own, handed to the job user where the job must write, and removed at the end
 // only after the marker proves they are ours.

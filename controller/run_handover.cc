@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The run's own identity and the handover of its outputs: see run_handover.h.
 #include "controller/run_handover.h"
 

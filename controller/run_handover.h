@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The run's own identity, from taking it to handing over (docs/containment.md, "Each run's own
 // uid"): the run's uid and gid are taken before anything is given to the job (stage 3), and given
 // back only once the run's cleanup is confirmed; before that, what the job left in

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // image_rootfs() and add_image_root(): see run_image_root.h.
 #include "controller/run_image_root.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The image's root file system for a bubblewrap run (docs/view.md): the pinned archive's layers,
 // each verified against its diff id, unpacked once into a content-addressed, read-only cache,
 // STATE/images/<image id hex>/rootfs, which later runs share. The unpacking happens in this

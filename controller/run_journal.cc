@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // RunJournal: the run's grant record, written before what it names exists (run_context.h).
 #include <fmt/format.h>
 

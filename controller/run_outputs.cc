@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Logs and the output list: see run_outputs.h.
 #include "controller/run_outputs.h"
 

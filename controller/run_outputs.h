@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // After the job: its standard streams (digested and tailed for the receipt, a bounded copy kept
 // beside it) and the output list file. Reading is bounded by apparent size: a job can make its
 // own stdout 100 GiB with one ftruncate(2), and that must cost no more than a small log does.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // make_owned_space(), remove_owned_space(): see run_owned_space.h.
 #include "controller/run_owned_space.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The run's owned space (docs/growth.md): where the host allows it
 // (root, loop devices, ext4), a file system of its own mounted over the owned root, sized to
 // limits.owned_max_bytes with limits.owned_max_inodes inodes, so the kernel refuses a write past

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // serve_pins_from_images(): see run_pin_images.h.
 #include "controller/run_pin_images.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The run's pinned trees, image root and closure served from pin images (pin_images.h,
 // docs/view.md "How pinned bytes are served"): for a bwrap grant of a controller run as root,
 // after the image root is planned and before the view is recorded, each read-only pinned mount

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The run pipeline: stages in docs/contract.md's order (run_stages.h), the one failure rule, and
 // the receipt that is always written. See run_pipeline.h.
 #include "controller/run_pipeline.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `sealrun run`: docs/contract.md's pipeline, one stage per step — (1) read the admission and check
 // its digest, (2) verify every pin, (3) claim fresh owned roots, (4) acquire a containment grant,
 // (5) put the job's resource group in place with its limits read back, (6) prepare the growth

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The run plan: see run_plan.h.
 #include "controller/run_plan.h"
 

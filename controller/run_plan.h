@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The run plan: everything the pipeline derives from a verified admission and the command line,
 // as plain values (the containment spec, the group limits, the census configuration, the layout of
 // the state directory). Pure, so unit tests read it without running anything.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // TerminalProgress: see run_progress.h.
 #include "controller/run_progress.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Progress on a terminal for the long waits of `sealrun run` (issue 17, part 5): verifying the
 // pinned toolchain and hashing the outputs can take tens of seconds on a big tree. On a terminal
 // (stderr), one line is rewritten in place — bytes and files, rate, percentage and ETA, the same

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Stages 0–2 of the run (run_stages.h): the request, the admission's own bytes, every pin.
 #include <fmt/format.h>
 

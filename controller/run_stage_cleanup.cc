@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Stage 9 of the run (run_stages.h): always runs, whatever stage failed. Stops the census and the
 // job, confirms the stop, reads the final memory figures, removes the group and what the mechanism
 // made, and releases what the run holds. The grant record is forgotten only once everything it

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Stages 3–5 of the run (run_stages.h): the owned roots, the grant, the resource group. Each thing
 // the run creates is recorded in the grant journal before it exists, so `sealrun sweep` can find
 // it after a killed controller.

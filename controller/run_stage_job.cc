@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Stages 6 and 7 of the run (run_stages.h): the census and the contained job. What follows the
 // job (stage 8) is run_stage_post.cc.
 #include <fcntl.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Stage 8 of the run (run_stages.h): after the job. Explains how the job ended, then records what
 // it left — the outputs (walked and hashed by output_walk.h, listed in results/<id>/outputs.jsonl),
 // the kept logs — and checks that what the view bound from the host (toolchain, trees, closure

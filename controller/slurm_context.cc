@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The Slurm context of a run (slurm_context.h): SLURM_* variables, checked and typed.
 #include "controller/slurm_context.h"
 

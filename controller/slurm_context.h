@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Where in a Slurm cluster a run happened, for its receipt: the job, the step, the node, read from
 // the SLURM_* variables Slurm puts in a job's environment. A pure function of an environment map,
 // so the receipt code passes the controller's environment and the tests pass tables.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Outputs taken from a writable source: see source_outputs.h.
 #include "controller/source_outputs.h"
 

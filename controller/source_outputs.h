@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Outputs taken from a writable source (admission mounts.outputs_from "source", docs/admission.md).
 // The job changed the run's private copy of the source (STATE/exports/.../source, never the host's
 // tree), and the output walk (output_walk.h) of that copy lists everything in it, inputs included.

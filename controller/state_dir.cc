@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The checked, held state directory: see state_dir.h.
 #include "controller/state_dir.h"
 

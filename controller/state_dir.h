@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The state directory (docs/state-directory.md), checked once and then held open. Root writes
 // receipts, logs, grant records and the job's directories there, so the directory, each of its
 // ancestors and each of its fixed subdirectories must be writable by nobody but root (or by the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // StopSwitch and SignalWatch: see stop_switch.h.
 #include "controller/stop_switch.h"
 

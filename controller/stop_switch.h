@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One switch that stops the job, whoever asks: the census (a guard tripped), a signal to the
 // controller (TERM, INT, HUP), or the run's outer deadline. The first reason wins and is what the
 // receipt says; the stop action runs at most once, and never at the same time as the pipeline's

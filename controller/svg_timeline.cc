@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The SVG timeline: see svg_timeline.h. Coordinates are written with one decimal; a series is one
 // <polyline> (a single sample one <circle>), so the markup grows with the points kept, nothing
 // else.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The timeline plot of `receipt report`: a sample series (the growth census's samples, memory in
 // use and owned space over the run) drawn as one inline SVG, so the page needs no script, no font
 // and no file beside it. Pure: numbers in, markup out. The output is bounded whatever the input:

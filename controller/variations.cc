@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // --vary: see variations.h and docs/rebuild.md.
 #include "controller/variations.h"
 

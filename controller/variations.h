@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What `sealrun rebuild --vary LIST` changes about the job's world, with reprotest's names
 // (docs/rebuild.md): parsing the list, and applying it to the plan's ContainmentSpec as plain data.
 // Pure: the one variation that is an effect on the controller itself (num_cpus, its CPU

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // write_file_atomic(): see atomic_write.h.
 #include "core/atomic_write.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Writing a file so that a reader sees either the old complete file or the new complete file, and
 // a crash or a full disk leaves the old one intact: write a temporary in the same directory, fsync
 // it, rename it over the target, fsync the directory (rename(2) is atomic within a filesystem

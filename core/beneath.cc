@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Paths resolved beneath a held directory: see beneath.h.
 #include "core/beneath.h"
 

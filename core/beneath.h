@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Reaching paths below a directory that was checked once and is then held open, so that nothing
 // done to the path names afterwards can redirect what the caller opens, creates or removes: each
 // path is resolved by the kernel with openat2(2) RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // read_bounded_file(): see bounded_file.h.
 #include "core/bounded_file.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Reading a small file that someone else wrote (an admission, a receipt, a manifest) without
 // trusting it: never follow a symlink, never block on a FIFO, never read a device, never read more
 // than a stated cap. The file is checked through the open descriptor, so no swap between check and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // See crypto_library.h. dlopen and dlsym of the libcrypto functions sealrun calls, once per
 // process.
 #include "core/crypto_library.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libcrypto (OpenSSL 3) loaded at run time, by the first command that hashes or signs, not by the
 // dynamic loader at the start of every process. It lives in core/ because its two users,
 // fingerprint/ (Sha256, the hot one) and attest/ (keys, signatures), both link sealrun_core and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Dimension names and DimensionSet helpers: see dimension.h.
 #include "core/dimension.h"
 

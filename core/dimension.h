@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The dimensions of containment: what a grant can say is enforced. A closed set; names are the
 // spelling used in admissions, grants, receipts and `sealrun probe`.
 #pragma once

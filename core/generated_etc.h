@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The six files of the job's /etc that sealrun makes for each run instead of taking them from the
 // host (docs/view.md, "The job's /etc"): who the job is, what its name resolves to, and that it
 // has no resolver. Only their paths live here, so that every module that must treat them apart can

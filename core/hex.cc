@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Hex encoding and checks: see hex.h.
 #include "core/hex.h"
 

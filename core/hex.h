@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Lower-case hexadecimal, the one spelling of digests everywhere in sealrun (and in OCI, git).
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Job user lookup and owned-directory preparation: see job_user.h.
 #include "core/job_user.h"
 

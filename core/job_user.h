@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The unprivileged identity jobs run as. When the controller is root, rootless mechanisms (bwrap,
 // podman) are started as this user, so the sandbox's user namespace maps an ordinary uid and the
 // kernel's checks on an unprivileged user apply to everything inside; when the controller is not

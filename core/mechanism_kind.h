@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The containment mechanisms sealrun knows, as a closed set: their names are the spelling of
 // admissions (`containment.mechanism`), `run --mechanism`, grants, grant records and receipts.
 // Vocabulary only: what each mechanism is and does lives in containment/ (mechanism_registry.h).

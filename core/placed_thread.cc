@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // See placed_thread.h.
 #include "core/placed_thread.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A helper thread that starts on another processor than the thread creating it.
 //
 // Why: a new thread is queued wherever the scheduler puts it at clone(2), and on the 2-core VMs we

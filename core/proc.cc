@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Reading /proc: see proc.h.
 #include "core/proc.h"
 

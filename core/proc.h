@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Reading /proc: the few facts about a process that sealrun relies on (its state and start time
 // from /proc/<pid>/stat, its real uid from /proc/<pid>/status, its children). One parser, rooted at
 // a proc directory so unit tests can point it at a fake tree; every file is opened O_CLOEXEC and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // spawn(), Child and run_capture(): see process.h.
 //
 // Between fork and exec the child may only make async-signal-safe calls (the parent may have

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Child processes: spawning with a fixed, async-signal-safe sequence between fork and exec, and
 // owning the result as pid + pidfd (systemd's PidRef). Signals go through the pidfd, never a bare
 // pid, so a recycled pid can never be hit. A Child that is dropped without being waited for is

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ProcessRef: see process_ref.h.
 #include "core/process_ref.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ProcessRef: one process named without ambiguity, in the manner of systemd's PidRef — its pid, a
 // pidfd that pins it (signals through the pidfd can never hit a successor on a recycled pid), and
 // its start time, so that a pid read from a record (a grant journal, a cgroup) can be proved to be

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Error::message(): the one place that joins a context chain into a sentence.
 #include "core/result.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Result<T> and Error: how every module below the controller reports failure.
 //
 // An Error carries the errno captured once at the failing call (0 when the failure is not a system

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The one rule for run ids: they name directories, cgroups, systemd units and container labels,
 // so they are 1 to 64 characters of [A-Za-z0-9._-], and never "." or "..".
 #pragma once

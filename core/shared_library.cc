@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // See shared_library.h.
 #include "core/shared_library.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // dlopen() and dlsym() with errors that name the library, the symbol and what to install: the
 // common half of the libraries sealrun loads on first use instead of linking (libcrypto,
 // core/crypto_library.h; libsystemd, containment/resgroup/sd_bus_library.h), each of which keeps a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // parse_strict_json(): see strict_json.h. The SAX handler below builds the DOM itself so that it
 // sees every key before it is stored (duplicates) and every container as it opens (depth).
 #include "core/strict_json.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Strict, bounded JSON reading for documents someone else wrote (admissions, drafts, receipts,
 // grant records, image metadata): the one
 // place where hostile JSON is turned into a value. nlohmann's DOM parser silently keeps the last

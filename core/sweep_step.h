@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One action of `sealrun sweep` (or of a cleanup that reports like it): what was looked at, what
 // became of it, and whether something sealrun owns is still left. Shared by every module that can
 // leave something behind a killed controller (resource groups, mechanisms, owned spaces).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The system-call wrappers declared in syscall.h.
 #include "core/syscall.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Thin system-call wrappers: retry on EINTR, capture errno once into an Error that names the call
 // and its object, and return owned descriptors. Everything here opens with O_CLOEXEC from birth.
 #pragma once

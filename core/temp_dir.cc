@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ScopedTempDir: see temp_dir.h.
 #include "core/temp_dir.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A fresh private directory (mkdtemp under $TMPDIR or /tmp, mode 0700), removed with everything in
 // it when the holder goes away — read-only directories a job or a test left behind included. The
 // one temporary-directory type of the project (tests wrap it too).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The StrictModes walk: see trusted_dir.h.
 #include "core/trusted_dir.h"
 

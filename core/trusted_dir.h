@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Directories the caller writes into as root must be trustworthy all the way down, the rule of
 // sshd's StrictModes: the directory and every one of its ancestors belong to root (or to the
 // calling user, when that is not root) and nobody else can write them — otherwise whoever can

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // UniqueFd: the only owner of a file descriptor. Move-only; closes on destruction, so no path can
 // leak or double-close a raw int (the nsjail failure mode of docs/style.md rule 3).
 #pragma once

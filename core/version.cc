@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Formatting of the build's version (core/version.h); the values themselves are generated.
 #include "core/version.h"
 

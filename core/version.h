@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Which sealrun this is: the project version and the git commit the executable was built from.
 // The values come from a source generated at build time (cmake/GenerateVersion.cmake), so a
 // rebuild after a commit reports the new commit; `sealrun --version` prints them and receipts

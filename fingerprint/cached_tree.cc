@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Tree digests through the digest cache: see cached_tree.h.
 #include "fingerprint/cached_tree.h"
 

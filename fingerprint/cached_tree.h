@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Verifying a pinned tree through the digest cache (docs/digest-cache.md): the semantic-tree-v1
 // digest of a tree whose unchanged files are verified by a stat walk instead of being read. A
 // regular file whose file system, inode, size, mtime and ctime (ns) equal the cached stamp, and

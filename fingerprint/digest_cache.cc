@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The digest cache's file format and its place on disk: see digest_cache.h.
 #include "fingerprint/digest_cache.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The verified digest cache's file (docs/digest-cache.md): one per pinned tree, at
 // STATE/cache/digests/<sha256 of the root path>.sdc, holding the tree's semantic-tree-v1 digest and
 // for each entry of the tree its record's fields (kind, mode, owner), the stamp it was read with

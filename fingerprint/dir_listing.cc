@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Reading one directory for the tree walk: see dir_listing.h.
 #include "fingerprint/dir_listing.h"
 

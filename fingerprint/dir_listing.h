@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Reading one directory for the tree walk (tree_walk.cc): its names with their d_ino and d_type in
 // one getdents64(2) pass into a buffer the walking thread reuses, a symlink's target, and what the
 // walk may conclude from a listing on a given file system.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // How a file is named in an error message, kept as the pieces it is made of and joined only when
 // an error is reported. Hashing a tree passes every file's name down through opening, reading and
 // checking; joining "ROOT/REL" up front cost two allocations per file, for a string that a tree

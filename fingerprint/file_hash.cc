@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Race-checked hashing of one regular file (file_hash.h). The identity check compares
 // (dev, ino, size, mtime_ns, ctime_ns) from fstat(2) on the same descriptor before and after the
 // read. On kernels with multigrain timestamps (6.13+, ext4/xfs/btrfs/tmpfs) a write after our first

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Race-checked hashing of one regular file: opened with O_NOFOLLOW, hashed through that descriptor,
 // and (dev, ino, size, mtime_ns, ctime_ns) compared before and after, so a file that changed while
 // it was read is an error, never a silent wrong hash.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The clock and the file-system list behind file_stamp.h.
 #include "fingerprint/file_stamp.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What the digest cache remembers about a hashed file, and how it tells whether that memory still
 // holds: the file system's identity, the inode's stat fields (nanoseconds), and the moment the
 // file was hashed. Pure values and one pure rule (stamp_still_holds), shared by the walk, which

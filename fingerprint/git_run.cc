@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // run_git(): see git_run.h.
 #include "fingerprint/git_run.h"
 

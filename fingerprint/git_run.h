@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Running git on input we do not trust: a repository or bundle handed to sealrun may carry hooks,
 // a config with fsmonitor/filter commands, replace refs or attributes that rewrite content. Every
 // git command here runs with a cleared environment (no system or global config, HOME pointing

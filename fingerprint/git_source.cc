@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // read_git_identity() and export_git_commit(): see source.h and docs/source-manifest.md.
 //
 // A repository directory is only ever read by plumbing (rev-parse) and through its object files;

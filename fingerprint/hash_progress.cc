@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The terminal line of hashing progress: see hash_progress.h.
 #include "fingerprint/hash_progress.h"
 

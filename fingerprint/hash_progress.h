@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Progress of hashing a tree: the numbers the walk and its hashing threads publish (HashProgress),
 // and the one line a terminal shows for them (ProgressLine: bytes and files, rate, percentage and
 // ETA). Pure code: the controller decides whether stderr is a terminal and prints the line;

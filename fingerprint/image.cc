@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // inspect_image_archive(): see image.h and docs/image-identity.md. The archive is opened once
 // (O_NOFOLLOW, regular file), read front to back by scan_tar() (which hashes the archive and every
 // member), and its metadata is then read back by offset from the same descriptor; each metadata

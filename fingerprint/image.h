@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Identity of a container image archive: an OCI image layout tar (`podman save --format
 // oci-archive`) or a docker-archive tar (`podman save` default). Every referenced blob's digest and
 // size are checked against the bytes in the archive, so the identity cannot name what is not there.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // parse_bounded_json(): see image_json.h. A size cap in front of the project's one strict JSON
 // reader (core/strict_json.h), which refuses depth bombs and duplicate keys as it parses.
 #include "fingerprint/image_json.h"

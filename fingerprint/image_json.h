@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Bounded JSON parsing for metadata read out of image archives (index.json, manifests, configs):
 // a size cap, a nesting-depth cap and duplicate-key refusal (two readers that pick different
 // duplicates could disagree about what an image is). nlohmann's exceptions stop here.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // unpack_image(): see image_unpack.h.
 #include "fingerprint/image_unpack.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Unpacking a pinned image's root file system (for bubblewrap, which has no image store of its
 // own: issue 16, docs/view.md). Each layer is copied out of the archive into a private file while
 // it is hashed, and used only when that digest is the pinned diff id; its members are then

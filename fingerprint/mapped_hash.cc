@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Mapped hashing with a SIGBUS guard: see mapped_hash.h.
 //
 // The guard: a thread-local record of the range being read and a sigjmp_buf. The SIGBUS handler

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Hashing a large regular file through read-only shared mappings instead of read(2). The bytes go
 // from the page cache straight into SHA-256: no copy into a user buffer, which on a warm tree was
 // the largest cost after the digest itself (bench/README.md). The file is mapped in bounded

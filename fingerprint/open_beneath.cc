@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Re-opening a walked file beneath the root: see open_beneath.h.
 #include "fingerprint/open_beneath.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Re-opening a regular file (or a symlink) that the tree walk found, by its path relative to the
 // walk's root, without following anything: openat2(2) with RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
 // RESOLVE_NO_MAGICLINKS, so a directory on the way that was swapped for a symlink since the walk

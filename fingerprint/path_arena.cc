@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Block storage for paths: see path_arena.h.
 #include "fingerprint/path_arena.h"
 

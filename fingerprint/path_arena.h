@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Storage for many short byte strings (paths) in large blocks: a tree of a million entries costs
 // a few hundred allocations instead of a million, and as few frees. A string once stored never
 // moves, and is followed by a NUL (so a stored path can go to a system call as is). Not

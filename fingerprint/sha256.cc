@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // SHA-256 through OpenSSL 3's EVP interface. The digest implementation is fetched from the default
 // provider once per process (an implicit fetch on every EVP_DigestInit_ex costs a provider lookup,
 // which shows when hashing tens of thousands of small files); each Sha256 owns one EVP_MD_CTX.

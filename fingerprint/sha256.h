@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // SHA-256 through OpenSSL's EVP interface (SHA-NI when the CPU has it). The one hashing primitive
 // of sealrun: every pin, inventory and receipt digest goes through here.
 #pragma once

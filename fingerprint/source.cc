@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Per-file source manifests (source.h, docs/source-manifest.md): building one from a checked-out
 // tree, its canonical JSON-lines bytes, a strict bounded parser, and verification of a tree
 // against it. The git side (identity, export) is in git_source.cc.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Source identity: a git repository or bundle pinned by commit and tree (checked with git itself,
 // hooks disabled, no global or system config), and a per-file manifest of the checked-out tree
 // (path -> bytes, sha256) whose canonical bytes are pinned by their own SHA-256.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // list_mtimes(), the canonical listing and stamp_tree_times(): see source_mtimes.h.
 #include "fingerprint/source_mtimes.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The timestamps of the job's source (docs/admission.md, "Source timestamps"). Build systems such
 // as make and automake decide what to rebuild by comparing mtimes, so the copy of the source a
 // job sees must carry timestamps they accept: by default every entry gets one fixed time (the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // snapshot_tree(): see source_snapshot.h.
 #include "fingerprint/source_snapshot.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A private snapshot of a plain source tree: the bytes a run verifies and then shows the job, so
 // that a change on the host after verification cannot reach the job (ACCEPTANCE 27). Directories,
 // regular files (content and permission bits, never set-id bits) and symlinks (as symlinks, never

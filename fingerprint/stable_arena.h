@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Append-only storage whose elements never move (pointers to them stay valid while more are
 // added), for the records a tree walk makes: one allocation per block of elements, where
 // std::deque makes one per 512 bytes (three TreeEntry records). Walking /usr through the digest

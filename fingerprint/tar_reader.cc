@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // scan_tar(): see tar_reader.h. The format follows POSIX.1-2001 pax (ustar header layout, pax
 // records "<len> <key>=<value>\n") and GNU tar's 'L'/'K' long-name members and base-256 sizes.
 #include "fingerprint/tar_reader.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A small, bounded, read-only tar reader for image archives: ustar (POSIX and GNU magic), GNU long
 // names ('L'/'K') and pax extended headers ('x'/'g': path, linkpath, size). It reads the archive
 // once, front to back, through a descriptor, hashing the whole archive and every regular member's

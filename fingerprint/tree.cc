@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // semantic-tree-v1 inventories (tree.h, docs/semantic-tree-v1.md): opens the root without
 // following a symlink, has tree_walk.cc walk it and hash its files in parallel, sorts the entries
 // by raw path bytes, and streams one canonical JSON record per line into a sink that digests every

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // semantic-tree-v1: a streamed, canonical inventory of a directory tree (docs/semantic-tree-v1.md).
 // One JSON object per line: a header record, then "." and every entry sorted by raw path bytes,
 // with kind, mode, uid, gid, and bytes + sha256 for files or the target for symlinks. Symlinks are

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // changes_since_record(): see tree_changes.h.
 #include "fingerprint/tree_changes.h"
 

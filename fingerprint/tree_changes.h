@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Naming what changed in a pinned tree. A tree pin keeps only the tree's digest, so when the digest
 // no longer matches, the digest alone cannot say which file moved. The verified digest cache
 // (digest_cache.h) holds every entry as it was when the pinned digest was last confirmed; this

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The opening and hashing threads of the tree walk: see tree_hash_pool.h. Each hashing thread
 // owns one FileHasher (digest context + read buffer) for its whole life, so hashing a small file
 // costs no allocation.

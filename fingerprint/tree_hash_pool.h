@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The hashing side of the tree walk. The walk submits each regular file it finds as a name and the
 // inode it saw, without a descriptor; waiting files are re-opened beneath the root without
 // following anything (open_beneath.h) and checked to be the inode the walk saw — by the hashing

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Canonical JSON spelling for semantic-tree-v1 records: see tree_json.h.
 #include "fingerprint/tree_json.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Canonical JSON text for semantic-tree-v1 records (docs/semantic-tree-v1.md). The inventory's
 // digest is the SHA-256 of its bytes, so the same record must always be spelled the same way: this
 // writer fixes the key order, emits no whitespace, escapes exactly `"`, `\` and control bytes, and

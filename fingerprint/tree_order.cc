@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Assembling the inventory's order from sorted directories: see tree_order.h.
 #include "fingerprint/tree_order.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The inventory's order (raw path bytes) assembled from one sorted list per directory, so that the
 // walk never sorts all paths at once. Within a directory, a child's own record sorts by its name,
 // but a child directory's contents sort by its name followed by '/': "a", "a-", "a.b", then

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The directory walk of semantic-tree-v1: see tree_walk.h. Every step is relative to an open
 // directory descriptor: fstatat(AT_SYMLINK_NOFOLLOW) to decide what a name is (or, for a
 // directory on a file system whose listing is exact, its d_type and d_ino: dir_listing.h), openat

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The walk behind semantic-tree-v1: visits a directory tree by directory descriptor (openat and
 // fstatat relative to the parent, O_NOFOLLOW everywhere), records directories and symlinks, and
 // hands each regular file to a pool of hashing threads (tree_hash_pool.h), which re-open it

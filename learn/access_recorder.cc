@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // AccessRecorder: see access_recorder.h.
 #include "learn/access_recorder.h"
 

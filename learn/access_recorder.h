@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What a learning run opened: fanotify marks on the sandbox's own mounts of the host trees, and a
 // thread that turns each event into a path. `admit freeze --learn` (docs/learning.md) pins exactly
 // what this records.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // build_closure(): see closure.h for how links are found.
 #include "learn/closure.h"
 

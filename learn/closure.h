@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // From what a learning run opened (access_recorder.h) to the closure an admission pins: the host
 // files, the directories listed, and the symbolic links the job needs to reach them.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // carry_closure() and changed_since(): see closure_carry.h.
 #include "learn/closure_carry.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Taking a learned closure from one admission into another (`admit freeze --closure-from`), the
 // pure part: which of its entries the new admission keeps, and what changed since it was pinned.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Leaving paths out of a learned closure: see closure_exclude.h.
 #include "learn/closure_exclude.h"
 

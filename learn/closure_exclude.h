@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What learning leaves out of a learned closure, whatever the command opened (docs/learning.md,
 // "Never learned"): the job's generated /etc files (core/generated_etc.h: sealrun makes them for
 // every run, so the host's are never the job's), and each `admit freeze --learn-exclude PATH` a

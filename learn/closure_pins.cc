@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // pin_closure() and the closure's admission fields: see closure_pins.h.
 #include "learn/closure_pins.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Pinning a learned closure: each host file hashed (the fingerprint module's parallel pool, each
 // file opened beneath / without following links and checked to be the inode that was looked at),
 // and the closure written into an admission as three fields, in the admission's canonical layout:

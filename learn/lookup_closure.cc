@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // add_lookups(), drop_under_places(), lacking_in_view(): see lookup_closure.h.
 #include "learn/lookup_closure.h"
 

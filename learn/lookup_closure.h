@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // From what a job looked up (lookup_tracer.h) to what its learned closure must hold, and back:
 // which looked-up paths a learned view lacks.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The traced calls' table and the path arithmetic: see lookup_syscalls.h.
 #include "learn/lookup_syscalls.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Which system calls a learning or proving run traces to see the paths a job looks up, and how to
 // read a path out of one: the pure half of learn/lookup_tracer.h, as data (one table), unit-tested.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // LookupTracer: see lookup_tracer.h.
 #include "learn/lookup_tracer.h"
 

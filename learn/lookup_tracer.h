@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What a learning (or proving) run looked up: a ptrace tracer that sees each of the job's traced
 // system calls (learn/lookup_syscalls.h: stat, access, readlink, chdir, exec, ... and in a proving
 // run every open) and records the path it names, as the job named it.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The admission of one action: see action_admission.h.
 #include "remote/action_admission.h"
 

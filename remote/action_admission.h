@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The admission of one remote-execution action: the runner's standing configuration (its
 // toolchain, its `--set` limits and required dimensions) plus what the action asks (argv,
 // environment, working directory) plus its input root pinned as a `tree` source, frozen with the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // run_child(): see action_child.h.
 #include "remote/action_child.h"
 

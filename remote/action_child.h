@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One action's `sealrun run`: the same pipeline as the command line, started as a child process of
 // the runner (`/proc/self/exe run ADMISSION --sha256 HEX --id ID --state-dir DIR`), so the runner
 // holds no job state of its own and a fault in one run cannot take the others down.

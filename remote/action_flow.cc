@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One Run: see action_flow.h. The order matters: every place the answer goes is reserved before
 // the run (a request that cannot be answered is refused before anything runs), and ownership of
 // the input root is given back before anything of the answer is written.

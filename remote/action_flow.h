@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One Run, start to end, without the protocol: the action is checked, the places its answer goes
 // are reserved in the build directory (stdout and stderr created, the server-logs directory
 // opened), the admission frozen, `sealrun run` started and waited for (its job changes a private,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // check_action(): see action_request.h. Each rule is one check with one message; the first broken
 // rule is reported (a request from bb_worker is machine-made, so one precise complaint is enough).
 #include "remote/action_request.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A remote-execution action as bb_worker hands it over (buildbarn.runner.RunRequest), checked and
 // turned into plain values before anything touches the disk: every path relative to the build
 // directory and normal (no "..", no empty or "." components, no control characters), no NUL in

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Reading a receipt's facts and deciding the answer: see action_result.h.
 #include "remote/action_result.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What one action's run amounts to for bb_worker: the receipt's facts (read back from the bytes
 // the child wrote, bounded and strictly parsed) and the decision between a RunResponse (the job ran
 // and its end is the action's exit code) and an error status (nothing ran, the admission was

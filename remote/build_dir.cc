@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // BuildDir and install_outputs(): see build_dir.h.
 #include "remote/build_dir.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The build directory that bb_worker and the runner share. Every path a request names is resolved
 // beneath it with openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS): no symlink on the way (nothing
 // planted in the build directory can point the runner's writes elsewhere), no ".." past the top,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `sealrun runner ...` in the `sealrun` executable: the command line (remote/runner_cli.h) is
 // parsed and checked here, so --help, the man page, the bash completion and usage errors are
 // sealrun's own, and then the helper `sealrun-runner` is exec'd with the same options (same pid,

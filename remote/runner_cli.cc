@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The options of `sealrun runner` (remote/runner_cli.h), shared by `sealrun` and `sealrun-runner`.
 #include "remote/runner_cli.h"
 

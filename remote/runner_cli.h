@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The command line of `sealrun runner`, defined once for both executables that parse it: the
 // `sealrun` CLI (which lists it in --help, the man page and the bash completion, checks it, and
 // then execs the helper) and the helper `sealrun-runner` itself, which serves. The helper is a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // sealrun-runner, the helper `sealrun runner` execs (remote/cmd_runner.cc): serves Buildbarn's
 // runner protocol until SIGTERM, SIGINT or SIGHUP. Each Run becomes one admitted, contained,
 // receipted `sealrun run` of the sealrun that exec'd it (--sealrun, hidden; docs/scale-out.md).

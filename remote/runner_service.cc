@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // RunnerService: see runner_service.h. The protocol glue only: what happens to one action is
 // ActionFlow's, what its answer becomes on the wire is here.
 #include "remote/runner_service.h"

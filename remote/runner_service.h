@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The gRPC service bb_worker talks to (buildbarn.runner.Runner): CheckReadiness and Run mapped
 // onto ActionFlow, with at most `concurrency` runs at a time (further calls wait for a slot, or
 // for their cancellation), and a readiness answer that checks the path bb_worker names and that

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The resource_usage messages: see usage_proto.h.
 #include "remote/usage_proto.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The two Any messages a Run returns in RunResponse.resource_usage, which bb_worker appends to the
 // REv2 ExecutedActionMetadata.auxiliary_metadata: Buildbarn's POSIXResourceUsage (CPU times and
 // counters from wait4(2) of the action's `sealrun run`, the memory peak of the job's resource

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # docs/acceptance.md's cases under their own names, `ACCEPTANCE.<n>.<short name>` with the label
 # `acceptance` (`ctest -L acceptance` runs them all). Each runs the test binary that proves the case
 # with a filter naming the tests that prove it; those tests also run under their own names with the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // create_owned_fs(): see ownedfs.h. The order is what makes it safe to kill at any point:
 //
 //   record → image (O_EXCL, sparse) → the shape's template or mkfs.ext4 → loop device

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Loop devices: see loop_device.h.
 #include "containment/ownedfs/loop_device.h"
 

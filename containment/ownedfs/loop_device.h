@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Loop devices, the kernel's way to use a file as a block device: attached through
 // /dev/loop-control and LOOP_CONFIGURE (bound, sized and flagged in one call, so no half-set-up
 // device is ever visible), with LO_FLAGS_AUTOCLEAR so the kernel detaches the device by itself

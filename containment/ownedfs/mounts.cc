@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // mount_at() and mount_holders(): see mounts.h.
 #include "containment/ownedfs/mounts.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What the mount table and /proc say about a mount point: which device is mounted there (the
 // topmost mount, from /proc/self/mountinfo), and which processes keep a busy mount busy (their
 // cwd, root or an open file on its device) — so a refusal to unmount names its cause.

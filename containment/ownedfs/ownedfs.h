@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The owned space as a file system of its own (docs/growth.md): a
 // sparse ext4 image sized to owned_max_bytes with owned_max_inodes inodes for the job, attached to
 // a loop device and mounted (nosuid, nodev) over the run's owned root. A write past the limit fails

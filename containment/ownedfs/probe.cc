@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // probe_ownedfs(), default_owned_max_inodes(), unfit_shape() (ownedfs.h) and the shape's mkfs
 // command line (shape.h).
 #include <fcntl.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The owned file system's record: see record.h.
 #include "containment/ownedfs/record.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The owned file system's record: STATE/ownedfs/<id>.json, written (atomically, not fsync'd: the
 // run's grant record is the durable anchor, see create.cc) before the image exists and rewritten
 // once the loop device is known, removed last. It names the controller

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The fixed shape of an owned file system (internal to containment/ownedfs): ext4, 4 KiB blocks,
 // 256-byte inodes, no journal (the file system lives and dies with one run: a crash discards it,
 // so there is nothing to replay), no reserved blocks (all of owned_max_bytes is the job's).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // remove_owned_fs() and sweep_owned_fs(): see ownedfs.h. Both run the same teardown of one run's
 // owned file system, which proves ownership before touching anything:
 //

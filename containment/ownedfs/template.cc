@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The owned file system's template: see template.h.
 #include "containment/ownedfs/template.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The owned file system's template (internal to containment/ownedfs): what mkfs.ext4 writes into a
 // fresh sparse image of one shape is a few extents of metadata (about 50 KiB for 8 GiB with the
 // options of mkfs_argv), and the same bytes every time but for the UUID and the directory hash

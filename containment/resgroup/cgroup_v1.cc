@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The cgroup v1 back end (cgroup_v1.h): creating the per-hierarchy groups under our own groups,
 // writing and reading back the limits, the memory report, the freezer-based confirmed stop, and
 // re-attaching to a dead controller's groups for sweep.

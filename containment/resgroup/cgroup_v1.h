@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The cgroup v1 back end: one child group per hierarchy (memory, pids, freezer), each created
 // under the controller's own group in that hierarchy and nowhere else. Limits:
 // memory.limit_in_bytes (memory_max), memory.memsw.limit_in_bytes (memory_max + swap_max; absent

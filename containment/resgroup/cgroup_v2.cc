@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The delegated cgroup v2 back end (cgroup_v2.h): finding our cgroup on the cgroup2 mount,
 // enabling memory and pids for a child without breaking the no-internal-processes rule, writing and
 // reading back limits, the memory report, and the cgroup.kill stop confirmed by cgroup.events.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The delegated cgroup v2 back end: one child of the controller's own cgroup (found from the "0::"
 // line of /proc/self/cgroup, on the cgroup2 mount at the cgroupfs root or at <root>/unified on a
 // hybrid host). It respects the no-internal-processes rule: controllers are enabled in our

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Reading, writing and parsing cgroupfs and /proc for the cgroupfs back ends (cgroupfs_io.h).
 // Everything is relative to directory fds opened once, so a temp tree can stand in for the kernel.
 #include "containment/resgroup/cgroupfs_io.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The narrow kernel seam shared by the cgroupfs back ends (v1 and v2): where cgroupfs and /proc
 // are (parameters, so unit tests point them at a temp tree and integration tests at the real
 // thing), reading and writing cgroup interface files relative to a directory fd, parsing what the

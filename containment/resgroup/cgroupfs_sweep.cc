@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Sweeping cgroupfs groups that a killed controller left (cgroupfs_sweep.h): ownership is proven
 // from the group's name (prefix, run id, creator pid + starttime) before anything is signalled.
 #include "containment/resgroup/cgroupfs_sweep.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Sweeping resource groups a killed controller left behind (used by `sealrun sweep`). Two ways in:
 // the groups named in a grant record (each locator is checked to be a sealrun group whose name,
 // re-derived from the record's run id, controller pid and starttime, matches exactly), and a scan

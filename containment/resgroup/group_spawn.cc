@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Spawning held, placing in the group, releasing: see group_spawn.h.
 #include "containment/resgroup/group_spawn.h"
 

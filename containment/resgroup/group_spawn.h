@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Starting a process inside a resource group, with no moment in which it may run outside it: the
 // child is spawned held (it stops before exec), placed in the group, and only then released. Both
 // containment mechanisms start their launcher (bwrap, podman) this way.

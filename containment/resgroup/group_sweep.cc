@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Sweeping the groups a grant record names, whatever their back end (resource_group.h): the
 // dispatch that keeps back-end names out of `sealrun sweep`. Each back end re-derives the group's
 // name from the record (run id, creator pid and starttime) and refuses a locator that differs.

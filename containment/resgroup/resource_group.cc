@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Choosing a resource-group back end: probing what this host offers (systemd over sd-bus, then a
 // delegated cgroup v2 subtree, then cgroup v1), and creating the group with the strongest one that
 // works. A back end whose probe fails (or throws) is simply unavailable; creation falls through to

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Resource groups: the kernel-side box a job runs in, with memory and pids limits. Three back ends,
 // chosen by what the host offers: systemd over sd-bus (a transient scope), a delegated cgroup v2
 // subtree, cgroup v1 hierarchies. Each is created as a child of the controller's own groups only,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // RAII for sd-bus handles (docs/style.md rule 3): a connection, a message, a match slot and
 // an sd_bus_error each have exactly one owner here, so no error path can leak a reference or skip
 // sd_bus_error_free. Also the one place that turns sd-bus's negative-errno returns and D-Bus error

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // See sd_bus_library.h. dlopen and dlsym of libsystemd's sd-bus functions, once per process.
 #include "containment/resgroup/sd_bus_library.h"
 

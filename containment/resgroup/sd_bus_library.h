@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libsystemd loaded at run time, only by the systemd back end, only when it is used.
 //
 // Why: linked at build time, libsystemd and its chain (libgcrypt, liblzma, libzstd, liblz4,

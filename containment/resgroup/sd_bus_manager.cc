@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // See sd_bus_manager.h. Bus calls to org.freedesktop.systemd1, each bounded in time.
 #include "containment/resgroup/sd_bus_manager.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A client of systemd's Manager over sd-bus: the handful of org.freedesktop.systemd1 calls the
 // systemd back end makes (StartTransientUnit and waiting for its job, KillUnit, StopUnit,
 // ResetFailedUnit, GetUnit, property reads). Every call is bounded by a timeout, every handle is

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // See systemd_readback.h. Pure code: the scope's name and properties as data, and the decisions
 // about what the manager applied, so they are table-tested without a manager.
 #include "containment/resgroup/systemd_readback.h"

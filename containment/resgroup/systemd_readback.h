@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The pure half of the systemd back end (minijail's util.c vs system.c split): the transient
 // scope's name, the property list sent to StartTransientUnit (as data, so it is unit-tested without
 // a manager), the decision of which limits the manager really applied given what its properties and

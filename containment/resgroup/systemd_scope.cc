@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The systemd back end (see systemd_scope.h): a transient scope started over sd-bus that holds the
 // job, read back from the manager's unit properties and the kernel's cgroup files, stopped with
 // KillUnit TERM, a grace period, KillUnit KILL and StopUnit, and confirmed gone.

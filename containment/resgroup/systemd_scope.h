@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The systemd back end: a transient scope created over sd-bus (StartTransientUnit) with
 // MemoryHigh, MemoryMax, MemorySwapMax, TasksMax and Delegate=yes, holding the job's pid. What the
 // manager actually applied is read back from its properties and the cgroup files; on a cgroup v1

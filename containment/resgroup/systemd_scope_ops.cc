@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // See systemd_scope_ops.h: confirmed stops and removal of a scope, by name.
 #include "containment/resgroup/systemd_scope_ops.h"
 

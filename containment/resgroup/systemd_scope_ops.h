@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Operations on a systemd scope known only by its unit name and control group, shared by the
 // back end's own ResourceGroup (systemd_scope.cc) and by `sealrun sweep` for scopes a killed
 // controller left: the confirmed stop (KillUnit TERM, grace, KillUnit KILL, StopUnit, the cgroup

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Making, joining and removing the delegated pids group of a step (delegate.h). Every path is
  * walked one component at a time from the hierarchy's root fd with O_NOFOLLOW, so nothing below
  * the root (whose step directories belong to users) can redirect root's mkdir, chown or write. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The pids group the sealrun SPANK plugin hands to a job step on a cgroup v1 node. Slurm 22.05's
  * cgroup/v1 plugin gives a step memory and freezer groups owned by the job's user but leaves its
  * processes in the root of the pids hierarchy, where an ordinary user cannot create a group;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The step gate (gate.h): the shape of an admitted `sealrun run` command line and the SHA-256 of
  * its admission file. An early refusal with a clear message, not the enforcement: sealrun checks
  * the admission again, byte for byte, before it runs anything. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The step gate of the sealrun SPANK plugin, as plain C with no Slurm types: given a step's argv
  * and working directory, decide whether it is an admitted `sealrun run` (the site's sealrun
  * executable, `run`, an admission file, `--sha256 HEX` matching that file's SHA-256) and, when it

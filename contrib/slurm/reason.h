@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The one way the contrib/slurm C code reports why something failed: a sentence into the caller's
  * buffer, and -1 to return. Shared by the step gate (gate.c) and the pids delegation (delegate.c);
  * the plugin logs the sentence once, where it handles the failure. */

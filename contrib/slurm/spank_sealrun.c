@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* spank_sealrun.so: the SPANK plugin a Slurm site installs so that sealrun runs fully enforced
  * inside ordinary users' jobs, and so that job steps (srun), which the job_submit.lua gate cannot
  * see, are gated too. In plugstack.conf:

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # The admitted command of the demo: build hello.c from the read-only /src into /out, using only
 # the toolchain and scratch space the admission grants. Reproducible: no timestamps, no host paths.
 set -eu

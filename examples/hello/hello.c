@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The bundled example that `sealrun demo` builds: a small C program whose output depends only on
  * its source and SOURCE_DATE_EPOCH, so two contained builds give byte-identical results. */
 #include <stdio.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Integration test of `sealrun admit freeze` and `sealrun admit check` over real inputs: a git
 // repository made here, a real compiler tree (this host's GCC include directory), the busybox OCI
 // image fixture and a real host tool (bwrap). The frozen admission must check clean; then one byte

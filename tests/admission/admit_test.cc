@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Unit tests of the admission gate on real (small, temporary) files: freezing, the all-pass case,
 // each pin altered by one byte, each pinned file altered by one byte, a wrong --sha256, hostile
 // files (1 GiB, symlink, FIFO, truncated), expiry. Sources here are plain trees; git sources and

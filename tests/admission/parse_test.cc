@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Unit tests of the admission schema: a valid document and its defaults, the canonical form, and
 // one table row per rejection, each checking that the message names the offending field.
 #include <gtest/gtest.h>

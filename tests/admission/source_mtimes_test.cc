@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The source's timestamps (docs/admission.md, "Source timestamps"), without a run: reading
 // source.mtimes / mtime_epoch / mtimes_list / mtimes_sha256 beside source_date_epoch (defaults,
 // older admissions, conflicts, "preserved" refused for git), the canonical round trip, freezing

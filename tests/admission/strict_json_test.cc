@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Unit tests of the strict JSON reader on hostile bytes: duplicates, depth bombs, NUL, invalid
 // UTF-8, truncation. Each refusal must name where it happened.
 #include "core/strict_json.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Unit tests of the rule for an admission without a toolchain (docs/admission.md): allowed when a
 // learned closure, an image or pinned trees give the job its programs, or while a closure is
 // still to come (a learning run's own admission); otherwise an error whose hint says what to

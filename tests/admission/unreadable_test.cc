@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A pinned path the invoking user cannot read is its own refusal, never a mismatch
 // (admission/unreadable.h): the classification of errors (table), its message, and verify_pins()
 // on real files in a child that has dropped to nobody — where a tree file, a closure file and a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Unit tests of the view's pins in an admission (admission/parse_view.h): trees, host_files and
 // host_links parse, round-trip through the canonical bytes (and are absent from them when empty),
 // and every misplaced entry is refused with a message naming the field and the place it collides

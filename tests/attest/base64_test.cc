@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // base64_encode / base64_decode: RFC 4648 vectors, both alphabets, and every malformed spelling
 // the strict decoder must refuse.
 #include "attest/base64.h"

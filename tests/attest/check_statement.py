@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Checks an in-toto Statement v1 carrying SLSA provenance v1, field by field, from the specs.
 
 Usage: check_statement.py STATEMENT.json [--require-uri-and-digest]

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // DSSE: PAE against the spec's test vector, sign/verify round trips, and every envelope a verifier
 // must refuse: a forged or edited payload, a re-signed envelope, two signatures or none, a wrong
 // payloadType, bad base64, unknown or duplicate keys, a 1 GiB file, a FIFO, a symlink.

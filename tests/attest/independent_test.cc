@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Independent verification (issue 11, "Proof"): sealrun's envelopes and statements checked by code
 // not written here — openssl(1) over PAE bytes built in Python, securesystemslib (libsodium) and
 // python3-cryptography over the envelope, the key id recomputed by openssl + sha256sum, and the

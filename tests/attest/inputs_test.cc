@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // inputs_from_pins: the documented mapping (docs/build-type.md, "Inputs") pin by pin, file URIs,
 // and refusals of malformed pins.
 #include "attest/inputs.h"

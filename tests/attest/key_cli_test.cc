@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `sealrun key generate`, run as a user would: --help, the files and modes it writes, --json, and
 // its refusal to overwrite (exit 1, the file named, the key unchanged) or to run without --out-dir.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Keys: generation (modes, refusal to overwrite), sign/verify round trips, and every key file a
 // signer must refuse — each refusal naming the file and the problem (issue 11, "Bad input").
 #include "attest/keys.h"

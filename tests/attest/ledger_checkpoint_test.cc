@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Ledger checkpoints (attest/ledger_checkpoint.h): a checkpoint names the ledger's length and the
 // SHA-256 of its last line; a ledger that only grew extends it, one truncated, rolled back (cut and
 // appended to again) or rewritten does not; the file is canonical JSON or, signed, a DSSE envelope

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The ledger in a hostile state directory (ACCEPTANCE 28): whoever can write the directory may
 // plant symlinks, FIFOs or directories where the ledger files belong. Nothing is followed, nothing
 // blocks, nothing outside the directory is written.

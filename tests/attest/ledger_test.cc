@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The ledger: appends chain correctly (checked against a hand computation), and every tampering
 // of issue 11 fails verification naming the first bad line — a deleted, reordered, edited or
 // duplicated line, a torn last line (which append also refuses to extend).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The export: a built receipt becomes a Statement whose every field is where docs/build-type.md
 // says; a failed one is refused unless include_failed, which records the outcome and uses the
 // "unsuccessful" builder id; a run without output files is exported about its receipt; receipts

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // sample_pins() / sample_receipt(): see sample_receipt.h.
 #include "tests/attest/sample_receipt.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A receipt as the 0.2.0 writer produces it (with `sealrun_version` and `admission`, whose inputs
 // come from inputs_from_pins), for the export tests and the independent checks.
 #pragma once

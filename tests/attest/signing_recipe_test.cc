@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // docs/signing.md's openssl recipe, taken from the page itself and run with sh(1) against a good
 // envelope and against tampered ones: it must end "verified" on the good one only, and on every
 // tampered one stop with a non-zero status before that line (a recipe that goes on after a

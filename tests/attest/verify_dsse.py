@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Verifies a DSSE envelope with code that is not sealrun's.
 
 Usage: verify_dsse.py ENVELOPE PUBLIC_KEY_PEM EXPECTED_PAYLOAD_TYPE

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `sealrun census DIR` as a user runs it: the built binary's summary, here for a tree the user
 // cannot read whole. Its figures then count only what was seen, and the summary must say so.
 #include <gmock/gmock.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The walking census against real mounts and a tree past PATH_MAX (slow on a disk that discards on
 // unlink, hence not a unit test): mount points are counted as themselves and never crossed, bind
 // mounts of the same filesystem included; a tree 3,000 levels deep is walked whole.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "census/census_thread.h"
 
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The census's memory samples (issue 27 item 3): the counter file is read by descriptor at offset
 // 0, a missing or garbled counter is "not measured" (never a census failure), the opener is retried
 // until it succeeds, every sample carries the figure, and thinning keeps the memory peak.

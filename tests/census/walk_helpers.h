@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Helpers for the census tests: trees deeper than PATH_MAX (built and removed by descriptor, since
 // no path reaches their bottom), and running a measurement as an unprivileged user (root reads
 // everything, so "a tree the walker cannot read" needs a walker that is not root).

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Prints the finished builds of a Buildbot 3.7 master as one JSON array, read from its sqlite
 database (read-only): for each build its number, result code, properties, steps (name, result)
 and the text of the 'sealrun run' step's stdio log. Used by tests/ci/buildbot_test.cc to wait

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A real CI for real (label ci): Buildbot 3.7 (Debian's buildbot and buildbot-worker) with the
 // shipped contrib/ci/buildbot/master.cfg, master and worker on a free loopback port in a temp
 // dir. A change sent with `buildbot sendchange` names an admission and its SHA-256; the build's

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The CI files of contrib/ci/ that cannot run for real here (label ci). GitLab and GitHub are not
 // reachable from these machines, so: every shipped shell script passes `bash -n` and shellcheck,
 // as do the scripts embedded in the GitLab and GitHub YAML files (which must parse); and the GitLab

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // build_bwrap_argv() as data: the options every job must get, the job environment exactly as
 // admitted, no host path that is not in the planned view (view_plan.h), descriptor-bound mounts
 // with the right access, closure files and links as planned, "/" remounted read-only last, and the

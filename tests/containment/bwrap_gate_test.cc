@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The bwrap start gate (JobIo::on_sandbox_ready, bwrap --block-fd), against the real rootless
 // bubblewrap: the hook runs once the sandbox's mounts are in place and before any process of the
 // command exists; a failing hook means the command never runs, and the gate is not closed (which

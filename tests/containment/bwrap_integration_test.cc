@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // docs/acceptance.md cases 1-9 and 22 and the wall-clock stop, against real rootless bubblewrap:
 // each test runs the static `hostile` helper (tests/containment/jobs/hostile.c) inside a sandbox
 // started by BwrapMechanism and checks every attempt failed — with a positive control in the same

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // See bwrap_job.h.
 #include "tests/containment/bwrap_job.h"
 

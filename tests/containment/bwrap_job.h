@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Test support for the bwrap integration tests: runs the static `hostile` helper inside a real
 // rootless bwrap through BwrapMechanism (acquire_grant + spawn + wait + cleanup, as the controller
 // does) and returns its "name=result" lines. The helper's directory is bound from a descriptor

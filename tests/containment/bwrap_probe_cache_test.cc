@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The bwrap probe cache (containment/bwrap_probe_cache.h) against the real rootless bwrap: the
 // first probe starts the throwaway sandbox and writes the entry; a fresh mechanism then takes the
 // same findings from it; a bwrap binary whose bytes differ, an entry from another boot, a corrupt

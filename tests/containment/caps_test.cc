@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // parse_security_status(): the /proc/<pid>/status fields the probe and the tests rely on.
 #include "containment/caps.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Contract tests of acquire_grant()/recheck_grant() with fake mechanisms: strongest first,
 // refusal (naming every missing dimension and every mechanism tried, and spawning nothing),
 // report-only shortfall, enforced ⊆ requested, frozen environment, throwing probes, and the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Unit tests of the job's generated /etc (containment/job_etc.h): the exact contents for a table of
 // identities, the identity bwrap gives the job, which entries the view gets (none with an image;
 // none where a read-only mount has no regular file to bind over), and how bwrap binds them.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The mechanism registry: every known kind has a factory that makes that kind, names round-trip,
 // and the candidates of a run are strongest first, with requests that must agree with the
 // admission and with what the job needs (an image for podman).

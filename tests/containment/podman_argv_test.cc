@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Unit tests of the rootless podman mechanism's pure parts: the storage layout, the `podman run`
 // command line built from a spec, the mount-access decisions and the probe's verdicts. These read
 // the boundary as data; podman_integration_test.cc checks that podman really enforces it.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Integration tests of the rootless podman mechanism with the real podman 4.3 + runc on this host
 // and the busybox fixture image (tests/fixtures/busybox_image.sh). Each hostile attempt runs as
 // the static helper podman_jobs/escape.c copied into the job's /src; each test ends with cleanup()

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The seccomp policy as data (every required denial is there, masked compares are right), as
 // compiled BPF (non-empty, whole instructions, covers the compat ABIs), as OCI JSON, and loaded for
 // real in a forked child (PR_SET_NO_NEW_PRIVS + seccomp(2)) to check what it denies and what it

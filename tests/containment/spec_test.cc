@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // validate_spec(): table-driven. Each row changes one thing in a valid spec and says whether it
 // must be accepted, and if not, a word the error must contain (so the message names the problem).
 #include "containment/spec.h"

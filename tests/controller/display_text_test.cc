@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Escaping what a job chose (names, tails) before a person sees it (controller/display_text.h),
 // and `receipt show` built on it (controller/receipt_review.cc; `receipt diff` has
 // receipt_diff_test.cc).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The live output's parts without a job (controller/live_output.h): bytes to prefixed, escaped,
 // cut lines; and the follower over plain files written by the test, its bound and its notice.
 #include "controller/live_output.h"

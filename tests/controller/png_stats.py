@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Pixel statistics of a PNG screenshot, with the standard library only (zlib): prints one JSON
 object {"width", "height", "colors", "non_background"} — how many distinct colours, and the share
 of pixels that differ from the top-left one. A blank page has one colour and a share of 0.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The pure parts of `sealrun rebuild` (issue 13): --vary parsing, how variations change the
 // containment spec, and the path-wise output comparison that rebuild and `receipt diff` share.
 #include <gtest/gtest.h>

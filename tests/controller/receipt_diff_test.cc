@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `receipt diff` as pure functions (controller/receipt_diff.h): a table of changes made to one
 // receipt, each with the verdict and the differences it must give; the masking of the run id;
 // plain JSON values; escaping for a terminal; and that every receipt field has a class.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `receipt show` and `receipt report` on the receipts of real runs (issue 27 items 2 and 3),
 // through the built binary: the census sampled the group's memory, `show` says what ran with which
 // inputs and who signed, the page of a real receipt has its timeline, the ledger's index links

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `receipt report`'s page builder and `receipt show`'s text, pure (issue 27 items 2 and 3): every
 // receipt string is escaped (HTML entities, control and bidi characters made visible), the page
 // names no URL and has no script, the SVG timeline is drawn from the sample series and stays

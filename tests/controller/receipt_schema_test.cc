@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // docs/receipt.schema.json against the receipts sealrun really writes: a built run (signed, with
 // every kind of output the job can make), a failed run, a refused run, a growth guard's stop, a
 // receipt shrunk to a 64 KiB bound by its outputs, and one rendered in the last resort (the

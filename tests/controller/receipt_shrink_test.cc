@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The receipt's shrinking (controller/receipt.cc): at every size bound, with 50,000 outputs or
 // 10,000 cleanup entries, every verdict-bearing field survives — whole at every level, and in
 // the last resort as counts with every failing entry — while the output list stays pinned by

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What the review commands print, through the built binary: ACCEPTANCE 42 (a receipt whose
 // strings hold escape sequences, C1 controls, bidi marks and newlines is shown escaped by every
 // command, `verify` included, and forges no line), every `--json` command printing exactly one

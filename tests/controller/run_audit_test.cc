@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A verify that nothing fools (issue 27 item 4), through the built binary and real runs:
 // ACCEPTANCE 41 (a signed receipt replayed under another id with a chained ledger line; a
 // truncated or rolled-back ledger against a checkpoint), 43 (symlink outputs to ".", a loop,

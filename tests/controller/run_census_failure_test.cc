@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ACCEPTANCE 32, end to end: the census cannot measure → recorded, and in enforcing mode the job is
 // stopped. The controller runs as root and a job cannot make a root walk fail, so the fault comes
 // from outside, as an operator's mistake would: while the job runs, the run's owned file system is

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ACCEPTANCE 15 through the whole pipeline: the receipt cannot be written because the disk is full.
 // The state directory's results/ is a 1 MiB tmpfs (in a private mount namespace of this test
 // process, which sealrun inherits, so nothing outlives the test), and the job itself fills it

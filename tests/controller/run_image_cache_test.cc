@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The unpacked image root under bwrap is proven before every use (docs/view.md): the digest of
 // what was unpacked is recorded beside it, the next run verifies the rootfs against it through the
 // digest cache (a stat walk), and a rootfs changed since — or one without a recorded digest — is

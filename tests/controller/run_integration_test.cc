@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `sealrun run` end to end with real bwrap and real cgroup v1 limits: the verdicts of
 // docs/contract.md and the docs/acceptance.md cases that concern the pipeline as a whole.
 #include <gtest/gtest.h>

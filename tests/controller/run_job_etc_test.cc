@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The job's own /etc under bwrap (docs/view.md, "The job's /etc"), through the real binary: the
 // generated files win over a pinned --tree /etc; an older admission that pinned the host's
 // /etc/passwd (stale now) still runs, with the generated file in its place; and `rebuild --vary

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A uid of its own for every run (issue 28 item 1), through the built binary with real bwrap,
 // real rootless podman and real cgroups: ACCEPTANCE 37 (set-id and world-writable outputs are
 // handed over owned by root, with neither; another user running them gains nothing) and 38 (two

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Live job output (docs/run-output.md; controller/live_output.h), end to end with the real
 // binary and bwrap: the job's lines reach the controller's stderr, prefixed `job| `, while the job
 // still runs; --quiet shows none; what a terminal would act on is escaped; at most 16 MiB is

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // docs/acceptance.md 23–26, 30, 31 (after the job): a hostile job shapes /out and its own streams,
 // and the real `sealrun run` (real bwrap, real cgroups) must record it honestly, within bounds,
 // or refuse to call the run built. Each case is registered as `ACCEPTANCE.<n>.<name>` (see

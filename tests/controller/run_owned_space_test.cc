@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The owned space of a real run (docs/growth.md; issue 17 item 2):
 // as root, with loop devices, it is an ext4 file system of its own sized to owned_max_bytes and
 // owned_max_inodes; a write past it fails with ENOSPC in the job, the guard reports "owned space

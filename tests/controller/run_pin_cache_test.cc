@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The digest cache through real runs (docs/digest-cache.md: pins of unchanged trees are
 // re-verified at stat speed; issue 16 item 2): the first run hashes the toolchain and stores the
 // cache, the next verifies it by a stat walk, `--rehash` bypasses it, and a file changed behind

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Pinned bytes are immutable while the job reads them (docs/view.md, "How pinned bytes are
 // served"), proven with the real binary, real bwrap, real loop devices and real erofs:
 // - a file of the toolchain, of a --tree and of the learned closure, each changed on the host

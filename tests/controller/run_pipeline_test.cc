@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The run pipeline driven with fake mechanisms and groups (PipelineDeps), on real admissions of a
 // tiny source and toolchain: stages run in docs/contract.md's order, a failure at every point is
 // followed by the cleanup of what was acquired, the most serious exit code wins, and the reason a

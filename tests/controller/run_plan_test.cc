@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "controller/run_plan.h"
 
 #include <sys/sysmacros.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Issue 17 part 1 through real runs (real `sealrun run`, rootless bwrap, loop devices, cgroups):
 // the first run of a state directory probes bwrap with a throwaway sandbox and makes its owned file
 // system with mkfs.ext4; the next one takes the probe's findings from the cache and writes its file

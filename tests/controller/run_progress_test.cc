@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // TerminalProgress (controller/run_progress.h): silent when stderr is not a terminal (no callback
 // at all, so the hashing code does not even compute progress), and on a terminal one line rewritten
 // in place with bytes, percentage and rate, at most ten times a second, erased at the end.

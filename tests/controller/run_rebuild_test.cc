@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `sealrun rebuild` end to end (issue 13): the real binary reruns a real run's admission under
 // real bwrap, varies the job's world (--vary), compares outputs by path and digest, and refuses a
 // receipt and admission that do not belong together, a receipt of a run that never executed and

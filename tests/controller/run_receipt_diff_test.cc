@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `sealrun receipt diff` on receipts of real runs (issue 27, "same run?"): two runs of one
 // admission are the same run though every per-run field differs; a learned admission re-frozen
 // after a closure file changed shows that input's digest; a learned view against a /usr tree is

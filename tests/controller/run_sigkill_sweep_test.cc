@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ACCEPTANCE 29: SIGKILL to the controller within its first second(s) — at the moment each thing
 // a run creates appears — and `sealrun sweep` then finds and removes everything the run created
 // (owned roots, its temporaries, podman's probe storage, rootless pause processes, runroot links,

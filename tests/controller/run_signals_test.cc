@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Faults around the controller (ACCEPTANCE 13 and 14): a SIGTERM is turned into a stopped job and
 // a written receipt; a SIGKILL leaves no job process behind within a second, and `sealrun sweep`
 // removes what the killed run left.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Receipts an auditor can trust (issue 11), through the built binary: a run signs its receipt with
 // the state directory's key and records it in the ledger; `receipt verify --key` catches a forgery
 // (fields edited, digest recomputed), a receipt re-signed with another key and an edited envelope;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The source's timestamps through real runs (docs/admission.md, "Source timestamps"): every entry
 // of /src at the admission's one time — 1980-01-02 for a plain tree, the commit time for git —
 // equal to the job's $SOURCE_DATE_EPOCH and recorded in the receipt; a preserved tree whose host

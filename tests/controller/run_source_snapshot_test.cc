@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ACCEPTANCE 27: a source tree changed on the host after verification never reaches the job under
 // a `pass`. The job sees a private snapshot of exactly the verified bytes (docs/admission.md).
 #include <gtest/gtest.h>

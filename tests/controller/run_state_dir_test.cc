@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ACCEPTANCE 28: a state directory (or results/, owned/, grants/, ...) that the job user can write
 // is refused before anything is written, and every path below an accepted one is opened without
 // following links — root never writes where the job user points. The real `sealrun` binary, real

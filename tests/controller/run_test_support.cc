@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // RunTest: see run_test_support.h.
 #include "tests/controller/run_test_support.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A fixture for end-to-end tests of `sealrun run`: a source tree, a toolchain tree and a state
 // directory in a fresh temp dir, admissions frozen with the real `sealrun admit freeze`, runs made
 // with the real binary (build/sealrun) against real bwrap and real cgroups.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Ordinary users (issue 25, item 5), through the built binary run as the unprivileged job user:
 // a pinned file it cannot read is its own refusal — `run` and `admit check` exit 3 with "cannot
 // read PATH as USER: ...", the receipt's verification says the same, `admit freeze` says it too —

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What the view binds from the host is checked after the job as before it, and the closure files a
 // bwrap job sees are the very files that were hashed (docs/view.md, "Verification"), proven with
 // the real binary (or the real pipeline in process), real bwrap and rootless podman:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The job's view is only what was pinned (docs/view.md, issue 16 part 1), proven through the real
 // binary with real bwrap and rootless podman: a host file outside the pinned view is not visible
 // in the job; a file changed inside a pinned tree refuses the run (exit 3) naming it; the

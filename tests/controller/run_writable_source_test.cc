@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `sealrun run` with a writable source (admission mounts.source_writable and
 // mounts.outputs_from "source"): the job changes and adds files in /src — the run's private,
 // verified copy of the source, never the host's tree — and exactly the new and changed regular

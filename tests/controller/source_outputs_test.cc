@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Unit tests of which entries of a writable source copy are outputs (admission mounts.outputs_from
 // "source"): new and changed regular files, never an unchanged input or a link, with hard links
 // named after the first path kept.

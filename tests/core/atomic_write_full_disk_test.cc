@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ACCEPTANCE 15 at the lowest level: a write that cannot complete because the disk is full (a
 // 16 KiB tmpfs, mounted by the test: root only) leaves the previous file intact and no temporary.
 #include <gtest/gtest.h>

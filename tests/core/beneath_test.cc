@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Paths resolved beneath a held directory (core/beneath.h): a symlink anywhere on the way, or a
 // "..", is refused, so a directory swapped for a link after the holder checked it cannot redirect
 // a create, a write or a removal; removal never follows a link and copes with read-only

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The sealrun executable and libcrypto, run as a user would: `sealrun --version` and `sealrun
 // census DIR --json` never load it (the dynamic loader's own record, LD_DEBUG=files, is read; a
 // hashing command in the same harness does show the load, so the probe is live); and a command

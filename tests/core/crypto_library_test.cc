@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Unit tests of the run-time loading of libcrypto (core/crypto_library.h): a library that does not
 // exist, one with none of the libcrypto functions (the C library) and one with all but the last of
 // them each give an error naming the library and what is missing, without crashing; the real

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The job user and the owned directories handed to it.
 #include "core/job_user.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // PlacedThread starts a helper on another processor than its creator's (core/placed_thread.h):
 // what the thread ran on first, the mask it runs under afterwards, the single-processor case, and
 // run_spread running every index exactly once.

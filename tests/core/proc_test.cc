@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // /proc parsing against a fake proc tree (awkward comm names, missing fields), and ProcessRef
 // against real processes: it pins one, tells it from a recorded {pid, starttime} of another, sees
 // it exit, and refuses a pid that runs nothing.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The StrictModes rule of core/trusted_dir.h: as data (owner and mode of one directory) and as a
 // walk over real directories — another owner, group or world write access (a sticky ancestor
 // excepted), a link owned by someone else: each refused with the directory named; a trusted link

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The verified digest cache on real trees: an unchanged tree is verified by stat alone, with the
 // digest a full hash gives on every entry kind; changes that keep size and mtime (rewritten in
 // place with the mtime restored, swapped by rename, a new file on a reused inode) are caught; an

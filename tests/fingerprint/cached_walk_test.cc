@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The walk through a digest cache that loads while the tree is being stat'ed (the cache is
 // compared with the walked entries afterwards, tree_walk.h): the digest is the full hash's whatever
 // the number of walking threads (and so whatever order entries are met in), with the cache

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `sealrun fingerprint tree|file` as a user runs it: the built binary, its stdout, stderr and exit
 // codes (0 done, 1 failed with a message naming the input, 2 usage).
 #include <gmock/gmock.h>

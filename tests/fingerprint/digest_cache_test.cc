@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The digest cache's file format: an exact round trip (and one encoding per content), every
 // entry found through the stored index, every damaged byte and every truncation detected by the
 // integrity digest, and strict checking of content that carries a valid digest (unsorted or

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // hash_file_at: correct digests through the descriptor (read and mapped), a file rewritten or
 // truncated mid-hash is an error (made deterministic with the AfterFirstChunkHook seam), and
 // symlinks, FIFOs and directories are refused without being followed or blocking.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // HashPool (tree_hash_pool.h) on its own: on a warm tree the hashing threads open every file
 // themselves and the opening thread opens none; once a read misses the page cache (a tree whose
 // pages were dropped), the opening thread opens files ahead; either way every file gets its

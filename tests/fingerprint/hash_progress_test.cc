@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Progress while hashing a tree: the terminal line shows no percentage while the walk is still
 // finding files and a percentage that never decreases afterwards, with rate and ETA; the walk
 // reports through the callbacks with totals that are final before any percentage can be formed;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Integration: inspect_image_archive() against real podman. The busybox fixture (an OCI archive
 // written by `podman save --format oci-archive`) must give the image id the fixture recorded, and
 // the id and diff ids that `podman image inspect` reports after loading the archive into a

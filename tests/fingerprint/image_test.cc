@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Unit tests of the tar reader and inspect_image_archive(): good OCI and docker archives built
 // byte by byte, then each way an archive can lie or break (truncation, wrong digest, wrong size,
 // missing blob, hostile member names, duplicates, JSON bombs), and GNU/pax long names from real

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Unit tests of unpack_image() against hostile layers (image_unpack.h): OCI archives built byte by
 // byte whose layers hold a member named with "..", an absolute name, a symlink and then a member
 // through it (in the same layer and in a later one), a hard link to outside the root, a device

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // MapRegion (mapped_hash.h): windows land one after another inside the reserved range and stay
 // mapped until the range is full, then one recycle drops them all; a window that cannot fit or
 // cannot be mapped leaves the range whole. And a FileHasher with a region maps files from

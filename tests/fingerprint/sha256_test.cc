@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Sha256 against the NIST FIPS 180-2 known answers, fed whole and in pieces, and reused.
 #include "fingerprint/sha256.h"
 

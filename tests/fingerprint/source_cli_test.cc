@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Runs the built `sealrun fingerprint image|source` binary: the JSON keys scripts rely on, exit
 // codes (0 match, 1 mismatch or error, 2 usage), and that each mismatch is named.
 #include <gtest/gtest.h>

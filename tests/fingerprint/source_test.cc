@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Unit tests of git source identity/export (a real git repository made in a temp dir, real bundles)
 // and of per-file manifests: building, canonical bytes, strict parsing of hostile manifests, and
 // verification against trees that were altered, extended, or made to pass through symlinks.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Test helper: writes ustar archives byte by byte, so tests can build good image archives and
 // precisely broken ones (wrong digests, wrong sizes, hostile names, truncation) without a tool
 // that would refuse to write them.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The canonical spelling of semantic-tree-v1 records: strict UTF-8 detection, base64 that
 // round-trips every byte and accepts only its canonical form, and one escape per special byte.
 #include "fingerprint/tree_json.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The inventory's order as the parallel walk assembles it from per-directory sorts equals sorting
 // every full path by raw bytes, on names built to break a naive depth-first order: siblings that
 // extend a directory's name with bytes below '/' ("a-", "a.b", "a\x01"), directories with such

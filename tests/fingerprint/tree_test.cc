@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // semantic-tree-v1 inventories of real trees: exact records, raw-byte ordering, symlinks recorded
 // and never followed (loops included), FIFOs and sockets refused by name, non-UTF-8 names kept
 // losslessly, stable digests that move with every recorded property, the output file's rules, and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Unit tests of learn/closure_carry.h (`admit freeze --closure-from`): which entries of another
 // admission's closure a new admission keeps (table-driven: pinned places win), what look_again()
 // finds on a temporary tree (a changed link target read again, vanished entries named), and the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Unit tests of learn/closure_exclude.h: which --learn-exclude paths are accepted, and what is left
 // out of a recorded access set and a closure, counted per exclusion; the job's generated /etc
 // files always are.

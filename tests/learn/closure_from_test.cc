@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Closures for CI, end to end through the built binary: `admit freeze --learn` without a
 // toolchain (the learned closure is the toolchain, and the receipt says so), and `admit freeze
 // --closure-from`, which pins another admission's closure again for a new source without

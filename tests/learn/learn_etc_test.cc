@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The host's churn is not the job's (docs/learning.md, "Never learned"), end to end as root with
 // real bwrap and fanotify: a learned admission whose command reads the user and host databases
 // pins none of the six generated /etc files, and a `useradd` on the host between two of its runs

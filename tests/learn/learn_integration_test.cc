@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `sealrun admit freeze --learn` end to end, through the built binary, as root: real bwrap as the
 // job user, real fanotify marks on the sandbox's mounts, a real resource group. What is learned is
 // compared with what the host itself says (readlink, gcc -print-*, realpath), never with the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `admit freeze --learn` and what a command only looks at, end to end through the built binary as
 // root (real bwrap as the job user, real seccomp traces and ptrace, real fanotify): a file that is
 // only stat'ed, tested for or looked for and not found behaves in a later `sealrun run` of the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The shared fixture of the `admit freeze --learn` integration tests: root only (fanotify and
 // ptrace), the built binary run over RunTest's source and toolchain with the job's PATH and a
 // bounded wall clock, and the learned admission read back as JSON.

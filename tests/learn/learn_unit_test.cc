@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Unit tests of learn/: the mountinfo reading and the choice of mounts to mark, the link resolver
 // and the closure's link finding on a temporary tree, and the closure's admission fields.
 #include <gtest/gtest.h>

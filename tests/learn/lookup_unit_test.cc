@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Unit tests of the lookup half of learning: the traced calls' table (which argument is the path,
 // the directory descriptor, the no-follow flag), the path arithmetic, the policy compiled with its
 // traces, what lookups add to a closure on a temporary tree, the entries pinned places take over,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // OwnedFsTest: see ownedfs_fixture.h.
 #include "tests/ownedfs/ownedfs_fixture.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The fixture of the owned file system's integration tests: a state directory in a fresh temporary
 // directory, a mount point per run id, what the kernel says about mounts, loop devices and images,
 // and a forceful cleanup for a test that failed half-way (so no mount or loop device outlives it).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The owned file system for real (root, loop devices, ext4): made ready for the job, a writer
 // stopped by ENOSPC at the byte limit with nothing past it on the host, the inode limit exact, a
 // census sample that is one statfs and names "owned space full", the fallback when loop devices are

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // sweep_owned_fs(): what a killed controller left is found through its record and removed, each
 // step reported; what it cannot prove is this run's is never touched.
 #include <fcntl.h>

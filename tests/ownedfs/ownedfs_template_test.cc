@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The owned file system's template (containment/ownedfs/template.h) for real: the first file system
 // of a shape is made by mkfs.ext4 and its fresh image kept as the template; the next one of that
 // shape is written from the template, is a working, empty ext4 (nothing of the first run's files),

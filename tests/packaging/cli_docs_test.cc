@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The man page and bash completion generators over a CLI11 app made here (unit): what the model
 // reads off CLI11, that a command added to the app appears in both outputs without any change to
 // the generators, roff escaping, and the completion script's behaviour in a real bash.

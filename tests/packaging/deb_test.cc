@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `cpack -G DEB` (label packaging): the .deb declares its Debian dependencies and installs into a
 // fresh Debian root, where /usr/bin/sealrun runs.
 //

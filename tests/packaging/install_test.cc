@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `cmake --install build --prefix P` (label packaging): the executable, the man page and the bash
 // completion land where docs/contract.md says, the installed program runs, and the generated files
 // are current (byte-equal to what the executable generates now), cover every command, render

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `-DCMAKE_BUILD_TYPE=Release` builds (label packaging): configures a separate build directory
 // (build/release-check) in Release (-O3) with SEALRUN_WERROR=ON, the strictest form of what a
 // packager does (every warning an error, except GCC 12's bogus -Wrestrict at -O3, which

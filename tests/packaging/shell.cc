@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // shell(): see shell.h.
 #include "tests/packaging/shell.h"
 

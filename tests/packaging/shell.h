@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Shell steps for the packaging and CI tests: a bash script run to completion with its output
 // captured, and the paths of the tree under test (the source and build directories).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `sealrun --version` and the build-time commit stamp (label packaging): the built executable
 // names the commit of its source tree; and, in a scratch CMake project that uses the real
 // core/CMakeLists.txt and cmake/GenerateVersion.cmake, a rebuild after an edit says "dirty", a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Real projects, the way a newcomer brings them: a release tarball as Debian ships it (GNU hello
 // 2.10, automake; fmtlib 9.1.0, CMake; Lua 5.4.4, a plain Makefile), learned with `sealrun admit
 // freeze --learn` and no --toolchain (the learned closure is the toolchain), then built twice from

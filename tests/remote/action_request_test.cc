@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Unit tests of check_action(): a well-formed bb_worker request becomes the job's argv, env and
 // cwd; each broken field is refused with a message that names it (table-driven).
 #include "remote/action_request.h"

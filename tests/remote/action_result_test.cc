@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Unit tests of the answer to one Run: the facts read back from receipt bytes, the decision
 // between a RunResponse and an error status for every way a run can end, and the resource-usage
 // messages that carry them.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Unit tests of the build-directory rules: openat2 beneath the build directory refuses symlinks
 // and escapes, and outputs are installed into an input root without writing through its links.
 #include "remote/build_dir.h"

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Plays bb_worker against a real `sealrun runner` over a unix socket (ctest -L reapi).
 
 Each test starts its own runner (build/sealrun) with a build directory laid out as bb_worker lays

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `sealrun runner` through its helper (remote/cmd_runner.cc): `sealrun` parses the runner's
 // command line itself (--help names every option, a usage error is exit 2) and then execs
 // sealrun-runner, found beside it (a build tree) or in ../libexec/sealrun/ (the install layout);

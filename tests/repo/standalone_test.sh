@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # The repository stands alone: no tracked file may cite a document that lives outside it. The
 # contract, the acceptance cases, the test bed and the house style are the project's own pages
 # (docs/contract.md, docs/acceptance.md, docs/testbed.md, docs/style.md, docs/architecture.md);

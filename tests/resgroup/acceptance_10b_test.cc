@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ACCEPTANCE 10b, the mission's own numbers, for real on this host's cgroup v1: with the default
 // limits (memory.max 8 GiB, memory.high 7 GiB, no swap) a job that allocates and touches 9 GiB is
 // OOM-killed, the group's events say so, and no swap was used. Takes about a minute (labels

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Integration tests of the cgroup v1 back end on the real hierarchies here (docs/testbed.md): the
 // groups are made under our own memory, pids and freezer groups, real jobs join them through
 // join_fds() before exec, and the kernel enforces the limits: an allocation past memory.max is

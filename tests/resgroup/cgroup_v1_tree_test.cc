@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Unit tests of the cgroup v1 back end's file protocol against a temp tree shaped like a hybrid
 // cgroupfs: where groups are made (only under our own groups), what is written, how read-back
 // detects a mismatch, how events are parsed, when a stop is confirmed, and what is refused.

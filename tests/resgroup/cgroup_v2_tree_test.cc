@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Unit tests of the delegated cgroup v2 back end's file protocol against a temp tree shaped like a
 // cgroup2 mount. The test plays the kernel (it writes "populated 0" once cgroup.kill was written,
 // fills memory.events, ...). Enforcement is proven by cgroup_v2_vm_test.cc inside a pure-v2 VM: the

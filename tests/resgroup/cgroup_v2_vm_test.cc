@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The cgroup v2 back end enforcing for real. Runs only inside the throwaway VM that
 // tests/resgroup/vm/run_in_vm.sh boots (a Debian 6.1 kernel with cgroup_no_v1=all, so v2 is the
 // only hierarchy, as on a modern systemd host), where its init puts this program alone in a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Unit tests of the cgroupfs seam's pure parts: /proc/<pid>/cgroup, limit values, keyed files, pid
 // lists, the names sealrun gives its groups, path hygiene, and process liveness by starttime.
 #include "containment/resgroup/cgroupfs_io.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A directory tree shaped like cgroupfs, for the back ends' unit tests: the test plays the kernel
 // by creating the interface files that mkdir(2) on a real cgroupfs makes appear, and by writing
 // what the kernel would report (populated 0, oom_kill 1, ...).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Unit tests of the grant journal's two kinds of write: the durable record (<id>.json, fsync'd)
 // and the live one (<id>.json.live, never fsync'd, for what a reboot destroys). list() reads the
 // newest complete version; a live record a power failure tore is tolerated only when the durable

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Unit tests of the grant journal: records round-trip, the directory and files are private, every
 // corrupt or unexpected file is listed with its problem (never skipped), forget is idempotent,
 // and controller liveness is told by pid + starttime.

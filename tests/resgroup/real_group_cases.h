@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The jobs every cgroupfs back end must hold, written once and run against each: cgroup v1 on
 // this host (cgroup_v1_integration_test.cc) and cgroup v2 in the pure-v2 VM
 // (cgroup_v2_vm_test.cc). An allocation past memory.max is OOM-killed without swap, one under it

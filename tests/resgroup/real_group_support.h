@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Helpers shared by the tests that run real jobs in real resource groups (cgroup v1 on this host,
 // cgroup v2 inside the pure-v2 VM): make a group and check its read-back, spawn a job into it
 // through join_fds(), stop and remove it and check that nothing is left.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Unit tests of the run-time loading of libsystemd (sd_bus_library.h): a library that does not
 // exist, one with none of the sd-bus functions (the C library) and one with all but one of them
 // each give an error naming the library and what is missing, without crashing; the real

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Integration test of `sealrun sweep` on this host's real cgroup v1 hierarchies: a "controller"
 // (a forked child of the test) creates a resource group, records its grant, starts a job in the
 // group that survives it, and also leaves an unrecorded group with a process in it; then it is

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Test helper for the systemd back end, run by systemd_scope_test inside a test manager's mount
 // and pid namespaces (the job's pid must mean something to the manager). Three modes:
 //   systemd_job_helper allocate MIB     touch MIB mebibytes of memory, exit 0 if that worked

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Unit tests of the systemd back end's pure half (systemd_readback.h): the scope's name, the
 // StartTransientUnit property list as data, the applied/not-applied decision per limit on v1 and
 // v2, and the parsing of the cgroup files behind the memory report.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Integration tests of the systemd back end against a real systemd 252 manager booted in throwaway
 // namespaces (tests/support/systemd_manager.h, docs/testbed.md). The job runs through
 // systemd_job_helper inside the manager's pid namespace; every claim the back end makes is also

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The slurm tests' shared helpers: see cluster_support.h.
 #include "tests/slurm/cluster_support.h"
 

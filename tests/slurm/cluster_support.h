@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What the slurm-labelled tests share: the running test cluster (tests/fixtures/slurm_cluster.sh,
 // started by the CTest fixture `slurm_cluster`), running Slurm's clients and build/sealrun as
 // root or as the ordinary job user, a workspace that user owns (source, toolchain, admissions,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The SPANK plugin's pids delegation (contrib/slurm/delegate.h) against a temp tree standing in
 // for the pids hierarchy: the layout, who owns what, joining, and what removal leaves. The real
 // hierarchy is exercised by the slurm-labelled cluster tests.

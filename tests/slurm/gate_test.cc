@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The SPANK plugin's step gate (contrib/slurm/gate.h): which step command lines pass, and the
 // message a refused user reads. Table-driven over real files in a temp dir.
 #include "gate.h"

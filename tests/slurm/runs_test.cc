@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Admitted runs on the real test cluster: `sbatch` and `srun` of a `sealrun run`, as root and as an
 // ordinary user, every dimension enforced (the user's thanks to the SPANK plugin's pids group);
 // receipts in the state directory the submitter names; scancel mid-run; a node restart mid-run and

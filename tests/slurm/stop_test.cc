@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Stopping admitted runs on the real test cluster: `scancel` mid-run (Slurm's SIGTERM reaches
 // sealrun, which stops the job, confirms it and writes the receipt well within KillWait), and a
 // node restart mid-run (slurmd, the step daemon and the sealrun controller SIGKILLed, slurmd

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The gates on the real test cluster: job_submit.lua refuses at submission a batch job that is not
 // an admitted `sealrun run` or whose admission does not hash to its --sha256; the SPANK plugin
 // refuses an srun step that is not one, before anything of the user's runs, without draining the

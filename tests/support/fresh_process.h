@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // For tests of what a process has mapped before anything asked for it (a library sealrun loads on
 // first use): the running test starts this test binary again with only itself selected, in a
 // fresh process, and passes when that copy does. Header-only: it needs GoogleTest, which

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A pseudo-terminal in raw mode for the TIOCSTI tests (ACCEPTANCE 1): the slave stands in for the
 // controller's terminal and is handed to a job; in raw mode a byte the job manages to inject sits
 // in the slave's input queue (pending_input > 0) instead of being echoed or cooked away.

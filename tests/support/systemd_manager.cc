@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // See systemd_manager.h. The boot follows docs/testbed.md's checked recipe; the only addition is
 // that the harness makes a child group in *every* hierarchy this process is in, not just
 // name=systemd and memory: the manager mounts whatever hierarchies it finds, rooted at its cgroup

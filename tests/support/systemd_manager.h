@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A real systemd manager for tests (docs/testbed.md), booted from the debootstrap root that
 // tests/fixtures/systemd_root.sh builds, in throwaway namespaces: fresh child cgroups of our own in
 // every hierarchy (so the manager's cgroup namespace, and everything it creates, lies inside groups

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // TempDir and small file helpers for tests.
 #include "tests/support/temp_dir.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A fresh temporary directory per test (core's ScopedTempDir, which removes it with everything in
 // it afterwards), small file helpers, and the job user the tests run jobs as. Shared by every
 // module's tests.

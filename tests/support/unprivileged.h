@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // run_unprivileged(): a test's piece of code run as nobody, for what root would see differently
 // (a file at mode 000, a directory it may not search).
 #pragma once

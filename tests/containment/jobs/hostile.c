@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* hostile: docs/acceptance.md's escape attempts 1-9, run INSIDE a sandbox. Built static (no
  * loader, no libraries), so the same binary also runs in the busybox image under podman.
  *

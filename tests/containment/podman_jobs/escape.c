@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* A hostile job for the podman integration tests: tries ONE escape named by argv[1] and reports.
  * Exit 0: the attempt was refused (what the sandbox must do); 1: it succeeded (an escape);
  * 2: usage. Statically linked, because the busybox test image has no C library.

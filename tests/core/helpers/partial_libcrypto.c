@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A shared library named libcrypto.so.3 that exports every libcrypto function sealrun resolves
 // except ERR_clear_error, the last in core/crypto_library.h's list: proves that the loader checks
 // each symbol, not only the first, and names the one missing; and, found first through

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Test job: allocates and touches N MiB (argv[1]) one page at a time, so the memory is really
  * charged to its cgroup, then reports "touched N MiB" on stdout. Under a smaller memory limit it
  * is OOM-killed before the report. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Test job: leaves an orphan behind the way daemons do (fork, setsid, fork again, the middle
  * process exits), with SIGTERM ignored, so only a group-wide KILL ends it. Prints the orphan's
  * pid on stdout and exits 0. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A shared library that exports every sd-bus function sealrun resolves except sd_bus_message_skip
 // (sd_bus_library_test): proves that the loader checks each symbol, not only the first, and names
 // the one that is missing. The functions are never called; only their names matter.

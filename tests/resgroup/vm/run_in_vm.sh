@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Runs a test program inside a throwaway VM whose kernel has cgroup v2 as its only hierarchy
 # (cgroup_no_v1=all), the way tests/resgroup/cgroup_v2_vm_test.cc needs it:
 #

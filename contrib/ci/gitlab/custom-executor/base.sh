@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Settings shared by the sealrun custom executor's stages (sourced by config.sh, prepare.sh,
 # run.sh and cleanup.sh). Each can be overridden in the runner's environment
 # ([[runners]] environment = [...] in config.toml).

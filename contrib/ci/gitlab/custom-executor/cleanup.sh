@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # cleanup_exec of the sealrun custom executor: removes what a killed run may have left (resource
 # groups, containers, grant records: `sealrun sweep`), then this job's build directory. Receipts
 # stay in SEALRUN_CI_ROOT/state/ (results/, refusals/). GitLab Runner ignores this stage's exit

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # config_exec of the sealrun custom executor: tells GitLab Runner where this job's build directory
 # is (one per job, under SEALRUN_CI_ROOT/builds) and which driver it talks to.
 set -euo pipefail

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # prepare_exec of the sealrun custom executor: checks that this job names an admission and its
 # SHA-256 (job variables SEALRUN_ADMISSION and SEALRUN_ADMISSION_SHA256), that the admission's
 # pins hold (`sealrun admit check`: nothing is run), and makes the job's directories. Any problem

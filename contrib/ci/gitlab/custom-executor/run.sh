@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # run_exec of the sealrun custom executor: `run.sh SCRIPT STAGE`. The stages GitLab Runner uses
 # to fetch sources, caches and artifacts run as its generated scripts, on this host. The job's own
 # step (`step_script`, `build_script` on older runners) is NOT the job's `before_script:` and
