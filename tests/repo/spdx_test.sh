@@ -10,12 +10,8 @@
 set -eu
 
 root=${1:-$(dirname "$0")/../..}
-cd "$root"
-git() { command git -c safe.directory='*' "$@"; }
-if ! git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
-  echo "spdx_test: $root is not a git work tree; nothing to check" >&2
-  exit 77
-fi
+. "$(dirname "$0")/checkout.sh"
+enter_checkout spdx_test "$root"
 
 tag='SPDX-License-Identifier: Apache-2.0'
 missing=$(git ls-files |

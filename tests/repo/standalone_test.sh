@@ -12,14 +12,8 @@
 set -eu
 
 root=${1:-$(dirname "$0")/../..}
-cd "$root"
-# Tests run as root over a checkout that may belong to another user: git must not refuse it as
-# "dubious ownership", or the check would be skipped where it matters.
-git() { command git -c safe.directory='*' "$@"; }
-if ! git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
-  echo "standalone_test: $root is not a git work tree; nothing to check" >&2
-  exit 77
-fi
+. "$(dirname "$0")/checkout.sh"
+enter_checkout standalone_test "$root"
 
 # The forbidden spellings are put together from pieces, so that this file does not contain them.
 md=.md
