@@ -7,7 +7,7 @@
 git() { command git -c safe.directory='*' "$@"; }
 
 enter_checkout() {
-  cd "$2"
+  cd "$2" || exit 1
   if ! git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
     echo "$1: $2 is not a git work tree; nothing to check" >&2
     exit 77

@@ -10,6 +10,7 @@
 set -eu
 
 root=${1:-$(dirname "$0")/../..}
+# shellcheck source=tests/repo/checkout.sh
 . "$(dirname "$0")/checkout.sh"
 enter_checkout spdx_test "$root"
 

@@ -12,6 +12,7 @@
 set -eu
 
 root=${1:-$(dirname "$0")/../..}
+# shellcheck source=tests/repo/checkout.sh
 . "$(dirname "$0")/checkout.sh"
 enter_checkout standalone_test "$root"
 
