@@ -25,6 +25,7 @@
 #include "controller/image_sweep.h"
 #include "controller/output.h"
 #include "controller/run_dirs.h"
+#include "controller/run_result_space.h"
 
 namespace sealrun::cli {
 namespace {
@@ -91,6 +92,7 @@ void sweep_records(const run::StateDir& state, const SweepOptions& opt,
     // a plain directory again once it is gone.
     for (auto& s : ownedfs::sweep_owned_fs_of_run(state.path(), r.id))
       steps.push_back(std::move(s));
+    for (auto& s : run::sweep_result_space(state, r.id)) steps.push_back(std::move(s));
     steps.push_back(sweep_owned_root(r, state));
     bool left = false;
     for (const auto& s : steps) left |= s.left;

@@ -31,6 +31,8 @@ inline constexpr std::string_view kSamplesDropped = "samples_dropped";
 inline constexpr std::string_view kGuard = "guard";
 inline constexpr std::string_view kMemory = "memory";
 inline constexpr std::string_view kOwnedSpace = "owned_space";
+inline constexpr std::string_view kResultSpace = "result_space";
+inline constexpr std::string_view kLimitsHit = "limits_hit";
 inline constexpr std::string_view kPinCache = "pin_cache";
 // The job's whole view: [{job_path, kind, host_path, pin, writable[, target]}] (view_plan.h).
 inline constexpr std::string_view kView = "view";

@@ -19,6 +19,7 @@ RunLayout layout_for(const std::string& state_dir, const std::string& id) {
   l.logs_dir = l.owned_root + "/logs";
   l.results_root = fmt::format("{}/results/{}", state_dir, id);
   l.output_dir = l.results_root + "/out";
+  l.job_output_dir = l.output_dir;
   l.receipt_path = l.results_root + "/receipt.json";
   return l;
 }
@@ -74,7 +75,7 @@ ContainmentSpec containment_spec(const admission::Admitted& admitted, const RunL
   // Outputs from the source: its writable copy is where they go, and the one place the census
   // guards as the result; no second, unguarded place to write.
   if (doc.mounts.outputs_from != admission::OutputsFrom::kSource)
-    s.mounts.push_back({layout.output_dir, doc.mounts.output, Access::kWritable, ViewKind::kOut, {}});
+    s.mounts.push_back({layout.job_output_dir, doc.mounts.output, Access::kWritable, ViewKind::kOut, {}});
   s.mounts.push_back(
       {layout.scratch_dir, doc.mounts.scratch, Access::kWritable, ViewKind::kScratch, {}});
   // An older learned admission's pins at the job's generated /etc paths are left out: sealrun
@@ -132,6 +133,7 @@ census::CensusConfig census_config(const admission::Limits& l, const RunLayout& 
     c.owned_reserved_inodes = fs->reserved_inodes;
     c.free_root = layout.state_dir;  // the host filesystem that holds the image
   }
+  if (layout.job_output_dir != layout.output_dir) c.result_fs_root = layout.job_output_dir;
   return c;
 }
 

@@ -6,7 +6,9 @@
 
 #include "controller/exit_codes.h"
 #include "controller/run_dirs.h"
+#include "controller/limits_hit.h"
 #include "controller/run_owned_space.h"
+#include "controller/run_result_space.h"
 #include "controller/run_stages.h"
 
 namespace sealrun::run {
@@ -67,6 +69,7 @@ void stop_job_and_group(RunContext& run) {
         m.events_oom = mem->events_oom;
         m.events_oom_kill = mem->events_oom_kill;
         m.swap_used_bytes = mem->swap_used_bytes;
+        run.pids_refused = mem->events_pids_max;
         // The kernel killed part of the job for memory although the job said it succeeded (a
         // build tool that ignores a dead child): that is not a build to vouch for.
         if (mem->events_oom_kill > 0 && run.exit_code() == kExitOk && run.job_exit)
@@ -104,6 +107,8 @@ void stage_cleanup(RunContext& run) {
   stop_census(run);
   stop_job_and_group(run);
   clean_mechanism(run);
+  record_limits_hit(run);
+  remove_result_space(run);
   remove_owned_space(run);
   if (run.owned_claimed && !run.owned_fs)
     run.cleanup_action("remove the owned root",

@@ -10,6 +10,7 @@
 #include "controller/run_dirs.h"
 #include "controller/run_image_root.h"
 #include "controller/run_owned_space.h"
+#include "controller/run_result_space.h"
 #include "controller/run_stages.h"
 #include "core/proc.h"
 #include "core/syscall.h"
@@ -57,6 +58,7 @@ StageStatus stage_claim_owned_roots(RunContext& run) {
     return stage_fail(kExitUsage, st.error().message());
   run.owned_claimed = true;
   make_owned_space(run);
+  make_result_space(run);
   if (auto st = prepare_job_dirs(*run.state, run.layout, *user); !st)
     return stage_fail(kExitContainmentUnavailable,
                       "cannot prepare the job's directories: " + st.error().message());
@@ -86,7 +88,7 @@ StageStatus stage_acquire_grant(RunContext& run) {
   run.group_probes = run.deps.probe_groups();
   const GroupCapabilities groups = group_capabilities(run.group_probes);
   ContainmentSpec spec =
-      containment_spec(*run.admitted, run.layout, run.req.id, run.req.mode, run.req.vary);
+      containment_spec(*run.admitted, job_layout(run), run.req.id, run.req.mode, run.req.vary);
   if (run.req.learning) add_learning_mounts(*run.req.learning, spec);
   // A merged-/usr host's /bin, /lib64, ... links, where the view has what they point to.
   add_compat_links(read_host_compat_links(), &spec);

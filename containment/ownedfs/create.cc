@@ -149,7 +149,7 @@ struct Progress {
 
 Result<OwnedFs> create_owned_fs(const OwnedFsSpec& spec) {
   int64_t start = monotonic_ms();
-  if (!is_valid_run_id(spec.id))
+  if (!is_valid_fs_id(spec.id))
     return Error::make(fmt::format("owned file system: run id '{}' is not valid", spec.id));
   if (auto a = probe_ownedfs(spec.host); !a.available)
     return Error::make("owned file system unavailable: " + a.why);

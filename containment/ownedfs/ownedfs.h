@@ -58,6 +58,14 @@ uint64_t default_owned_max_inodes(uint64_t owned_max_bytes);
 // bound). The pipeline keeps the walking census for such limits and records the reason.
 std::string unfit_shape(uint64_t size_bytes, uint64_t inodes);
 
+// The result space (/out) of a run is a second file system of the same kind, named after the run
+// with this suffix: record, image and mount point are STATE/ownedfs/<id>+out.{json,img} and
+// STATE/owned/<id>+out. '+' is never in a run id, so the name cannot be another run's.
+inline constexpr const char* kResultSuffix = "+out";
+inline std::string result_fs_id(const std::string& run_id) { return run_id + kResultSuffix; }
+// A run id, or a run id with kResultSuffix: what names an owned file system.
+bool is_valid_fs_id(const std::string& id);
+
 struct OwnedFsSpec {
   std::string state_dir;    // the run's state directory (made absolute here)
   std::string id;           // the run id (already validated: a plain file name)

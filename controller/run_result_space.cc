@@ -1,0 +1,121 @@
+// make_result_space(), take_result_space(), remove_result_space(), sweep_result_space(): see
+// run_result_space.h.
+#include "controller/run_result_space.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include "containment/ownedfs/ownedfs.h"
+#include "controller/exit_codes.h"
+#include "controller/result_copy.h"
+
+namespace sealrun::run {
+
+uint64_t result_max_inodes(const admission::Limits& limits) {
+  return limits.result_max_inodes != 0 ? limits.result_max_inodes
+                                       : ownedfs::default_owned_max_inodes(limits.result_max_bytes);
+}
+
+namespace {
+
+std::string result_mount_point(const RunLayout& layout, const std::string& id) {
+  return layout.state_dir + "/owned/" + ownedfs::result_fs_id(id);
+}
+
+}  // namespace
+
+void make_result_space(RunContext& run) {
+  const auto& limits = run.doc().limits;
+  receipt::OwnedSpaceRecord space{"directory", limits.result_max_bytes, result_max_inodes(limits),
+                                  "", ""};
+  std::string why;
+  if (run.doc().mounts.outputs_from == admission::OutputsFrom::kSource)
+    why = "the outputs are taken from the writable source copy, not from /out";
+  else if (!run.owned_fs)
+    why = "no file system of its own for the owned space either: " +
+          (run.receipt.owned_space ? run.receipt.owned_space->why_not : std::string("not made"));
+  else
+    why = ownedfs::unfit_shape(space.size_bytes, space.inodes);
+  const std::string mount_point = result_mount_point(run.layout, run.req.id);
+  if (why.empty()) {
+    if (auto st = run.state->make_dir(mount_point, 0711); !st)
+      why = "its mount point could not be made: " + st.error().message();
+  }
+  if (why.empty()) {
+    ownedfs::OwnedFsSpec spec;
+    spec.state_dir = run.layout.state_dir;
+    spec.id = ownedfs::result_fs_id(run.req.id);
+    spec.mount_point = mount_point;
+    spec.size_bytes = space.size_bytes;
+    spec.inodes = space.inodes;
+    // Like results/<id>/out it stands for: the job user's, 0700.
+    spec.owner_uid = run.job_user.drop ? run.job_user.uid : ::geteuid();
+    spec.owner_gid = run.job_user.drop ? run.job_user.gid : ::getegid();
+    spec.root_mode = 0700;
+    auto fs = ownedfs::create_owned_fs(spec);
+    if (fs) {
+      space.kind = "filesystem";
+      space.size_bytes = fs->size_bytes;
+      space.inodes = fs->inodes;
+      space.made = fs->made_by;
+      run.result_fs = std::move(*fs);
+    } else {
+      why = "the result file system could not be made: " + fs.error().message();
+      (void)run.state->remove(mount_point, true);  // ours, just made, empty
+    }
+  }
+  space.why_not = why;
+  run.receipt.result_space = space;
+}
+
+RunLayout job_layout(const RunContext& run) {
+  RunLayout layout = run.layout;
+  if (run.result_fs) layout.job_output_dir = run.result_fs->mount_point;
+  return layout;
+}
+
+bool take_result_space(RunContext& run, const StopCheck& stop) {
+  if (!run.result_fs) return true;
+  auto from = run.state->open(run.result_fs->mount_point, O_RDONLY | O_DIRECTORY);
+  auto to = run.state->open(run.layout.output_dir, O_RDONLY | O_DIRECTORY);
+  Status st = !from ? Status(from.error()) : !to ? Status(to.error()) : ok_status();
+  if (st) st = copy_result_tree(from->get(), to->get(), stop, nullptr);
+  if (!st) {
+    std::string why = st.error().message();
+    run.receipt.not_finished.push_back("outputs: not taken from /out's file system: " + why);
+    run.record_failure({kExitJobFailed, "the outputs could not be taken from /out: " + why});
+    return false;
+  }
+  return true;
+}
+
+void remove_result_space(RunContext& run) {
+  if (!run.result_fs) return;
+  bool left = false;
+  for (const auto& step : ownedfs::remove_owned_fs(*run.result_fs)) {
+    left |= step.left;
+    run.cleanup_action(
+        "remove /out's file system",
+        step.left ? Status(Error::make(step.what + ": " + step.outcome)) : ok_status(),
+        step.what + ": " + step.outcome);
+  }
+  if (!left) run.result_fs.reset();
+}
+
+std::vector<SweepStep> sweep_result_space(const StateDir& state, const std::string& id) {
+  std::vector<SweepStep> steps =
+      ownedfs::sweep_owned_fs_of_run(state.path(), ownedfs::result_fs_id(id));
+  bool left = false;
+  for (const auto& s : steps) left |= s.left;
+  // A mount point made just before a kill, with no file system yet: empty, and ours.
+  const std::string mount_point = state.path() + "/owned/" + ownedfs::result_fs_id(id);
+  if (!left && state.exists(mount_point)) {
+    auto st = state.remove(mount_point, true);
+    steps.push_back({"mount point " + mount_point,
+                     st ? "removed" : "remove failed: " + st.error().message(), !st.ok()});
+  }
+  return steps;
+}
+
+}  // namespace sealrun::run
