@@ -26,6 +26,7 @@
 #include "controller/output.h"
 #include "controller/run_dirs.h"
 #include "controller/run_result_space.h"
+#include "controller/sweep_outputs.h"
 
 namespace sealrun::cli {
 namespace {
@@ -98,6 +99,7 @@ void sweep_records(const run::StateDir& state, const SweepOptions& opt,
     for (const auto& s : steps) left |= s.left;
     // A run killed before its job started gives its id back when it left nothing in results/.
     if (!left && r.job_pid == 0) steps.push_back(run::release_empty_results(state, r.id));
+    if (!left && r.job_pid != 0) steps.push_back(run::remove_unreceipted_outputs(state, r.id));
     if (!left) {
       auto f = journal->forget(r.id);
       steps.push_back(

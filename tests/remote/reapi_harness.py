@@ -408,15 +408,23 @@ class Actions(RunnerTestCase):
 
     def test_one_input_root_serves_one_action_at_a_time(self):
         future = self.start_long_action("busy", "sleep 6006")
-        fields = self.runner.action("busy2")
-        for root in ("busy/root", "busy"):  # the same input root, and one around it
-            with self.assertRaises(grpc.RpcError) as e:
-                self.runner.stub.Run(runner_pb2.RunRequest(
-                    arguments=["true"], **dict(fields, input_root_directory=root)), timeout=60)
-            self.assertEqual(e.exception.code(), grpc.StatusCode.FAILED_PRECONDITION, root)
-            self.assertIn("in use by another action", e.exception.details())
-            for stream in ("stdout", "stderr"):
-                os.unlink(self.runner.path("busy2/" + stream))
+        # The same input root, from the same action directory (a request's paths may not leave it).
+        fields = dict(self.runner.action("busy2"), stdout_path="busy/stdout2",
+                      stderr_path="busy/stderr2", temporary_directory="busy/tmp",
+                      server_logs_directory="busy/server_logs", input_root_directory="busy/root")
+        with self.assertRaises(grpc.RpcError) as e:
+            self.runner.stub.Run(runner_pb2.RunRequest(arguments=["true"], **fields), timeout=60)
+        self.assertEqual(e.exception.code(), grpc.StatusCode.FAILED_PRECONDITION)
+        self.assertIn("in use by another action", e.exception.details())
+        for stream in ("stdout2", "stderr2"):
+            os.unlink(self.runner.path("busy/" + stream))
+        # Another action's paths cannot reach into the running one's input root at all.
+        with self.assertRaises(grpc.RpcError) as e:
+            self.runner.stub.Run(runner_pb2.RunRequest(
+                arguments=["true"], **dict(self.runner.action("busy3"),
+                                           stdout_path="busy/root/planted")), timeout=60)
+        self.assertEqual(e.exception.code(), grpc.StatusCode.INVALID_ARGUMENT)
+        self.assertFalse(os.path.exists(self.runner.path("busy/root/planted")))
         future.cancel()
         wait_for(lambda: os.path.exists(os.path.join(self.runner.server_logs("busy"),
                                                      "receipt.json")), 120, "the receipt")
@@ -424,9 +432,13 @@ class Actions(RunnerTestCase):
         wait_for(lambda: self._runs_in("busy/root"), 60, "the input root to be free")
 
     def _runs_in(self, root):
-        fields = self.runner.action("again")
-        for stream in ("stdout", "stderr"):
-            path = self.runner.path("again/" + stream)
+        # The request's other paths in the root's own action directory, as a request must have them.
+        parent = os.path.dirname(root)
+        fields = dict(self.runner.action("again"), stdout_path=parent + "/again.stdout",
+                      stderr_path=parent + "/again.stderr", temporary_directory=parent + "/tmp",
+                      server_logs_directory=parent + "/server_logs")
+        for stream in ("again.stdout", "again.stderr"):
+            path = self.runner.path(parent + "/" + stream)
             if os.path.exists(path):
                 os.unlink(path)
         try:
