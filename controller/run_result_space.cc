@@ -77,7 +77,9 @@ RunLayout job_layout(const RunContext& run) {
 
 bool take_result_space(RunContext& run, const StopCheck& stop) {
   if (!run.result_fs) return true;
-  auto from = run.state->open(run.result_fs->mount_point, O_RDONLY | O_DIRECTORY);
+  // By the state directory's own spelling (the file system's is canonical), beneath the held
+  // state directory like every other path of the run.
+  auto from = run.state->open(result_mount_point(run.layout, run.req.id), O_RDONLY | O_DIRECTORY);
   auto to = run.state->open(run.layout.output_dir, O_RDONLY | O_DIRECTORY);
   Status st = !from ? Status(from.error()) : !to ? Status(to.error()) : ok_status();
   if (st) st = copy_result_tree(from->get(), to->get(), stop, nullptr);
