@@ -111,6 +111,10 @@ inline constexpr FieldSpec kReceiptFields[] = {
     {field::kMemory, kJsonObject | kJsonNull, FieldRole::kVerdict, true},
     // {kind: filesystem | directory, size_bytes, inodes[, why_not]}: how growth was bounded.
     {field::kOwnedSpace, kJsonObject | kJsonNull, FieldRole::kVerdict, false},
+    // The same for /out: whether the kernel bounded it (run_result_space.h).
+    {field::kResultSpace, kJsonObject | kJsonNull, FieldRole::kVerdict, false},
+    // ["pids", "memory", "growth", ...]: the limits the job reached (limits_hit.h).
+    {field::kLimitsHit, kJsonArray, FieldRole::kVerdict, false},
     // How each pinned tree was verified: from the digest cache by stat, or hashed (docs/digest-cache.md).
     {field::kPinCache, kJsonArray, FieldRole::kRecord, false},
     // What the job could see, each entry with what pins it: kept whole (receipt verify fails a
