@@ -63,7 +63,8 @@ ContainmentSpec containment_spec(const admission::Admitted& admitted, const RunL
   s.env = job_environment(doc);
   using Access = MountSpec::Access;
   // The view (containment/view_plan.h): each mount says what it is and what pins its bytes.
-  s.mounts.push_back({admitted.source_root(), doc.mounts.source,
+  s.mounts.push_back({layout.job_source_dir.empty() ? admitted.source_root() : layout.job_source_dir,
+                      doc.mounts.source,
                       doc.mounts.source_writable ? Access::kWritable : Access::kReadOnly,
                       ViewKind::kSource, "sha256:" + doc.source.manifest_sha256});
   if (doc.toolchain)  // without one, the learned closure (or trees, or image) is the toolchain

@@ -23,16 +23,33 @@ std::string result_mount_point(const RunLayout& layout, const std::string& id) {
   return layout.state_dir + "/owned/" + ownedfs::result_fs_id(id);
 }
 
+bool from_source(const RunContext& run) {
+  return run.doc().mounts.outputs_from == admission::OutputsFrom::kSource;
+}
+
+// Copies the verified source copy onto the result space just made, which then is the job's /src.
+// When it does not fit (the inputs alone fill result_max_bytes or its inodes) the result space is
+// removed again and the run goes on as before, the census guarding the source copy: the reason.
+std::string fill_with_source(RunContext& run) {
+  auto from = run.state->open(run.admitted->source_root(), O_RDONLY | O_DIRECTORY);
+  auto to = run.state->open(result_mount_point(run.layout, run.req.id), O_RDONLY | O_DIRECTORY);
+  Status st = !from ? Status(from.error()) : !to ? Status(to.error()) : ok_status();
+  if (st) st = copy_result_tree(from->get(), to->get(), {}, nullptr);
+  if (st) return "";
+  std::string why =
+      "the source copy could not be put on its own file system: " + st.error().message();
+  remove_result_space(run);
+  return why;
+}
+
 }  // namespace
 
-void make_result_space(RunContext& run) {
+Status make_result_space(RunContext& run) {
   const auto& limits = run.doc().limits;
   receipt::OwnedSpaceRecord space{"directory", limits.result_max_bytes, result_max_inodes(limits),
                                   "", ""};
   std::string why;
-  if (run.doc().mounts.outputs_from == admission::OutputsFrom::kSource)
-    why = "the outputs are taken from the writable source copy, not from /out";
-  else if (!run.owned_fs)
+  if (!run.owned_fs)
     why = "no file system of its own for the owned space either: " +
           (run.receipt.owned_space ? run.receipt.owned_space->why_not : std::string("not made"));
   else
@@ -60,6 +77,9 @@ void make_result_space(RunContext& run) {
       space.inodes = fs->inodes;
       space.made = fs->made_by;
       run.result_fs = std::move(*fs);
+      if (from_source(run)) why = fill_with_source(run);
+      if (!why.empty())
+        space = {"directory", limits.result_max_bytes, result_max_inodes(limits), "", ""};
     } else {
       why = "the result file system could not be made: " + fs.error().message();
       (void)run.state->remove(mount_point, true);  // ours, just made, empty
@@ -67,12 +87,36 @@ void make_result_space(RunContext& run) {
   }
   space.why_not = why;
   run.receipt.result_space = space;
+  // Only a source copy that did not fit, on a file system that then would not go: the job must
+  // not see a part of its source.
+  if (run.result_fs && from_source(run) && !why.empty())
+    return Error::make("the result space holds part of the source copy and could not be removed: " +
+                       why);
+  return ok_status();
 }
 
 RunLayout job_layout(const RunContext& run) {
   RunLayout layout = run.layout;
-  if (run.result_fs) layout.job_output_dir = run.result_fs->mount_point;
+  if (run.result_fs && from_source(run))
+    layout.job_source_dir = run.result_fs->mount_point;
+  else if (run.result_fs)
+    layout.job_output_dir = run.result_fs->mount_point;
   return layout;
+}
+
+std::string job_source_root(const RunContext& run) {
+  return run.result_fs && from_source(run) ? run.result_fs->mount_point
+                                           : run.admitted->source_root();
+}
+
+void guard_result_space(const RunContext& run, census::CensusConfig& config) {
+  if (!from_source(run)) return;
+  // The job's writes into /src are the run's results: on the result space its statfs figure (the
+  // inputs included, as result_max_bytes counts them); else the walk of the source copy.
+  if (run.result_fs)
+    config.result_fs_root = run.result_fs->mount_point;
+  else
+    config.result_root = run.admitted->source_root();
 }
 
 bool take_result_space(RunContext& run, const StopCheck& stop) {
@@ -80,8 +124,14 @@ bool take_result_space(RunContext& run, const StopCheck& stop) {
   // By the state directory's own spelling (the file system's is canonical), beneath the held
   // state directory like every other path of the run.
   auto from = run.state->open(result_mount_point(run.layout, run.req.id), O_RDONLY | O_DIRECTORY);
-  auto to = run.state->open(run.layout.output_dir, O_RDONLY | O_DIRECTORY);
-  Status st = !from ? Status(from.error()) : !to ? Status(to.error()) : ok_status();
+  // A writable source goes back where the source outputs are taken from (source_outputs.h): the
+  // source copy, emptied first (the job's /src was the result space, not it).
+  const std::string to_dir = from_source(run) ? run.admitted->source_root() : run.layout.output_dir;
+  Status st = ok_status();
+  if (from_source(run)) st = run.state->remove_tree(to_dir);
+  if (st && from_source(run)) st = run.state->make_dir(to_dir, 0700);
+  auto to = st ? run.state->open(to_dir, O_RDONLY | O_DIRECTORY) : Result<UniqueFd>(st.error());
+  if (st) st = !from ? Status(from.error()) : !to ? Status(to.error()) : ok_status();
   if (st) st = copy_result_tree(from->get(), to->get(), stop, nullptr);
   if (!st) {
     std::string why = st.error().message();

@@ -10,14 +10,19 @@
 // system's whole life cycle (record before create, template instead of mkfs, teardown with proofs,
 // sweep), keeps one statfs per census sample for each tree, and needs no quota feature, quota
 // files or quotactl; it costs one more loop device and mount per run (docs/growth.md has the
-// figures). Where no file system of its own can be made (not root, no loop devices, ...) or the
-// outputs come from a writable source, /out stays results/<id>/out, bounded by the walking census
-// only, and the receipt's `result_space` says so and why.
+// figures). Where the outputs are taken from a writable source (the runner's actions), the result
+// space holds a copy of the verified source copy and is the job's /src instead, bounded alike (the
+// inputs count, as result_max_bytes counts them); after the job it is copied back over the source
+// copy, from which the outputs are taken as before (source_outputs.h). Where no file system of its
+// own can be made (not root, no loop devices, ...), or the source copy does not fit in it, /out (or
+// the source copy) stays where it was, bounded by the walking census only, and the receipt's
+// `result_space` says so and why.
 #pragma once
 
 #include <cstdint>
 
 #include "admission/document.h"
+#include "census/census_thread.h"
 #include "controller/output_walk.h"
 #include "controller/run_context.h"
 #include "controller/state_dir.h"
@@ -29,12 +34,23 @@ namespace sealrun::run {
 uint64_t result_max_inodes(const admission::Limits& limits);
 
 // After make_owned_space() (whose file system proves the host can) and before the view is planned:
-// makes and mounts the result space, and records `result_space` either way.
-void make_result_space(RunContext& run);
+// makes and mounts the result space, and records `result_space` either way. For outputs taken from
+// a writable source, the verified source copy is copied onto it, and it is the job's /src (where
+// the copy does not fit, the result space is removed and the census guards the copy as before).
+// An error only when such a part-filled result space could not be removed.
+Status make_result_space(RunContext& run);
 
-// The run's layout with job_output_dir where the job's /out really is: what the view is planned
-// from and what the census measures.
+// The run's layout with job_output_dir where the job's /out really is (or, for outputs taken from
+// the source, job_source_dir where its writable /src is): what the view is planned from and what
+// the census measures.
 RunLayout job_layout(const RunContext& run);
+
+// Where the job's writable source is: the result space, or the admitted source copy.
+std::string job_source_root(const RunContext& run);
+
+// For outputs taken from the source: what the census measures as the result (the result space's
+// statfs, or the walk of the source copy).
+void guard_result_space(const RunContext& run, census::CensusConfig& config);
 
 // After the job, before the outputs are recorded: copies the result space into results/<id>/out.
 // False (with the failure recorded) when that could not be done whole.

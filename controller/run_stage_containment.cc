@@ -58,13 +58,14 @@ StageStatus stage_claim_owned_roots(RunContext& run) {
     return stage_fail(kExitUsage, st.error().message());
   run.owned_claimed = true;
   make_owned_space(run);
-  make_result_space(run);
+  if (auto st = make_result_space(run); !st)
+    return stage_fail(kExitContainmentUnavailable, st.error().message());
   if (auto st = prepare_job_dirs(*run.state, run.layout, *user); !st)
     return stage_fail(kExitContainmentUnavailable,
                       "cannot prepare the job's directories: " + st.error().message());
   // A writable source is the run's private copy (never the host's tree): the job's to change.
   if (run.doc().mounts.source_writable)
-    if (auto st = give_tree(run.admitted->source_root(), *user); !st)
+    if (auto st = give_tree(job_source_root(run), *user); !st)
       return stage_fail(kExitContainmentUnavailable,
                         "cannot give the source copy to the job user: " + st.error().message());
   return stage_ok();

@@ -63,8 +63,7 @@ StageStatus stage_prepare_census(RunContext& run) {
   auto config = census_config(limits, job_layout(run), run.owned_fs ? &*run.owned_fs : nullptr,
                               owned_max_inodes(limits));
   // Outputs written into a writable source are the run's results: guard their growth there.
-  if (run.doc().mounts.outputs_from == admission::OutputsFrom::kSource)
-    config.result_root = run.admitted->source_root();
+  guard_result_space(run, config);
   run.census = std::make_unique<census::CensusThread>(
       std::move(config), [&run, enforcing](const census::GuardTrip& trip) {
         // A census that cannot measure is not a zero: its guards do not hold, so in enforcing

@@ -55,6 +55,14 @@ Status check_confined(const ActionFields& f) {
   return ok_status();
 }
 
+std::string action_directory(const ActionFields& f) {
+  const std::string& root = f.input_root_directory;
+  size_t slash = root.rfind('/');
+  if (!check_build_path("input_root_directory", root, false) || slash == std::string::npos)
+    return "";
+  return root.substr(0, slash);
+}
+
 Status check_build_path(const std::string& field, const std::string& path, bool may_be_empty) {
   if (path.empty()) {
     if (may_be_empty) return ok_status();

@@ -416,8 +416,20 @@ class Actions(RunnerTestCase):
             self.runner.stub.Run(runner_pb2.RunRequest(arguments=["true"], **fields), timeout=60)
         self.assertEqual(e.exception.code(), grpc.StatusCode.FAILED_PRECONDITION)
         self.assertIn("in use by another action", e.exception.details())
-        for stream in ("stdout2", "stderr2"):
-            os.unlink(self.runner.path("busy/" + stream))
+        for stream in ("stdout2", "stderr2"):  # refused before anything was created
+            self.assertFalse(os.path.exists(self.runner.path("busy/" + stream)))
+        # An action whose directory lies inside the running one's input root: refused before its
+        # log files are created there.
+        inner = "busy/root/inner"
+        os.makedirs(self.runner.path(inner))
+        with self.assertRaises(grpc.RpcError) as e:
+            self.runner.stub.Run(runner_pb2.RunRequest(
+                arguments=["true"], input_root_directory=inner + "/root",
+                stdout_path=inner + "/stdout", stderr_path=inner + "/stderr",
+                temporary_directory=inner + "/tmp", server_logs_directory=inner + "/server_logs"),
+                timeout=60)
+        self.assertEqual(e.exception.code(), grpc.StatusCode.FAILED_PRECONDITION)
+        self.assertEqual(os.listdir(self.runner.path(inner)), [])
         # Another action's paths cannot reach into the running one's input root at all.
         with self.assertRaises(grpc.RpcError) as e:
             self.runner.stub.Run(runner_pb2.RunRequest(
@@ -538,6 +550,37 @@ class GrowthGuard(RunnerTestCase):
         self.assertIn("growth guard", self.read("big/stderr"))
         self.assertTrue(receipt["stop_confirmed"])
         self.assertEqual(processes_with("sleep 6004"), [])
+
+
+class ResultSpaceBound(RunnerTestCase):
+    """ACCEPTANCE 40 through the runner: the writable /src is a file system of the run's own."""
+    runner_sets = ("limits.result_max_bytes=67108864", "limits.result_max_inodes=10000")
+
+    def test_fallocate_and_many_files_end_in_enospc_within_the_bound(self):
+        script = ("fallocate -l 4G big; echo fallocate-exit=$? >&2; i=0; "
+                  "while [ $i -lt 400000 ] && true 2>/dev/null >f$i; do i=$((i+1)); done; "
+                  "echo made=$i >&2")
+        response = self.runner.run("flood", script, files={"input.txt": "an input\n"},
+                                   timeout=600)
+        stderr = self.read("flood/stderr")
+        self.assertEqual(response.exit_code, 0, stderr)
+        self.assertIn("No space left on device", stderr)
+        self.assertNotIn("fallocate-exit=0", stderr)
+        made = int(stderr.split("made=")[1].split()[0])
+        self.assertLess(made, 10000, stderr)
+        self.assertGreater(made, 9000, stderr)
+        receipt = self.runner.receipt("flood")
+        self.assertEqual(receipt["result_space"]["kind"], "filesystem", receipt["result_space"])
+        self.assertIn("result_space", receipt["limits_hit"])
+        # The host never held more than the bound (64 MiB of outputs plus the tiny input).
+        for sample in receipt["samples"]:
+            self.assertLessEqual(sample["result_bytes"], 65 << 20, sample)
+        # Nothing of the result space is left in the state directory.
+        for sub in ("owned", "ownedfs", "exports"):
+            left = [n for n in os.listdir(os.path.join(self.runner.state, sub))
+                    if "+out" in n or sub == "exports"] \
+                if os.path.isdir(os.path.join(self.runner.state, sub)) else []
+            self.assertEqual(left, [], sub)
 
 
 class NoContainment(unittest.TestCase):
