@@ -23,21 +23,32 @@ std::string result_mount_point(const RunLayout& layout, const std::string& id) {
   return layout.state_dir + "/owned/" + ownedfs::result_fs_id(id);
 }
 
+// The job's part of the result space: a directory at its root (ownedfs::OwnedFsSpec::job_dir),
+// beside what the job must not see (lost+found, the filler inodes of an exact inode bound).
+constexpr const char* kJobDir = "out";
+std::string job_dir_of(const std::string& mount_point) { return mount_point + "/" + kJobDir; }
+
 bool from_source(const RunContext& run) {
   return run.doc().mounts.outputs_from == admission::OutputsFrom::kSource;
 }
 
-// Copies the verified source copy onto the result space just made, which then is the job's /src.
-// When it does not fit (the inputs alone fill result_max_bytes or its inodes) the result space is
-// removed again and the run goes on as before, the census guarding the source copy: the reason.
+// For outputs taken from the source, copies the verified source copy onto the result space just
+// made, as the job's /src. When that fails — the source copy does not fit (the inputs alone fill
+// result_max_bytes or its inodes) — the result space is removed again and the run goes on as
+// before, the census guarding the source copy: the reason.
 std::string fill_with_source(RunContext& run) {
-  auto from = run.state->open(run.admitted->source_root(), O_RDONLY | O_DIRECTORY);
-  auto to = run.state->open(result_mount_point(run.layout, run.req.id), O_RDONLY | O_DIRECTORY);
-  Status st = !from ? Status(from.error()) : !to ? Status(to.error()) : ok_status();
-  if (st) st = copy_result_tree(from->get(), to->get(), {}, nullptr);
+  if (!from_source(run)) return "";
+  const std::string root = job_dir_of(result_mount_point(run.layout, run.req.id));
+  const std::string what = "the source copy could not be put on its own file system: ";
+  Status st = ok_status();
+  {
+    auto from = run.state->open(run.admitted->source_root(), O_RDONLY | O_DIRECTORY);
+    auto to = run.state->open(root, O_RDONLY | O_DIRECTORY);
+    st = !from ? Status(from.error()) : !to ? Status(to.error()) : ok_status();
+    if (st) st = copy_result_tree(from->get(), to->get(), {}, nullptr);
+  }
   if (st) return "";
-  std::string why =
-      "the source copy could not be put on its own file system: " + st.error().message();
+  std::string why = what + st.error().message();
   remove_result_space(run);
   return why;
 }
@@ -70,6 +81,7 @@ Status make_result_space(RunContext& run) {
     spec.owner_uid = run.job_user.drop ? run.job_user.uid : ::geteuid();
     spec.owner_gid = run.job_user.drop ? run.job_user.gid : ::getegid();
     spec.root_mode = 0700;
+    spec.job_dir = kJobDir;
     auto fs = ownedfs::create_owned_fs(spec);
     if (fs) {
       space.kind = "filesystem";
@@ -77,7 +89,7 @@ Status make_result_space(RunContext& run) {
       space.inodes = fs->inodes;
       space.made = fs->made_by;
       run.result_fs = std::move(*fs);
-      if (from_source(run)) why = fill_with_source(run);
+      why = fill_with_source(run);
       if (!why.empty())
         space = {"directory", limits.result_max_bytes, result_max_inodes(limits), "", ""};
     } else {
@@ -87,25 +99,24 @@ Status make_result_space(RunContext& run) {
   }
   space.why_not = why;
   run.receipt.result_space = space;
-  // Only a source copy that did not fit, on a file system that then would not go: the job must
-  // not see a part of its source.
-  if (run.result_fs && from_source(run) && !why.empty())
-    return Error::make("the result space holds part of the source copy and could not be removed: " +
-                       why);
+  // Only a result space part-filled with the source copy that then would not go: the job must not
+  // see a part of its source.
+  if (run.result_fs && !why.empty())
+    return Error::make("the result space could not be made ready nor removed: " + why);
   return ok_status();
 }
 
 RunLayout job_layout(const RunContext& run) {
   RunLayout layout = run.layout;
   if (run.result_fs && from_source(run))
-    layout.job_source_dir = run.result_fs->mount_point;
+    layout.job_source_dir = job_dir_of(run.result_fs->mount_point);
   else if (run.result_fs)
-    layout.job_output_dir = run.result_fs->mount_point;
+    layout.job_output_dir = job_dir_of(run.result_fs->mount_point);
   return layout;
 }
 
 std::string job_source_root(const RunContext& run) {
-  return run.result_fs && from_source(run) ? run.result_fs->mount_point
+  return run.result_fs && from_source(run) ? job_dir_of(run.result_fs->mount_point)
                                            : run.admitted->source_root();
 }
 
@@ -123,7 +134,8 @@ bool take_result_space(RunContext& run, const StopCheck& stop) {
   if (!run.result_fs) return true;
   // By the state directory's own spelling (the file system's is canonical), beneath the held
   // state directory like every other path of the run.
-  auto from = run.state->open(result_mount_point(run.layout, run.req.id), O_RDONLY | O_DIRECTORY);
+  auto from = run.state->open(job_dir_of(result_mount_point(run.layout, run.req.id)),
+                              O_RDONLY | O_DIRECTORY);
   // A writable source goes back where the source outputs are taken from (source_outputs.h): the
   // source copy, emptied first (the job's /src was the result space, not it).
   const std::string to_dir = from_source(run) ? run.admitted->source_root() : run.layout.output_dir;

@@ -75,6 +75,11 @@ struct OwnedFsSpec {
   uid_t owner_uid = 0;      // the mount root's owner: the job user (passed in, never looked up)
   gid_t owner_gid = 0;
   mode_t root_mode = 0700;
+  // When not empty: the job's part is this directory at the root (owner_uid's, root_mode), which
+  // counts as its root in `inodes`; the root itself stays root's (0711), and what the job must not
+  // see (the filler inodes) stays beside it; lost+found is removed (the root takes its place among
+  // the inodes not counted). The result space's /out (and /src).
+  std::string job_dir;
   // Written at the new root as a root-owned 0600 file (the owned root's marker, so that what
   // checks the marker finds it on the mounted root too). Empty name: none.
   std::string marker_name;

@@ -44,7 +44,7 @@ TEST_P(ResultSpace, FallocateAndManyFilesEndInEnospcWithinTheBound) {
   Frozen a = freeze_for(
       mechanism,
       "grep -E ' /(out|src) ' /proc/self/mountinfo >&2; "
-      "fallocate -l 4G /out/big; echo fallocate-exit=$? >&2; "
+      "fallocate -l 4G /out/big; echo fallocate-exit=$? >&2; rm -f /out/big; "
       "i=0; while [ $i -lt 400000 ] && true 2>/dev/null >/out/f$i; do "
       "i=$((i+1)); done; echo made=$i >&2",
       "r40-" + mechanism + ".json",
@@ -98,7 +98,7 @@ TEST_P(ResultSpace, TheWritableSourceEndsInEnospcWithinTheBound) {
   Frozen a = freeze_for(
       mechanism,
       "grep -E ' /src ' /proc/self/mountinfo >&2; cd /src; "
-      "fallocate -l 4G big; echo fallocate-exit=$? >&2; "
+      "fallocate -l 4G big; echo fallocate-exit=$? >&2; rm -f big; "
       "i=0; while [ $i -lt 400000 ] && true 2>/dev/null >f$i; do "
       "i=$((i+1)); done; echo made=$i >&2",
       "r40src-" + mechanism + ".json",
@@ -192,6 +192,10 @@ TEST_F(RunTest, TheOutputsAreTakenOffTheResultSpaceAsTheyWere) {
   struct stat sdir {};
   ASSERT_EQ(::lstat((out + "d").c_str(), &sdir), 0);
   EXPECT_EQ(sdir.st_mode & 07777, 0700u);
+  // Nothing of the file system itself (mke2fs's lost+found, the filler inodes) is an output.
+  EXPECT_FALSE(fs::exists(out + "lost+found"));
+  EXPECT_FALSE(fs::exists(out + ".sealrun-spare-inodes"));
+  EXPECT_EQ(r["outputs_total"], 9) << r["outputs"].dump(1);
   // The output list names the second name as a link of the first.
   bool linked = false;
   for (const auto& o : r["outputs"])
@@ -233,10 +237,10 @@ TEST_P(SweepKilled, RemovesTheOutputsOfAKilledRun) {
   Frozen a = freeze("echo planted > /out/x; mkdir /out/d; echo y > /out/d/y; sleep 600",
                     {"limits.result_max_bytes=" + std::to_string(bound)}, id + ".json");
   const bool has_space = bound >= 16 * kMiB;
-  const std::string written = has_space ? state_ + "/owned/" + id + "+out/d/y"
-                                        : state_ + "/results/" + id + "/out/d/y";
-  auto controller = spawn(sealrun_options(
-      {"run", a.path, "--sha256", a.sha256, "--id", id, "--state-dir", state_}));
+  const std::string written =
+      has_space ? state_ + "/owned/" + id + "+out/out/d/y" : state_ + "/results/" + id + "/out/d/y";
+  auto controller = spawn(
+      sealrun_options({"run", a.path, "--sha256", a.sha256, "--id", id, "--state-dir", state_}));
   ASSERT_TRUE(controller.ok()) << controller.error().message();
   bool seen = false;
   for (int i = 0; i < 1200 && !seen; ++i) {

@@ -557,7 +557,7 @@ class ResultSpaceBound(RunnerTestCase):
     runner_sets = ("limits.result_max_bytes=67108864", "limits.result_max_inodes=10000")
 
     def test_fallocate_and_many_files_end_in_enospc_within_the_bound(self):
-        script = ("fallocate -l 4G big; echo fallocate-exit=$? >&2; i=0; "
+        script = ("fallocate -l 4G big; echo fallocate-exit=$? >&2; rm -f big; i=0; "
                   "while [ $i -lt 400000 ] && true 2>/dev/null >f$i; do i=$((i+1)); done; "
                   "echo made=$i >&2")
         response = self.runner.run("flood", script, files={"input.txt": "an input\n"},
