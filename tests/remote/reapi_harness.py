@@ -445,10 +445,15 @@ class Actions(RunnerTestCase):
 
     def _runs_in(self, root):
         # The request's other paths in the root's own action directory, as a request must have them.
+        # Server logs of its own: the first action's receipt is in <parent>/server_logs.
         parent = os.path.dirname(root)
+        logs = self.runner.path(parent + "/again.server_logs")
+        shutil.rmtree(logs, ignore_errors=True)
+        os.makedirs(logs)
+        os.chmod(logs, 0o777)
         fields = dict(self.runner.action("again"), stdout_path=parent + "/again.stdout",
                       stderr_path=parent + "/again.stderr", temporary_directory=parent + "/tmp",
-                      server_logs_directory=parent + "/server_logs")
+                      server_logs_directory=parent + "/again.server_logs")
         for stream in ("again.stdout", "again.stderr"):
             path = self.runner.path(parent + "/" + stream)
             if os.path.exists(path):
