@@ -63,10 +63,10 @@ ContainmentSpec containment_spec(const admission::Admitted& admitted, const RunL
   s.env = job_environment(doc);
   using Access = MountSpec::Access;
   // The view (containment/view_plan.h): each mount says what it is and what pins its bytes.
-  s.mounts.push_back({layout.job_source_dir.empty() ? admitted.source_root() : layout.job_source_dir,
-                      doc.mounts.source,
-                      doc.mounts.source_writable ? Access::kWritable : Access::kReadOnly,
-                      ViewKind::kSource, "sha256:" + doc.source.manifest_sha256});
+  s.mounts.push_back(
+      {layout.job_source_dir.empty() ? admitted.source_root() : layout.job_source_dir,
+       doc.mounts.source, doc.mounts.source_writable ? Access::kWritable : Access::kReadOnly,
+       ViewKind::kSource, "sha256:" + doc.source.manifest_sha256});
   if (doc.toolchain)  // without one, the learned closure (or trees, or image) is the toolchain
     s.mounts.push_back({doc.toolchain->root, doc.toolchain->mount_path, Access::kReadOnly,
                         ViewKind::kToolchain, "sha256:" + doc.toolchain->tree_sha256});
@@ -76,7 +76,8 @@ ContainmentSpec containment_spec(const admission::Admitted& admitted, const RunL
   // Outputs from the source: its writable copy is where they go, and the one place the census
   // guards as the result; no second, unguarded place to write.
   if (doc.mounts.outputs_from != admission::OutputsFrom::kSource)
-    s.mounts.push_back({layout.job_output_dir, doc.mounts.output, Access::kWritable, ViewKind::kOut, {}});
+    s.mounts.push_back(
+        {layout.job_output_dir, doc.mounts.output, Access::kWritable, ViewKind::kOut, {}});
   s.mounts.push_back(
       {layout.scratch_dir, doc.mounts.scratch, Access::kWritable, ViewKind::kScratch, {}});
   // An older learned admission's pins at the job's generated /etc paths are left out: sealrun

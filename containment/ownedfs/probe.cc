@@ -95,7 +95,8 @@ std::string unfit_shape(uint64_t size_bytes, uint64_t inodes) {
 
 bool is_valid_fs_id(const std::string& id) {
   const std::string suffix = kResultSuffix;
-  if (id.size() > suffix.size() && id.compare(id.size() - suffix.size(), suffix.size(), suffix) == 0)
+  if (id.size() > suffix.size() &&
+      id.compare(id.size() - suffix.size(), suffix.size(), suffix) == 0)
     return is_valid_run_id(std::string_view(id).substr(0, id.size() - suffix.size()));
   return is_valid_run_id(id);
 }

@@ -188,11 +188,12 @@ TEST(PodmanView, OwnEntriesArePinnedAndBoundFromTheSpec) {
   EXPECT_TRUE(has(*a, "--no-hosts"));
   EXPECT_TRUE(has(*a, "--init"));
   EXPECT_TRUE(has_pair(*a, "--init-path", init.host_path));
+  EXPECT_TRUE(has_pair(
+      *a, "--mount",
+      "type=bind,src=/state/owned/r1/view/hostname,dst=/etc/hostname,nosuid,nodev,ro=true"));
   EXPECT_TRUE(has_pair(*a, "--mount",
-                       "type=bind,src=/state/owned/r1/view/hostname,dst=/etc/hostname,nosuid,nodev,ro=true"));
-  EXPECT_TRUE(
-      has_pair(*a, "--mount",
-               "type=bind,src=/state/owned/r1/view/containerenv,dst=/run/.containerenv,nosuid,nodev,ro=true"));
+                       "type=bind,src=/state/owned/r1/view/containerenv,dst=/run/"
+                       ".containerenv,nosuid,nodev,ro=true"));
   // /sys is recorded, as kernel-made.
   bool sys = false;
   for (const ViewEntry& e : plan_view(spec, ViewRoot::kImage))
