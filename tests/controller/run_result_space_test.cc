@@ -166,13 +166,16 @@ TEST_F(RunTest, AWritableSourceTooBigForItsResultSpaceIsGuardedByTheCensus) {
 TEST_F(RunTest, TheOutputsAreTakenOffTheResultSpaceAsTheyWere) {
   if (::geteuid() != 0) GTEST_SKIP() << "a file system of the run's own needs root";
   Frozen a = freeze(
-      "cd /out && echo hello > a && ln a b && ln -s a s && mkfifo p && chmod 0751 a && "
+      "grep ' /out ' /proc/self/mountinfo >&2; cd /out && echo hello > a && ln a b && ln -s a s && "
+      "mkfifo p && chmod 0751 a && "
       "truncate -s 100M sparse && mkdir -p d/e/f && echo deep > d/e/f/g && chmod 0700 d",
       {}, "copy.json");
   auto c = run(a, "copy");
   ASSERT_EQ(c.status.code, 0) << c.out << c.err;
   json r = receipt("copy");
   EXPECT_EQ(r["result_space"]["kind"], "filesystem") << r["result_space"].dump();
+  // The job's /out was that file system (on a loop device), not results/<id>/out.
+  EXPECT_NE(stderr_tail(r).find(" - ext4 /dev/loop"), std::string::npos) << stderr_tail(r);
   const std::string out = state_ + "/results/copy/out/";
   struct stat sa {
   }, sb{}, ss{}, sp{}, sd{}, sg{};
