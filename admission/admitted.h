@@ -1,7 +1,7 @@
 // The gate: reading an admission file, checking its own digest, parsing it strictly and verifying
 // every pin. Only when all of that passed does an `Admitted` exist — its constructor is private
 // and admit() is the one place that calls it — so a later stage that takes an Admitted has proof
-// in the type system that nothing was skipped (DESIGN.md: values flow forward).
+// in the type system that nothing was skipped (docs/style.md D1: values flow forward).
 #pragma once
 
 #include <optional>

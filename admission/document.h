@@ -116,7 +116,7 @@ struct Mounts {
   OutputsFrom outputs_from = OutputsFrom::kOutput;  // kSource requires source_writable
 };
 
-// The keys of ../shared/CONTRACT.md, with the mission's defaults.
+// The `limits` keys of docs/contract.md, with the mission's defaults.
 struct Limits {
   uint64_t memory_high_bytes = 7 * kGiB;
   uint64_t memory_max_bytes = 8 * kGiB;

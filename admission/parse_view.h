@@ -1,4 +1,4 @@
-// The view's pins in an admission (CONTRACT.md "The job's view is only what was pinned"): host
+// The view's pins in an admission (docs/view.md): host
 // trees (`trees`), and a learned closure's single files (`host_files`) and links (`host_links`).
 // Parsed here, beside parse.cc, with the same rules (every problem reported, each prefixed with its
 // JSON path), and checked against the rest of the document: every place in the job is its own —

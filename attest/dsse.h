@@ -25,7 +25,7 @@ inline constexpr char kReceiptEnvelopeFile[] = "receipt.dsse.json";
 
 // An envelope file is at most this big; larger ones are refused from their size, unread.
 inline constexpr size_t kMaxEnvelopeBytes = 16 * 1024 * 1024;
-// A payload decodes to at most this many bytes: a receipt is at most 1 MiB (CONTRACT.md); the
+// A payload decodes to at most this many bytes: a receipt is at most 1 MiB (docs/contract.md); the
 // margin covers an exported statement, which carries the receipt's outputs and admission.
 inline constexpr size_t kMaxPayloadBytes = 4 * 1024 * 1024;
 inline constexpr size_t kMaxSignatures = 16;    // parsed (and then refused unless exactly one)

@@ -15,7 +15,7 @@ namespace sealrun::attest {
 
 inline constexpr char kPrivateKeyFile[] = "sealrun.key";
 inline constexpr char kPublicKeyFile[] = "sealrun.pub";
-// The default signing key, relative to the state directory (CONTRACT.md: STATE/keys/sealrun.key).
+// The default signing key below the state directory (docs/signing.md: STATE/keys/sealrun.key).
 inline constexpr char kDefaultKeyInState[] = "keys/sealrun.key";
 inline constexpr size_t kEd25519SignatureBytes = 64;
 

@@ -118,17 +118,17 @@ Result<json> resolved_dependencies(const json& receipt) {
   return inputs;
 }
 
-Result<json> subjects(const json& receipt) {
+// One subject per output file; a symlink, FIFO or device has no digest to name. A run that left no
+// output file (most failed runs, and a run whose job only checks something) is still exportable:
+// its Statement is about the receipt itself (docs/build-type.md, "Subjects").
+Result<json> subjects(const json& receipt, const std::string& receipt_sha256) {
   const json& outputs = *SEALRUN_TRY(array_at(receipt, "outputs", "receipt"));
-  if (outputs.empty())
-    return Error::make(
-        "receipt.outputs: empty; an in-toto Statement needs at least one subject, so there is "
-        "nothing to export");
   json out = json::array();
   std::set<std::string> names;
   for (size_t i = 0; i < outputs.size(); ++i) {
     std::string where = fmt::format("receipt.outputs[{}]", i);
     if (!outputs[i].is_object()) return Error::make(where + ": expected an object");
+    if (outputs[i].contains("kind")) continue;
     auto path = SEALRUN_TRY(string_at(outputs[i], "path", where));
     auto sha = SEALRUN_TRY(string_at(outputs[i], "sha256", where));
     if (path.empty()) return Error::make(where + ".path: empty");
@@ -145,6 +145,8 @@ Result<json> subjects(const json& receipt) {
     }
     out.push_back(std::move(subject));
   }
+  if (out.empty())
+    out.push_back({{"name", "receipt.json"}, {"digest", {{"sha256", receipt_sha256}}}});
   return out;
 }
 
@@ -238,7 +240,7 @@ Result<json> build_statement(const json& receipt, const std::string& receipt_sha
 
   auto external = SEALRUN_TRY(external_parameters(receipt));
   auto deps = SEALRUN_TRY(resolved_dependencies(receipt));
-  auto subject = SEALRUN_TRY(subjects(receipt));
+  auto subject = SEALRUN_TRY(subjects(receipt, receipt_sha256));
   auto internal = SEALRUN_TRY(internal_parameters(receipt, state));
 
   std::string mode = internal.contains("grant") ? internal["grant"]["mode"].get<std::string>() : "";
@@ -288,7 +290,7 @@ Result<json> receipt_to_statement(const json& receipt, const std::string& receip
 namespace {
 
 Result<json> statement_of(std::string_view receipt_bytes, const ExportOptions& options) {
-  // The receipt's own bounds (CONTRACT.md: at most 1 MiB, depth within core's default).
+  // The receipt's own bounds (docs/contract.md: at most 1 MiB, depth within core's default).
   if (receipt_bytes.size() > 1024 * 1024)
     return Error::make(
         fmt::format("the receipt is {} bytes; a receipt is at most 1 MiB", receipt_bytes.size()));

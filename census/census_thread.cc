@@ -76,6 +76,7 @@ Sample CensusThread::observe() {
     s.free_bytes = kUnbounded;  // unknown: not a reason to name the free guard
     note(s, "free space", "statfs_error", free.error().message());
   }
+  if (config_.memory_usage) s.memory_bytes = config_.memory_usage();
   return s;
 }
 

@@ -1,7 +1,7 @@
 // The growth-census thread: every interval it measures the owned and result trees and the free
 // space, keeps a bounded, decimated list of samples, and calls the stop callback once when a guard
 // trips and once when the census could not measure (the trip "census_failed": a census that cannot
-// measure is not a zero). It has no authority of its own beyond that callback (DESIGN.md): the
+// measure is not a zero). It has no authority beyond that callback (docs/style.md D6): the
 // controller decides what stopping means (in enforcing mode a census failure stops the job; in
 // report-only mode it is recorded).
 //
@@ -52,6 +52,10 @@ struct CensusConfig {
   WalkBudget budget;
   size_t max_samples = 4096;  // in memory; decimated to half when full
   size_t max_notes = 32;      // distinct problems kept; later ones are counted in notes_dropped()
+  // The resource group's memory in use, read at every sample into Sample::memory_bytes (empty:
+  // not sampled). Called from start(), the census thread and stop(), never at once; it must not
+  // block (memory_usage.h reads one cgroup file through a descriptor).
+  std::function<std::optional<uint64_t>()> memory_usage;
 };
 
 // A problem met while sampling, for the receipt. The same problem in later samples raises `count`

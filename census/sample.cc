@@ -20,6 +20,7 @@ uint64_t decimate_samples(std::vector<Sample>& samples, size_t keep) {
   pin_peak([](const Sample& s) { return s.result_bytes; });
   pin_peak([](const Sample& s) { return s.owned_inodes; });
   pin_peak([](const Sample& s) { return ~s.free_bytes; });  // the lowest free space
+  pin_peak([](const Sample& s) { return s.memory_bytes.value_or(0); });
   size_t pinned_count = static_cast<size_t>(std::count(pinned.begin(), pinned.end(), true));
   size_t extra = keep > pinned_count ? keep - pinned_count : 0;
   for (size_t k = 1; k <= extra; ++k) pinned[(n - 1) * k / (extra + 1)] = true;

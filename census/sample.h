@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,10 @@ struct Sample {
   // directory; statfs's f_bavail bytes and f_ffree inodes for a file system of its own.
   uint64_t owned_room_bytes = kUnbounded;
   uint64_t owned_room_inodes = kUnbounded;
+  // The resource group's memory in use at the sample (cgroup v2 memory.current, v1
+  // memory.usage_in_bytes); nullopt when the run has no group or it could not be read. Not a
+  // guard's figure, so a missing reading never makes the sample unmeasured.
+  std::optional<uint64_t> memory_bytes;
   // Empty when every figure was measured; otherwise why not (the figures are then lower bounds,
   // or kUnbounded for a free space that could not be read). An unmeasured sample is a census
   // failure (CensusThread reports it as the trip "census_failed").
@@ -32,7 +37,7 @@ struct Sample {
   bool measured() const { return unmeasured.empty(); }
 };
 
-// Keeps at most `keep` samples (at least first, last and the peaks: up to 6). Returns how many
+// Keeps at most `keep` samples (at least first, last and the peaks: up to 7). Returns how many
 // were dropped.
 uint64_t decimate_samples(std::vector<Sample>& samples, size_t keep);
 

@@ -15,6 +15,8 @@ install(FILES ${CMAKE_SOURCE_DIR}/contrib/ci/buildbot/master.cfg
 install(DIRECTORY ${CMAKE_SOURCE_DIR}/contrib/ci/gitlab/custom-executor/
         DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/sealrun/gitlab-executor USE_SOURCE_PERMISSIONS)
 install(DIRECTORY ${CMAKE_SOURCE_DIR}/docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR})
+# Apache-2.0 (LICENSE): whoever receives the package receives the licence with it (section 4a).
+install(FILES ${CMAKE_SOURCE_DIR}/LICENSE DESTINATION ${CMAKE_INSTALL_DOCDIR})
 
 set(SEALRUN_DEB_MAINTAINER "sealrun maintainers <sealrun@invalid>"
     CACHE STRING "Maintainer field of the .deb made by cpack -G DEB")
@@ -25,6 +27,7 @@ set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY
     "hermetic, sandboxed build/run controller with provable receipts")
 set(CPACK_PACKAGE_CONTACT "${SEALRUN_DEB_MAINTAINER}")
+set(CPACK_RESOURCE_FILE_LICENSE ${CMAKE_SOURCE_DIR}/LICENSE)  # else CMake's own is shown
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 set(CPACK_STRIP_FILES ON)  # the debug info of a RelWithDebInfo build stays in the build tree
 

@@ -137,6 +137,10 @@ Result<std::unique_ptr<ContainedJob>> BwrapMechanism::start(const Grant& grant,
                                                             const JobIo& io) {
   auto bwrap = SEALRUN_TRY(bwrap_internal::resolve_bwrap(options_));
   auto run_as = SEALRUN_TRY(bwrap_internal::resolve_run_as(options_));
+  if (run_as && grant.spec.job_ids) {  // the run's own ids (job_ids.h), no supplementary groups
+    run_as->uid = grant.spec.job_ids->uid;
+    run_as->gid = grant.spec.job_ids->gid;
+  }
   auto who = SEALRUN_TRY(resolve_job_identity(options_.job_user));
   auto etc = SEALRUN_TRY_CTX(write_job_etc(grant.spec, who), "the job's generated /etc files");
   auto launched = SEALRUN_TRY_CTX(

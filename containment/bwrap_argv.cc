@@ -22,6 +22,10 @@ std::vector<std::string> build_bwrap_argv(const std::string& bwrap_path, const G
   add({"--hostname", spec.hostname});
   if (spec.uid_in_job) {
     add({"--uid", std::to_string(*spec.uid_in_job), "--gid", std::to_string(*spec.uid_in_job)});
+  } else if (spec.job_ids) {
+    // The run's own host uid outside; inside, the job user's ids, as without one (job_ids.h).
+    add({"--uid", std::to_string(spec.job_ids->in_job_uid), "--gid",
+         std::to_string(spec.job_ids->in_job_gid)});
   }
   add({"--clearenv"});
   for (const auto& [name, value] : spec.env) add({"--setenv", name, value});
@@ -59,8 +63,9 @@ std::vector<std::string> build_bwrap_argv(const std::string& bwrap_path, const G
         break;
       case ViewKind::kClosure:
         // By path (bwrap resolves it as the job user): a closure has many files, and each was
-        // verified by its SHA-256 just before the run.
-        add({"--ro-bind", e.host_path, e.job_path});
+        // verified by its SHA-256 just before the run; or from the closure's verified image.
+        add({"--ro-bind", fds.closure_stage.empty() ? e.host_path : fds.closure_stage + e.job_path,
+             e.job_path});
         break;
       default: {
         // The image's own root ("/", podman's) is never a bind here; its entries are

@@ -27,6 +27,9 @@ struct BwrapFds {
   // The generated files of the view (job_etc.h), each (job path, descriptor number) for
   // --ro-bind-data; a generated entry without one is bound from its host path.
   std::vector<std::pair<std::string, int>> generated;
+  // Where the closure files' image is staged (spec.closure_image_fd): each closure file is bound
+  // from this directory plus its job path. Empty: bound from its host path.
+  std::string closure_stage;
 };
 
 // The complete argv, bwrap path first, then the options, then "--" and the job's argv.

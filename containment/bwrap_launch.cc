@@ -22,16 +22,19 @@
 #include <fmt/format.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <vector>
 
 #include "containment/bwrap_argv.h"
 #include "containment/mount_stage.h"
+#include "containment/pin_mount.h"
 #include "containment/resgroup/group_spawn.h"
 #include "containment/resgroup/resource_group.h"
 #include "containment/seccomp_policy.h"
@@ -135,8 +138,28 @@ Result<Launched> launch(const std::string& bwrap_path, const std::optional<JobUs
   std::vector<UniqueFd> mount_fds;
   BwrapFds fds;
   std::vector<std::pair<int, int>> pass;
+  // Pinned trees served from their verified images (pin_mount.h): each image mounted once,
+  // detached, and cloned (the entry's directory in it) as that mount's source for the stage.
+  std::map<int, PinMount> images;
+  auto image_source = [&](int image_fd, const std::string& subpath) -> Result<UniqueFd> {
+    if (!run_as) return Error::make("a pin image needs the mount stage (a controller run as root)");
+    auto it = images.find(image_fd);
+    if (it == images.end())
+      it = images.emplace(image_fd, SEALRUN_TRY(mount_pin_image(image_fd, spec.run_id))).first;
+    int flags = OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | (subpath.empty() ? AT_EMPTY_PATH : 0);
+    UniqueFd tree(::open_tree(it->second.mount.get(), subpath.c_str(), flags));
+    if (!tree)
+      return Error::from_errno(
+          fmt::format("clone /{} of the pin image on {}", subpath, it->second.loop_device));
+    return tree;
+  };
   for (size_t i = 0; i < spec.mounts.size(); ++i) {
     const auto& m = spec.mounts[i];
+    if (m.image_fd >= 0) {
+      mount_fds.push_back(SEALRUN_TRY_CTX(image_source(m.image_fd, m.image_subpath),
+                                          fmt::format("mount source for {}", m.target)));
+      continue;
+    }
     // O_NOFOLLOW: an admitted source that has become a symlink is refused, not followed.
     auto fd = SEALRUN_TRY_CTX(open_at(AT_FDCWD, m.source, O_PATH | O_NOFOLLOW),
                               fmt::format("open mount source for {}", m.target));
@@ -179,6 +202,11 @@ Result<Launched> launch(const std::string& bwrap_path, const std::optional<JobUs
     fds.generated.emplace_back(etc[i].job_path, number);
   }
 
+  // The closure's image is staged after the mounts: bwrap binds each closure file from it.
+  if (spec.closure_image_fd >= 0)
+    mount_fds.push_back(
+        SEALRUN_TRY_CTX(image_source(spec.closure_image_fd, ""), "the closure files' image"));
+
   SpawnOptions so;
   MountStage stage;
   if (run_as) {
@@ -187,6 +215,7 @@ Result<Launched> launch(const std::string& bwrap_path, const std::optional<JobUs
     if (!mount_fds.empty()) {
       stage = SEALRUN_TRY(stage_mounts(mount_fds));
       fds.staged_sources = stage.points;
+      if (spec.closure_image_fd >= 0) fds.closure_stage = stage.points.back();
       so.mount_ns_fd = stage.mount_ns.get();
     }
   } else {
@@ -211,6 +240,7 @@ Result<Launched> launch(const std::string& bwrap_path, const std::optional<JobUs
   status.write_end.reset();
   stage.mount_ns.reset();  // bwrap holds the namespace now
   mount_fds.clear();
+  images.clear();  // the stage holds the image mounts now; they go with the job's namespaces
   seccomp_fd.reset();
   l.status_read = std::move(status.read_end);
 

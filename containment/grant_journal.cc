@@ -114,6 +114,10 @@ std::string grant_record_to_json(const GrantRecord& r) {
       {"created_at", r.created_at},
       {"boot_id", r.boot_id},
   };
+  // A run without ids of its own (a controller that is not root) writes none: -1 is not an id,
+  // and the reader takes only ids in range.
+  if (r.job_uid >= 0) j["job_uid"] = r.job_uid;
+  if (r.job_gid >= 0) j["job_gid"] = r.job_gid;
   return j.dump(2) + "\n";
 }
 
@@ -137,6 +141,8 @@ Result<GrantRecord> grant_record_from_json(std::string_view text) {
   // still read an older controller's record (it then falls back to weaker checks).
   if (j.contains("job_start")) r.job_start = SEALRUN_TRY(field<std::string>(j, "job_start"));
   if (j.contains("boot_id")) r.boot_id = SEALRUN_TRY(field<std::string>(j, "boot_id"));
+  if (j.contains("job_uid")) r.job_uid = SEALRUN_TRY(field<int64_t>(j, "job_uid"));
+  if (j.contains("job_gid")) r.job_gid = SEALRUN_TRY(field<int64_t>(j, "job_gid"));
   if (j.contains("mechanism_locators")) {
     const auto& m = j["mechanism_locators"];
     if (!m.is_object()) return Error::make("field 'mechanism_locators' is not an object");

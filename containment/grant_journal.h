@@ -27,6 +27,9 @@ struct GrantRecord {
   std::string controller_start;  // /proc/<pid>/stat starttime, to tell a recycled pid apart
   std::string mechanism;         // "bwrap", "podman"
   std::string job_user;          // the unprivileged user the mechanism runs as
+  // The run's own uid and gid (job_ids.h), held until its cleanup is confirmed; -1: none.
+  int64_t job_uid = -1;
+  int64_t job_gid = -1;
   pid_t job_pid = 0;             // outermost spawned process
   std::string job_start;         // its /proc/<pid>/stat starttime; empty in a record written
                                  // before the job started (or by a controller older than it)

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "containment/mechanism.h"
+#include "containment/job_ids.h"
 #include "core/job_user.h"
 #include "core/mechanism_kind.h"
 #include "core/result.h"
@@ -33,6 +34,8 @@ struct MechanismContext {
   // Where a mechanism may cache its probe's findings (the run's STATE/probe-cache, root's and
   // private); empty: probe afresh (`sealrun probe`).
   std::string probe_cache_dir;
+  // Where each run's own uid comes from (job_ids.h): the host-wide registry and the pool.
+  JobIdPool job_id_pool;
 };
 
 std::unique_ptr<Mechanism> make_mechanism(MechanismKind kind, const MechanismContext& context);

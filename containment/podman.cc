@@ -266,7 +266,15 @@ class PodmanMechanism final : public Mechanism {
           spec.image->archive_path, join(loaded, ", "), want));
     actions.push_back(
         fmt::format("loaded {} as {} (matches the admitted id)", spec.image->archive_path, want));
-    auto mounts = SEALRUN_TRY(podman::prepare_mounts(spec, layout, user, actions));
+    // The mounts are the job's: checked and handed over as the ids its processes have on the host
+    // (the run's own, job_ids.h), while podman itself runs as the job user.
+    JobUser job = user;
+    if (spec.job_ids && user.drop) {
+      job.uid = spec.job_ids->uid;
+      job.gid = spec.job_ids->gid;
+      job.name = fmt::format("{} (the run's uid {})", user.name, job.uid);
+    }
+    auto mounts = SEALRUN_TRY(podman::prepare_mounts(spec, layout, job, actions));
     SEALRUN_TRY(podman::write_generated_files(spec, actions));
     auto argv = SEALRUN_TRY(podman::run_argv(spec, mounts, layout, facts_, want));
 

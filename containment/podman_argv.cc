@@ -54,7 +54,7 @@ std::vector<std::string> global_args(const StorageLayout& l, const HostFacts& f)
       l.run_root_link,
       "--tmpdir",
       l.tmp_dir,
-      // vfs needs neither fuse-overlayfs nor kernel overlay in a user namespace (TESTBED.md).
+      // vfs needs neither fuse-overlayfs nor kernel overlay in a user namespace (docs/testbed.md).
       "--storage-driver",
       "vfs",
       "--runtime",
@@ -131,14 +131,21 @@ Result<std::vector<std::string>> run_argv(const ContainmentSpec& spec,
        // log file grows outside the accounted trees.
        "--log-driver", "none", "--cidfile", l.cidfile, "--conmon-pidfile", l.conmon_pidfile,
        // Default rootless mapping: container root is the unprivileged job user (with no
-       // capabilities), other ids are subordinate ids. keep-id would need /etc/passwd edits in a
-       // read-only root and buys nothing here.
+       // capabilities), other ids are subordinate ids; with a run's own ids the job runs as one of
+       // those (--user below), never as container root. keep-id would need /etc/passwd edits in
+       // a read-only root and buys nothing here.
        "--workdir", spec.cwd, "--tmpfs", "/tmp:rw,nosuid,nodev,exec,mode=1777",
        // No generated /etc/hosts (its name line carries the container's name): the image's own
        // /etc/hosts, if it has one, is what the job sees. (--network=none already leaves out
        // /etc/resolv.conf.)
        "--no-hosts"});
   if (spec.umask) add({"--umask", fmt::format("{:04o}", *spec.umask)});
+  // The run's own host uid (job_ids.h): the in-namespace id that podman's rootless mapping puts
+  // on it, for uid and gid; no passwd entry added for it (the image's /etc stays as pinned).
+  if (spec.job_ids) {
+    std::string id = std::to_string(spec.job_ids->podman_user);
+    add({"--user", id + ":" + id, "--passwd=false"});
+  }
   if (f.cgroups_v2) add({"--pids-limit", std::to_string(spec.pids_max)});
   if (f.have_init) add({"--init"});
   for (const auto& [key, value] : spec.env) add({"--env", key + "=" + value});

@@ -1,4 +1,4 @@
-// The rootless podman mechanism's command lines as plain data (DESIGN.md: "policy is data, effects
+// Rootless podman's command lines as plain data (docs/style.md D2: "policy is data, effects
 // are thin"). Every podman invocation sealrun makes — load, images, run, kill, rm, ps, unshare — is
 // built here by pure functions from the grant, the run's storage layout and a few facts about the
 // host, so unit tests can read exactly what a job would be started with. Nothing here touches the
@@ -45,7 +45,7 @@ std::vector<std::string> storage_dirs(const StorageLayout& layout);
 // What the probe learned about podman on this host that changes the command line.
 struct HostFacts {
   std::string podman_path = "/usr/bin/podman";
-  std::string runtime_path = "runc";  // TESTBED.md: crun refuses this host's hybrid cgroups
+  std::string runtime_path = "runc";  // docs/testbed.md: crun refuses hybrid cgroups
   // Rootless podman honours --pids-limit only on cgroup v2; on v1 it prints "Resource limits are
   // not supported and ignored on cgroups V1 rootless systems", so the flag is left out there and
   // the resource group enforces the pids limit instead.

@@ -27,7 +27,7 @@ Result<HostFacts> basic_host_facts(const PodmanOptions& o) {
   f.podman_path = o.podman_path;
   if (f.podman_path.empty())
     f.podman_path = SEALRUN_TRY_CTX(find_program("podman"), "rootless podman");
-  // TESTBED.md: crun refuses this host's hybrid cgroup layout; runc works.
+  // docs/testbed.md: crun refuses this host's hybrid cgroup layout; runc works.
   f.runtime_path = SEALRUN_TRY_CTX(find_program("runc"), "podman's OCI runtime");
   // podman 4.3's default init_path (containers.conf); the catatonit package installs it.
   f.have_init = ::access("/usr/libexec/podman/catatonit", X_OK) == 0;

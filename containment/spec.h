@@ -18,7 +18,7 @@ namespace sealrun {
 
 enum class GrantMode { kEnforcing, kReportOnly };
 
-// What one entry of the job's view is (CONTRACT.md "The job's view is only what was pinned"):
+// What one entry of the job's view is (docs/view.md):
 // where its bytes come from. The receipt's view[] spells these names (view_kind_name).
 enum class ViewKind {
   kSource,
@@ -53,6 +53,11 @@ struct MountSpec {
   ViewKind kind = ViewKind::kTree;
   // What pins the bytes ("sha256:<hex>" of a tree or manifest); empty for a writable place.
   std::string pin;
+  // Served from a verified read-only image (docs/view.md, "How pinned bytes are served"): the
+  // image file, opened read-only and held by the run, and this entry's directory inside it ("":
+  // its root). -1: bound live from `source`.
+  int image_fd = -1;
+  std::string image_subpath;
 };
 
 // One entry of the job's view, as planned (view_plan.h) and as the receipt records it.
@@ -64,6 +69,10 @@ struct ViewEntry {
   bool writable = false;
   std::string link_target;  // kLink: the symlink's text ("usr/bin")
   int mount_index = -1;     // the ContainmentSpec::mounts entry it is (not recorded)
+  // How host bytes reach the job (docs/view.md): "image" (a verified read-only image), "copy" (a
+  // private copy: the source snapshot, generated files) or "live" (bound from the host path);
+  // empty where no host bytes are bound (kernel-made, writable, links, directories).
+  std::string served;
 };
 
 // The image a mechanism that runs containers uses (podman); bwrap ignores it.
@@ -85,6 +94,9 @@ struct ContainmentSpec {
   // (Mechanism::own_view_entries: kGenerated, kInit). Planned into the view after the mounts.
   std::vector<ViewEntry> files_and_links;
   std::optional<ImageRef> image;
+  // The closure files' image (each file at its job path inside it; held open by the run), or -1:
+  // the closure files are bound live from the host (docs/view.md).
+  int closure_image_fd = -1;
 
   DimensionSet requested;
   DimensionSet required;
@@ -103,6 +115,15 @@ struct ContainmentSpec {
   std::string hostname = "sealrun";
   std::optional<uint32_t> umask;
   std::optional<uint32_t> uid_in_job;
+  // The host ids this run's job runs as: a uid and gid of its own (job_ids.h), when the controller
+  // is root; nullopt: the job user's (or the caller's). Inside, under bwrap, the job still sees
+  // the job user's own ids (in_job_uid/gid); podman runs it with --user podman_user.
+  struct HostIds {
+    uint32_t uid = 0, gid = 0;
+    uint32_t podman_user = 0;
+    uint32_t in_job_uid = 0, in_job_gid = 0;
+  };
+  std::optional<HostIds> job_ids;
 };
 
 Status validate_spec(const ContainmentSpec& spec);

@@ -6,6 +6,7 @@
 
 #include <charconv>
 
+#include "containment/pin_mount.h"
 #include "containment/resgroup/resource_group.h"
 #include "core/job_user.h"
 #include "core/proc.h"
@@ -36,7 +37,9 @@ SweepStep sweep_job_process(const GrantRecord& r) {
   if (!r.job_user.empty()) {
     auto u = lookup_job_user(r.job_user);
     auto uid = process_real_uid(r.job_pid);
-    user_ok = u.ok() && uid.ok() && *uid == u->uid;
+    // bwrap's process runs as the run's own uid (job_ids.h), podman's as the job user.
+    user_ok = uid.ok() && ((u.ok() && *uid == u->uid) ||
+                           (r.job_uid >= 0 && static_cast<int64_t>(*uid) == r.job_uid));
   }
   if (!same || !user_ok) {
     const char* why = !same ? (r.job_start.empty() ? "started before the controller"
@@ -68,6 +71,8 @@ std::vector<SweepStep> sweep_recorded_run(const GrantRecord& r, int64_t grace_ms
     steps = resgroup::sweep_recorded(
         {r.group_backend, r.group_locators, r.id, r.controller_pid, r.controller_start}, grace_ms);
     if (r.job_pid > 0) steps.push_back(sweep_job_process(r));
+    // Its pin images' loop devices (pin_mount.h), once nothing of the job is left to use them.
+    for (auto& s : sweep_pin_loops(r.id)) steps.push_back(std::move(s));
   }
   // Recorded before a grant named a mechanism: no mechanism was given anything to make.
   if (r.mechanism.empty() && r.mechanism_locators.empty()) return steps;

@@ -16,6 +16,28 @@ bool at_or_below(std::string_view path, std::string_view dir) {
 
 namespace {
 
+// How an entry's host bytes reach the job (ViewEntry::served): pinned trees and closure files from
+// a verified image when the run made one, else live; the source is the run's verified snapshot
+// or export, generated files and podman's loaded image are copies; kernel-made, writable and
+// mechanism-made entries (links, directories) bind no host bytes.
+std::string served_as(ViewKind kind, bool writable, bool from_image) {
+  if (writable) return {};
+  switch (kind) {
+    case ViewKind::kToolchain:
+    case ViewKind::kTree:
+    case ViewKind::kImage:
+    case ViewKind::kClosure:
+      return from_image ? "image" : "live";
+    case ViewKind::kSource:
+    case ViewKind::kGenerated:
+      return "copy";
+    case ViewKind::kInit:
+      return "live";
+    default:
+      return {};
+  }
+}
+
 // a == b, or one lies below the other.
 bool overlaps(std::string_view a, std::string_view b) {
   return at_or_below(a, b) || at_or_below(b, a);
@@ -26,8 +48,14 @@ bool overlaps(std::string_view a, std::string_view b) {
 std::vector<ViewEntry> plan_view(const ContainmentSpec& spec, ViewRoot root) {
   std::vector<ViewEntry> view;
   if (root == ViewRoot::kImage && spec.image)
-    view.push_back(
-        {"/", ViewKind::kImage, spec.image->archive_path, spec.image->image_id, false, {}, -1});
+    view.push_back({"/",
+                    ViewKind::kImage,
+                    spec.image->archive_path,
+                    spec.image->image_id,
+                    false,
+                    {},
+                    -1,
+                    "copy"});  // podman's storage, loaded from the verified archive
   // Made by the kernel or the mechanism, holding no host bytes: /proc (the job's own pid
   // namespace), a minimal /dev (null, zero, full, random, urandom, tty), a private empty /tmp.
   view.push_back({"/proc", ViewKind::kProc, {}, {}, false, {}, -1});
@@ -46,14 +74,17 @@ std::vector<ViewEntry> plan_view(const ContainmentSpec& spec, ViewRoot root) {
                     m.pin,
                     m.access == MountSpec::Access::kWritable,
                     {},
-                    static_cast<int>(i)});
+                    static_cast<int>(i),
+                    served_as(m.kind, m.access == MountSpec::Access::kWritable, m.image_fd >= 0)});
   }
   // An image's root has its own /bin and /lib layout, and podman cannot make links in it: links
   // and closure directories are part of an empty-tmpfs view only (and so absent from a podman
   // run's recorded view).
   for (const ViewEntry& e : spec.files_and_links)
-    if (root == ViewRoot::kEmptyTmpfs || (e.kind != ViewKind::kLink && e.kind != ViewKind::kDir))
+    if (root == ViewRoot::kEmptyTmpfs || (e.kind != ViewKind::kLink && e.kind != ViewKind::kDir)) {
       view.push_back(e);
+      view.back().served = served_as(e.kind, e.writable, spec.closure_image_fd >= 0);
+    }
   return view;
 }
 

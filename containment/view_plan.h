@@ -1,4 +1,4 @@
-// The job's view, planned once (CONTRACT.md "The job's view is only what was pinned"): every path
+// The job's view, planned once (docs/view.md): every path
 // the job can see outside the kernel-made /proc, /dev and the private /tmp comes from a pinned
 // input — the source, the toolchain, host trees pinned with --tree, a learned closure (single
 // files and links), the image's root — or is a writable place of the run (/out, /scratch). There

@@ -1,7 +1,9 @@
-// `sealrun __generate man|bash-completion [--out FILE]` (hidden): renders the man page or the bash
-// completion from the command line this very program parses (controller/cli_model.h). The build
-// runs it once the executable is linked (controller/CMakeLists.txt), so both files always match
-// the commands registered in main.cc, including commands added later.
+// `sealrun __generate man|bash-completion|json-commands [--out FILE]` (hidden): renders the man
+// page or the bash completion from the command line this very program parses (controller/
+// cli_model.h); json-commands lists every command that takes --json, one per line, for the test
+// that each prints one JSON document on every path (tests/controller/run_audit_output_test.cc). The
+// build runs it once the executable is linked (controller/CMakeLists.txt), so the files always
+// match the commands registered in main.cc, including commands added later.
 #include <fmt/format.h>
 
 #include <memory>
@@ -18,14 +20,31 @@
 
 namespace sealrun::cli {
 
+namespace {
+
+void add_json_commands(const CliCommand& cmd, std::string& out) {
+  for (const auto& o : cmd.options)
+    for (const auto& n : o.names)
+      if (n == "--json") out += join_words(cmd.path, " ") + "\n";
+  for (const auto& sub : cmd.subcommands) add_json_commands(sub, out);
+}
+
+std::string json_commands(const CliCommand& model) {
+  std::string out;
+  add_json_commands(model, out);
+  return out;
+}
+
+}  // namespace
+
 void register_generate(CLI::App& app, int* exit_code) {
   auto* cmd = app.add_subcommand(
       "__generate", "Write the man page or the bash completion generated from these commands");
   cmd->group("");  // hidden: a build step, not a user's command
   auto what = std::make_shared<std::string>();
   auto out = std::make_shared<std::string>();
-  cmd->add_option("WHAT", *what, "man | bash-completion")
-      ->check(CLI::IsMember({"man", "bash-completion"}))
+  cmd->add_option("WHAT", *what, "man | bash-completion | json-commands")
+      ->check(CLI::IsMember({"man", "bash-completion", "json-commands"}))
       ->required();
   cmd->add_option("--out", *out, "file to write (default: standard output)");
   // The root is walked when the command runs: by then every command is registered.
@@ -34,7 +53,8 @@ void register_generate(CLI::App& app, int* exit_code) {
     CliCommand model = describe_cli(*root);
     std::string text =
         *what == "man" ? render_man_page(model, "sealrun " + std::string(sealrun_version().version))
-                       : render_bash_completion(model);
+        : *what == "json-commands" ? json_commands(model)
+                                   : render_bash_completion(model);
     if (out->empty()) {
       fmt::print("{}", text);
       *exit_code = kExitOk;

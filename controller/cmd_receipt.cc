@@ -8,11 +8,14 @@
 #include "attest/keys.h"
 #include "attest/provenance.h"
 #include "controller/commands.h"
+#include "controller/display_text.h"
 #include "controller/exit_codes.h"
 #include "controller/output.h"
 #include "controller/output_compare.h"
 #include "controller/receipt.h"
+#include "controller/receipt_diff.h"
 #include "controller/receipt_review.h"
+#include "controller/receipt_review_io.h"
 #include "core/bounded_file.h"
 #include "core/strict_json.h"
 
@@ -37,6 +40,12 @@ void add_show(CLI::App& parent, int* exit_code) {
   auto as_json = std::make_shared<bool>(false);
   cmd->add_option("RECEIPT", *path, "receipt.json")->required();
   cmd->add_flag("--json", *as_json, "print the receipt itself, pretty-printed");
+  auto verbose = std::make_shared<bool>(false);
+  auto key = std::make_shared<std::string>();
+  cmd->add_flag("--verbose", *verbose, "everything: every input, view entry, output, sample");
+  cmd->add_option("--key", *key,
+                  "public key the signature is checked with (default: STATE/keys/sealrun.pub "
+                  "when the receipt is in a state directory that has one)");
   cmd->callback([=] {
     auto doc = load(*path);
     if (!doc) {
@@ -47,7 +56,7 @@ void add_show(CLI::App& parent, int* exit_code) {
     if (*as_json)
       print_json(*doc);
     else
-      fmt::print("{}", receipt::summary_text(*doc));
+      fmt::print("{}", receipt::show_receipt(*path, *doc, *verbose, *key));
     *exit_code = kExitOk;
   });
 }
@@ -55,51 +64,47 @@ void add_show(CLI::App& parent, int* exit_code) {
 void add_diff(CLI::App& parent, int* exit_code) {
   auto* cmd = parent.add_subcommand(
       "diff",
-      "Stable diff of two receipts (timings and samples left out unless --timings); exit 0 "
-      "when they agree, 1 when they differ");
+      "Same run? Compares two receipts field by field (digests at every depth, arrays matched by "
+      "identity) and says whether the inputs, the environment and the outputs are the same; "
+      "fields that differ in every run (ids, times, pids, cache hits) are left out unless --all. "
+      "Exit 0 when all three are the same, 1 when they differ, 2 when a receipt cannot be read");
   auto a = std::make_shared<std::string>();
   auto b = std::make_shared<std::string>();
-  auto timings = std::make_shared<bool>(false);
+  auto all = std::make_shared<bool>(false);
   auto as_json = std::make_shared<bool>(false);
   cmd->add_option("A", *a, "first receipt")->required();
   cmd->add_option("B", *b, "second receipt")->required();
-  cmd->add_flag("--timings", *timings, "compare timestamps, durations and census samples too");
-  cmd->add_flag("--json", *as_json, "the differences as a JSON array");
+  cmd->add_flag("--all", *all,
+                "list the per-run differences too (ids, times, pids, cache hits, paths that "
+                "differ only by the run id); they never change the verdict");
+  cmd->add_flag("--json", *as_json,
+                "one JSON document: {same, same_inputs, same_environment, same_outputs, verdict, "
+                "per_run_left_out, differences: [{path, class, change, a, b}]}");
   cmd->callback([=] {
+    // The comparison could not be made: not a verdict, so not exit 1.
+    auto fail = [&](const Error& e) {
+      print_error("receipt diff", e);
+      if (*as_json) print_json({{"error", e.message()}, {"exit", kExitUsage}});
+      *exit_code = kExitUsage;
+    };
     auto da = load(*a);
+    if (!da) return fail(da.error());
     auto db = load(*b);
-    if (!da || !db) {
-      print_error("receipt diff", !da ? da.error() : db.error());
-      *exit_code = kExitFailure;
-      return;
-    }
-    // Outputs are compared by path over the complete lists, by the code `rebuild` uses
-    // (output_compare.h), so the two agree; the other fields field by field.
+    if (!db) return fail(db.error());
+    // Outputs are compared over the complete lists (outputs.jsonl, checked against the receipt),
+    // by path, as `rebuild` compares them (output_compare.h).
     auto la = receipt::load_output_list(*a, *da, true);
+    if (!la) return fail(la.error());
     auto lb = receipt::load_output_list(*b, *db, true);
-    if (!la || !lb) {
-      print_error("receipt diff", !la ? la.error() : lb.error());
-      *exit_code = kExitFailure;
-      return;
-    }
-    auto changes = receipt::compare_outputs(*la, *lb);
-    std::vector<receipt::Difference> diffs;
-    for (auto& d : receipt::diff_receipts(*da, *db, *timings))
-      if (d.path.rfind("outputs[", 0) != 0) diffs.push_back(std::move(d));
-    if (*as_json) {
-      json items = json::array();
-      for (const auto& d : diffs) items.push_back({{"path", d.path}, {"a", d.a}, {"b", d.b}});
-      for (const auto& c : changes) {
-        json item = receipt::change_json(c);
-        item["path"] = "outputs[" + item["path"].get<std::string>() + "]";
-        items.push_back(std::move(item));
-      }
-      print_json(items);
-    } else {
-      for (const auto& d : diffs) fmt::print("{}\n  - {}\n  + {}\n", d.path, d.a, d.b);
-      for (const auto& c : changes) fmt::print("output {}\n", receipt::change_text(c));
-    }
-    *exit_code = diffs.empty() && changes.empty() ? kExitOk : kExitFailure;
+    if (!lb) return fail(lb.error());
+    if (da->is_object()) (*da)["outputs"] = json(*la);
+    if (db->is_object()) (*db)["outputs"] = json(*lb);
+    auto result = receipt::diff::compare(*da, *db, *all);
+    if (*as_json)
+      print_json(receipt::diff::to_json(result));
+    else
+      fmt::print("{}", receipt::diff::to_text(result, *all));
+    *exit_code = result.same() ? kExitOk : kExitFailure;
   });
 }
 
@@ -133,7 +138,8 @@ void add_export(CLI::App& parent, int* exit_code) {
       if (!f.pass)
         return fail(Error::make(fmt::format("the receipt does not verify ({}: {}); run `sealrun "
                                             "receipt verify` for details",
-                                            f.check, f.detail)));
+                                            display::escape(f.check),
+                                            display::escape(f.detail))));
     attest::ExportOptions opts;
     opts.include_failed = *include_failed;
     Result<std::string> out = Error::make("unreachable");
@@ -145,7 +151,9 @@ void add_export(CLI::App& parent, int* exit_code) {
       out = attest::export_signed_statement(*bytes, opts, *key);
     }
     if (!out) return fail(out.error());
-    fmt::print("{}", *out);
+    // The same JSON with C1 controls and bidirectional marks as \uNNNN (display_text.h).
+    fmt::print("{}", display::json_for_terminal(*out));
+    note_json_document_printed();
     *exit_code = kExitOk;
   });
 }
@@ -154,13 +162,14 @@ void add_export(CLI::App& parent, int* exit_code) {
 
 void register_receipt(CLI::App& app, int* exit_code) {
   auto* cmd =
-      app.add_subcommand("receipt", "Review receipts: show, verify, diff, export, list");
+      app.add_subcommand("receipt", "Review receipts: show, verify, diff, export, list, report");
   cmd->require_subcommand(1);
   add_show(*cmd, exit_code);
   add_receipt_verify(*cmd, exit_code);
   add_receipt_list(*cmd, exit_code);
   add_diff(*cmd, exit_code);
   add_export(*cmd, exit_code);
+  add_receipt_report(*cmd, exit_code);
 }
 
 }  // namespace sealrun::cli

@@ -1,11 +1,16 @@
 // `sealrun receipt verify RECEIPT [--key PUB] [--outputs DIR] [--strict] [--json]` and
-// `sealrun receipt verify --ledger STATE_DIR [--key PUB]`: every check printed (pass, FAIL, or a
-// note saying what was not checked); exit 0 only when none failed.
+// `sealrun receipt verify --ledger STATE_DIR [--key PUB] [--checkpoint FILE] [--from SEQ]`: every
+// check printed (pass, FAIL, or a note saying what was not checked); exit 0 only when none failed.
+// Every check's name and detail may quote the receipt (its reason, its paths, its labels), which
+// the job shaped: each is escaped (display_text.h) and printed on one line, so no string of the
+// receipt can move the cursor or forge a line such as "pass  signature ...".
 #include <fcntl.h>
 #include <fmt/format.h>
 
 #include "controller/commands.h"
+#include "controller/display_text.h"
 #include "controller/exit_codes.h"
+#include "controller/ledger_audit.h"
 #include "controller/output.h"
 #include "controller/receipt.h"
 #include "controller/receipt_checks.h"
@@ -25,17 +30,26 @@ struct VerifyOptions {
   std::string key;
   std::string outputs;
   std::string ledger;
+  std::string checkpoint;
+  uint64_t from = 1;
   bool strict = false;
   bool json = false;
 };
 
-Result<std::vector<Check>> run_checks(const VerifyOptions& o) {
+struct Verified {
   std::vector<Check> checks;
+  receipt::LedgerAudit ledger;
+};
+
+Result<Verified> run_checks(const VerifyOptions& o) {
+  Verified v;
+  auto& checks = v.checks;
   if (!o.receipt.empty()) {
     std::string bytes =
         SEALRUN_TRY(read_bounded_file(AT_FDCWD, o.receipt, kMiB).context("read receipt"));
     checks = receipt::from_findings(SEALRUN_TRY(receipt::verify_receipt_bytes(bytes)));
     json doc = SEALRUN_TRY(parse_strict_json(bytes));
+    checks.push_back(receipt::check_receipt_place(o.receipt, doc));
     for (auto& c : receipt::check_signature(o.receipt, bytes, doc, o.key)) checks.push_back(c);
     if (!o.outputs.empty())
       for (auto& c : receipt::check_outputs_on_disk(o.receipt, doc, o.outputs))
@@ -46,13 +60,20 @@ Result<std::vector<Check>> run_checks(const VerifyOptions& o) {
     if (o.strict)
       for (auto& c : receipt::check_strict(doc)) checks.push_back(c);
   }
-  if (!o.ledger.empty())
-    for (auto& c : receipt::check_ledger(o.ledger, o.key)) checks.push_back(c);
-  return checks;
+  if (!o.ledger.empty()) {
+    v.ledger = receipt::audit_ledger({o.ledger, o.key, o.checkpoint, o.from});
+    for (auto& c : v.ledger.checks) checks.push_back(c);
+  }
+  return v;
 }
 
 const char* verdict_name(Verdict v) {
   return v == Verdict::kPass ? "pass" : v == Verdict::kFail ? "FAIL" : "note";
+}
+
+// In JSON, lower case like every other result field: "pass", "fail", "note".
+const char* json_verdict(Verdict v) {
+  return v == Verdict::kPass ? "pass" : v == Verdict::kFail ? "fail" : "note";
 }
 
 }  // namespace
@@ -69,11 +90,26 @@ void add_receipt_verify(CLI::App& parent, int* exit_code) {
                   "directory holding the outputs (results/<id>/out): re-hash every one");
   cmd->add_option("--ledger", o->ledger,
                   "state directory: check STATE/ledger.jsonl's chain and every receipt it lists");
+  cmd->add_option("--checkpoint", o->checkpoint,
+                  "with --ledger: a checkpoint (`sealrun ledger checkpoint`) the ledger must "
+                  "still extend: fails when it was truncated, rolled back or rewritten");
+  cmd->add_option("--from", o->from,
+                  "with --ledger: read the receipts of lines from this seq on (the chain is "
+                  "checked whole)")
+      ->type_name("SEQ")
+      ->check(CLI::PositiveNumber);
   cmd->add_flag("--strict", o->strict, "also fail report-only runs and degraded dimensions");
-  cmd->add_flag("--json", o->json, "one JSON array of {check, result, detail}");
+  cmd->add_flag("--json", o->json,
+                "one JSON object: {ok, checks: [{check, result, detail}], and with --ledger "
+                "length, head_seq, head_sha256}");
   cmd->callback([o, exit_code] {
     if (o->receipt.empty() && o->ledger.empty()) {
       print_error("receipt verify", "give a RECEIPT, or --ledger STATE_DIR (or both)");
+      *exit_code = kExitUsage;
+      return;
+    }
+    if (o->ledger.empty() && (!o->checkpoint.empty() || o->from != 1)) {
+      print_error("receipt verify", "--checkpoint and --from apply to --ledger STATE_DIR");
       *exit_code = kExitUsage;
       return;
     }
@@ -83,15 +119,27 @@ void add_receipt_verify(CLI::App& parent, int* exit_code) {
       *exit_code = kExitFailure;
       return;
     }
-    bool failed = false;
+    size_t failed = 0;
     json items = json::array();
-    for (const auto& c : *checks) {
-      failed = failed || c.verdict == Verdict::kFail;
-      items.push_back({{"check", c.check}, {"result", verdict_name(c.verdict)}, {"detail", c.detail}});
-      if (!o->json) fmt::print("{:<4}  {:<28} {}\n", verdict_name(c.verdict), c.check, c.detail);
+    for (const auto& c : checks->checks) {
+      failed += c.verdict == Verdict::kFail ? 1 : 0;
+      items.push_back(
+          {{"check", c.check}, {"result", json_verdict(c.verdict)}, {"detail", c.detail}});
+      if (!o->json)
+        fmt::print("{:<4}  {:<28} {}\n", verdict_name(c.verdict), display::escape(c.check),
+                   display::escape(c.detail));
     }
-    if (o->json) print_json(items);
-    *exit_code = failed ? kExitFailure : kExitOk;
+    *exit_code = failed > 0 ? kExitFailure : kExitOk;
+    if (o->json) {
+      json doc = {{"ok", failed == 0}, {"exit", *exit_code}, {"checks", std::move(items)}};
+      if (failed > 0) doc["error"] = fmt::format("{} check(s) failed", failed);
+      if (checks->ledger.read) {
+        doc["length"] = checks->ledger.length;
+        doc["head_seq"] = checks->ledger.head_seq;
+        doc["head_sha256"] = checks->ledger.head_sha256;
+      }
+      print_json(doc);
+    }
   });
 }
 

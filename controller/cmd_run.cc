@@ -1,4 +1,4 @@
-// `sealrun run ADMISSION --sha256 HEX --id ID ...`: the main job (CONTRACT.md). A short summary
+// `sealrun run ADMISSION --sha256 HEX --id ID ...`: the job (docs/contract.md). A short summary
 // goes to stdout, and the receipt's path is always the last line of stdout when one was written.
 // On stderr, unless --quiet: the job's output as it arrives (`job| `, live_output.h) and, unless
 // --json, what systemd-run --wait says after its unit (how the job ended, time, memory peak).

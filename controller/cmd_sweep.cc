@@ -25,6 +25,7 @@
 #include "controller/image_sweep.h"
 #include "controller/output.h"
 #include "controller/run_dirs.h"
+#include "controller/run_handover.h"
 #include "controller/run_result_space.h"
 #include "controller/sweep_outputs.h"
 
@@ -100,6 +101,12 @@ void sweep_records(const run::StateDir& state, const SweepOptions& opt,
     // A run killed before its job started gives its id back when it left nothing in results/.
     if (!left && r.job_pid == 0) steps.push_back(run::release_empty_results(state, r.id));
     if (!left && r.job_pid != 0) steps.push_back(run::remove_unreceipted_outputs(state, r.id));
+    // The run's own uid: its outputs handed over, then given back (run_handover.h).
+    if (!left)
+      for (auto& s : run::sweep_job_ids(state, r, context.job_id_pool)) {
+        left |= s.left;
+        steps.push_back(std::move(s));
+      }
     if (!left) {
       auto f = journal->forget(r.id);
       steps.push_back(

@@ -21,7 +21,9 @@ void register_receipt(CLI::App& app, int* exit_code);
 // `receipt verify` and `receipt list`, added to the `receipt` sub-command.
 void add_receipt_verify(CLI::App& receipt, int* exit_code);
 void add_receipt_list(CLI::App& receipt, int* exit_code);
+void add_receipt_report(CLI::App& receipt, int* exit_code);  // controller/cmd_receipt_report.cc
 void register_key(CLI::App& app, int* exit_code);  // controller/cmd_key.cc
+void register_ledger(CLI::App& app, int* exit_code);  // controller/cmd_ledger.cc
 void register_rebuild(CLI::App& app, int* exit_code);  // controller/cmd_rebuild.cc
 void register_runner(CLI::App& app, int* exit_code);  // remote/cmd_runner.cc
 // Hidden `__generate man|bash-completion`: walks `app` (the root, register it last) at run time.

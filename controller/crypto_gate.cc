@@ -44,7 +44,7 @@ void load_crypto_before_commands(CLI::App& app) {
         path += " " + sub->get_name();
       }
       print_error(path, api.error());
-      // `run`: its pins cannot be checked, so nothing is admitted or executed (CONTRACT.md exit 3).
+      // `run`: its pins cannot be checked, so nothing is admitted or run (docs/contract.md exit 3).
       throw CLI::RuntimeError(name == "run" ? kExitAdmissionRefused : kExitFailure);
     }
   });

@@ -1,4 +1,4 @@
-// The exit codes of ../shared/CONTRACT.md. Only controller/ decides them.
+// The exit codes of docs/contract.md. Only controller/ decides them.
 #pragma once
 
 namespace sealrun {

@@ -13,6 +13,17 @@ std::string configured_job_user() {
 MechanismContext mechanism_context() {
   MechanismContext c;
   c.job_user = configured_job_user();
+  // Where each run's own uid comes from (containment/job_ids.h): a site that shares the job
+  // user's subordinate range, or a test, narrows the pool or keeps a registry of its own.
+  if (const char* spec = std::getenv("SEALRUN_JOB_ID_POOL"); spec != nullptr && *spec != '\0') {
+    auto pool = parse_pool_spec(spec);
+    if (pool)
+      c.job_id_pool = *pool;
+    else
+      c.job_id_pool.invalid = "$SEALRUN_JOB_ID_POOL: " + pool.error().message();
+  }
+  if (const char* dir = std::getenv("SEALRUN_JOB_ID_REGISTRY"); dir != nullptr && *dir != '\0')
+    c.job_id_pool.registry = dir;
   return c;
 }
 

@@ -1,4 +1,4 @@
-// Live job output (CONTRACT.md, "Daily use"): while a job runs, the lines it writes to its stdout
+// Live job output (docs/run-output.md): while a job runs, the lines it writes to its stdout
 // and stderr are shown on the controller's stderr, each prefixed `job| `, as they arrive.
 //
 // The job's streams stay what they were: regular files beneath the run's logs directory, which
@@ -64,7 +64,7 @@ class LiveOutput {
   // Opens `name` in `dirfd` read-only (never through a link) to follow it. Before start().
   Status add_stream(int dirfd, const std::string& name);
   // Starts following. Only after the job is spawned: no thread may exist before a fork that is
-  // still to come (STYLE.md).
+  // still to come (docs/style.md rule 4).
   Status start();
   // Reads what is left (within the bound), shows each stream's last line without a newline, and
   // joins. Idempotent; a LiveOutput never started is drained once on the calling thread.

@@ -7,10 +7,13 @@
 #include <cstring>
 #include <cerrno>
 #include <exception>
+#include <string>
 #include <system_error>
 
 #include "controller/commands.h"
 #include "controller/exit_codes.h"
+#include "controller/json_failure.h"
+#include "controller/output.h"
 #include "core/version.h"
 
 namespace {
@@ -26,6 +29,7 @@ int run_cli(CLI::App& app, int argc, char** argv) {
   sealrun::cli::register_census(app, &exit_code);
   sealrun::cli::register_sweep(app, &exit_code);
   sealrun::cli::register_key(app, &exit_code);
+  sealrun::cli::register_ledger(app, &exit_code);
   sealrun::cli::register_rebuild(app, &exit_code);
   sealrun::cli::register_runner(app, &exit_code);
   sealrun::cli::register_generate(app, &exit_code);  // hidden; walks the commands above
@@ -35,6 +39,7 @@ int run_cli(CLI::App& app, int argc, char** argv) {
   } catch (const CLI::RuntimeError& e) {
     return e.get_exit_code();  // a command stopped before it ran, its message printed
   } catch (const CLI::ParseError& e) {
+    sealrun::cli::note_error_message(e.what());
     int rc = app.exit(e);
     return rc == 0 ? sealrun::kExitOk : sealrun::kExitUsage;
   } catch (const std::system_error& e) {
@@ -58,18 +63,25 @@ bool is_run_command(int argc, char** argv) {
 int main(int argc, char** argv) {
   // A closed pipe on stdout (`sealrun ... | head`) should give a write error, not kill us.
   ::signal(SIGPIPE, SIG_IGN);
+  // Asked for JSON: stdout carries one JSON document on every path (json_failure.h).
+  const bool json = sealrun::cli::json_requested(argc, argv);
   try {
     CLI::App app{"sealrun: hermetic, sandboxed build/run controller with provable receipts",
                  "sealrun"};
     app.require_subcommand(1);
     app.set_version_flag("--version",
                          "sealrun " + sealrun::version_text(sealrun::sealrun_version()));
-    return run_cli(app, argc, argv);
+    int rc = run_cli(app, argc, argv);
+    sealrun::cli::finish_json_command(json, rc, "failed (see stderr)");
+    return rc;
   } catch (const std::exception& e) {
     // Modules report failures as Results; an exception here is a bug (or memory exhaustion).
     std::fprintf(stderr, "sealrun: internal error (please report it): %s\n", e.what());
+    sealrun::cli::note_error_message(std::string("internal error: ") + e.what());
     // A run that lost track of itself cannot say its job was stopped: exit 7, the run's most
     // serious code; any other command fails with 1.
-    return is_run_command(argc, argv) ? sealrun::kExitStopUnconfirmed : 1;
+    int rc = is_run_command(argc, argv) ? sealrun::kExitStopUnconfirmed : 1;
+    sealrun::cli::finish_json_command(json, rc, "internal error");
+    return rc;
   }
 }

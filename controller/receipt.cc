@@ -163,10 +163,12 @@ class Renderer {
         r_.verifications, summary, keep_failing, [](const Verification& v) { return !v.pass; },
         [](const Verification&) { return false; },
         [](const Verification& v) {
-          return json{{"target", v.target},
-                      {"expected", v.expected},
-                      {"observed", v.observed},
-                      {"result", v.pass ? "pass" : "fail"}};
+          json j{{"target", v.target},
+                 {"expected", v.expected},
+                 {"observed", v.observed},
+                 {"result", v.pass ? "pass" : "fail"}};
+          if (!v.detail.empty()) j["detail"] = v.detail;
+          return j;
         },
         doc, field::kVerificationsTotal, field::kVerificationsFailed, "verifications");
   }
@@ -186,7 +188,10 @@ class Renderer {
             {"probe", g.probe ? json{{"cached", g.probe->cached},
                                      {"key", g.probe->key},
                                      {"note", text(g.probe->note)}}
-                              : json(nullptr)}};
+                              : json(nullptr)},
+            {"job_uid", g.job_uid >= 0 ? json(g.job_uid) : json(nullptr)},
+            {"job_gid", g.job_gid >= 0 ? json(g.job_gid) : json(nullptr)},
+            {"job_identity", g.job_identity}};
   }
 
   json stream(const StreamRecord& s) {
@@ -236,11 +241,14 @@ class Renderer {
     if (thinned > 0)
       cuts_.add("samples thinned to " + std::to_string(d_.samples) + " (first, last, peak kept)");
     json list = json::array();
-    for (const auto& s : kept)
-      list.push_back({{"t_ms", s.t_ms},
-                      {"owned_bytes", s.owned_bytes},
-                      {"result_bytes", s.result_bytes},
-                      {"free_bytes", s.free_bytes}});
+    for (const auto& s : kept) {
+      json item = {{"t_ms", s.t_ms},
+                   {"owned_bytes", s.owned_bytes},
+                   {"result_bytes", s.result_bytes},
+                   {"free_bytes", s.free_bytes}};
+      if (s.memory_bytes) item["memory_bytes"] = *s.memory_bytes;
+      list.push_back(std::move(item));
+    }
     doc[field::kSamples] = list;
     doc[field::kSamplesDropped] = r_.samples_dropped + thinned;
   }
@@ -374,6 +382,7 @@ json view_json(const std::vector<ViewEntry>& view) {
               {"pin", e.pin.empty() ? json(nullptr) : json(e.pin)},
               {"writable", e.writable}};
     if (e.kind == ViewKind::kLink) j["target"] = e.link_target;
+    if (!e.served.empty()) j["served"] = e.served;
     out.push_back(std::move(j));
   }
   return out;

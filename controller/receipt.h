@@ -1,4 +1,4 @@
-// The receipt: the bounded record of one run that an auditor reads (CONTRACT.md "The receipt").
+// The receipt: the bounded record of one run that an auditor reads (docs/receipt.md).
 // Built as plain values by the run pipeline, rendered as canonical JSON (sorted keys, no
 // insignificant whitespace) with a SHA-256 digest over everything but the digest itself, shrunk
 // to fit receipt_max_bytes, and written atomically. Shrinking sheds only illustrative detail
@@ -29,6 +29,9 @@ inline constexpr size_t kMinReceiptBytes = 16 * 1024;  // a smaller cap is raise
 struct Verification {
   std::string target, expected, observed;
   bool pass = false;
+  // How this run checked it, when that differs from run to run (a cache built now or reused):
+  // kept out of `target`, which names what was checked and is how `receipt diff` matches runs.
+  std::string detail = {};
 };
 
 // A stream the job wrote (its stdout or stderr), read only up to a bound: a job can ftruncate(2)
@@ -66,6 +69,10 @@ struct ContainmentRecord {
   std::vector<std::string> enforced, degraded, unenforced_required, required;
   std::vector<std::string> tried;
   std::optional<ProbeRecord> probe;  // null: the mechanism keeps no probe cache
+  // The host ids the job ran as: "own" (a uid of the run's own, run_handover.h) or "caller" (the
+  // controller was not root: its own ids, shared with whatever else it runs).
+  int64_t job_uid = -1, job_gid = -1;
+  std::string job_identity;
 };
 
 struct MemoryLimit {
@@ -122,7 +129,7 @@ struct CleanupAction {
   std::string detail;
 };
 
-// What the owned space was (CONTRACT.md, "Growth enforced by the kernel"): a file system of its
+// What the owned space was (docs/growth.md): a file system of its
 // own, or a directory guarded by the walking census, and why not a file system when not.
 struct OwnedSpaceRecord {
   std::string kind;  // "filesystem" | "directory"

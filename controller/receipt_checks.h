@@ -25,13 +25,15 @@ std::vector<Check> from_findings(const std::vector<VerifyFinding>& findings);
 // key, a note saying what was not checked; an unsigned receipt says so).
 std::vector<Check> check_signature(const std::string& receipt_path, const std::string& bytes,
                                    const nlohmann::json& doc, const std::string& key_path);
-// Every recorded output is re-hashed under `dir`: a missing, extra or changed file fails.
+// Every recorded output is re-hashed under `dir`, walked without following any link the job made:
+// a missing, extra (an alias added later too) or changed entry fails (receipt_outputs_on_disk.cc).
 std::vector<Check> check_outputs_on_disk(const std::string& receipt_path, const nlohmann::json& doc,
                                          const std::string& dir);
 // Fails a report-only run and a run with a degraded dimension.
 std::vector<Check> check_strict(const nlohmann::json& doc);
-// The ledger's chain, and every receipt it lists (found under the state directory, its SHA-256
-// and state as recorded, its signature when `key_path` is given).
+// The ledger's chain, and every receipt it lists (found under the state directory, its SHA-256,
+// id and state as recorded, its signature when `key_path` is given): audit_ledger() of
+// ledger_audit.h without a checkpoint.
 std::vector<Check> check_ledger(const std::string& state_dir, const std::string& key_path);
 
 }  // namespace sealrun::receipt

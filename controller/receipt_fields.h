@@ -1,7 +1,7 @@
 // The receipt's top-level fields, spelled once: the writer (receipt.cc) emits them by these names,
-// the verifier (receipt_verify.cc) checks presence and types against this table, and review
-// (receipt_review.cc) takes from it which fields are timings that a diff leaves out. Adding a
-// field = a name here + a row in kReceiptFields + the writer's line (docs/architecture.md).
+// the verifier (receipt_verify.cc) checks presence and types against this table. Adding a field =
+// a name here + a row in kReceiptFields + the writer's line + its class for `receipt diff`
+// (receipt_diff_rules.cc; a test fails until it has one) (docs/architecture.md).
 #pragma once
 
 #include <cstdint>
@@ -141,23 +141,10 @@ inline constexpr FieldSpec kReceiptFields[] = {
     {field::kCleanupFailed, kJsonInteger, FieldRole::kVerdict, false},
 };
 
-// Keys below the top level that are timings too (a diff leaves them out by default).
-inline constexpr std::string_view kNestedTimingKeys[] = {"started", "finished", "t_ms",
-                                                         "peak_bytes", "detail"};
-
 constexpr const FieldSpec* find_field(std::string_view key) {
   for (const auto& f : kReceiptFields)
     if (f.key == key) return &f;
   return nullptr;
-}
-
-// Whether `key` (at any level) is a timing for a diff.
-constexpr bool is_timing_key(std::string_view key) {
-  if (const FieldSpec* f = find_field(key); f != nullptr && f->role == FieldRole::kTiming)
-    return true;
-  for (auto k : kNestedTimingKeys)
-    if (k == key) return true;
-  return false;
 }
 
 }  // namespace sealrun::receipt

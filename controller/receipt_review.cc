@@ -6,10 +6,8 @@
 
 #include <fmt/format.h>
 
-#include <map>
-#include <set>
-
 #include "controller/display_text.h"
+#include "controller/receipt_facts.h"
 #include "controller/receipt_fields.h"
 #include "fingerprint/tree_json.h"
 
@@ -31,6 +29,18 @@ std::string raw(const json& doc, const char* key) {
 
 // A member for a person: escaped, one line.
 std::string str(const json& doc, const char* key) { return display::escape(raw(doc, key)); }
+
+// A byte count for a person, in binary units (receipt_facts.h).
+std::string size(const json& doc, const char* key) {
+  return doc.is_object() && doc.contains(key) ? bytes_text(doc[key]) : "";
+}
+
+// A limit's value: in binary units when the limit is a number of bytes (its name ends _bytes).
+std::string limit(const json& l, const char* key) {
+  std::string name = raw(l, "name");
+  bool is_bytes = name.size() > 6 && name.compare(name.size() - 6, 6, "_bytes") == 0;
+  return is_bytes ? size(l, key) : str(l, key);
+}
 
 // A name recorded under `key` (docs/receipt.md): the raw bytes from `<key>_b64` when present, else
 // the string itself; shown escaped, so a name always looks the same and two names never alike.
@@ -110,21 +120,21 @@ std::string output_line(const json& o) {
   std::string link = o.contains("hardlink_of") || o.contains("hardlink_of_b64")
                          ? " (hard link of " + shown_name(o, "hardlink_of") + ")"
                          : "";
-  return fmt::format("    {}  {} bytes  sha256:{}{}\n", name, str(o, "size"), str(o, "sha256"),
+  return fmt::format("    {}  {}  sha256:{}{}\n", name, size(o, "size"), str(o, "sha256"),
                      link);
 }
 
 // The outputs for a person: regular files first, then the other kinds, at most kOutputsShown;
 // the receipt (and outputs.jsonl) hold the rest.
-std::string outputs_text(const json& r) {
+std::string outputs_text(const json& r, size_t max_shown) {
   auto outputs = list(r, "outputs");
   std::string out =
-      fmt::format("  outputs: {} ({} bytes), list sha256:{}\n", str(r, "outputs_total"),
-                  str(r, "outputs_bytes"), str(r, "outputs_list_sha256"));
+      fmt::format("  outputs: {} ({}), list sha256:{}\n", str(r, "outputs_total"),
+                  size(r, "outputs_bytes"), str(r, "outputs_list_sha256"));
   size_t shown = 0;
   for (bool files : {true, false})
     for (const auto& o : outputs)
-      if (o.is_object() && o.contains("kind") != files && shown < kOutputsShown) {
+      if (o.is_object() && o.contains("kind") != files && shown < max_shown) {
         out += output_line(o);
         ++shown;
       }
@@ -134,7 +144,7 @@ std::string outputs_text(const json& r) {
   return out;
 }
 
-std::string details(const json& r) {
+std::string details(const json& r, size_t outputs_shown) {
   std::string out = "details:\n";
   out += fmt::format("  admission {}\n  {} → {}\n", str(r, "admission_sha256"), str(r, "started"),
                      str(r, "finished"));
@@ -151,18 +161,18 @@ std::string details(const json& r) {
   }
   if (r.contains("memory") && r["memory"].is_object()) {
     const auto& m = r["memory"];
-    out += fmt::format("  memory ({}): peak {} bytes, events {}\n", str(m, "backend"),
-                       str(m, "peak_bytes"), str(m, "events"));
+    out += fmt::format("  memory ({}): peak {}, events {}\n", str(m, "backend"),
+                       size(m, "peak_bytes"), str(m, "events"));
     for (const auto& l : list(m, "limits"))
       out +=
-          fmt::format("    {} requested {} observed {} {}{}\n", str(l, "name"), str(l, "requested"),
-                      str(l, "observed"), l.value("applied", false) ? "applied" : "NOT applied",
+          fmt::format("    {} requested {} observed {} {}{}\n", str(l, "name"), limit(l, "requested"),
+                      limit(l, "observed"), l.value("applied", false) ? "applied" : "NOT applied",
                       raw(l, "note").empty() ? "" : " (" + str(l, "note") + ")");
   }
   for (const auto& c : list(r, "commands"))
     out += fmt::format("  command {}: exit {} signal {}{}\n", str(c, "label"), str(c, "exit"),
                        str(c, "signal"), c.value("timed_out", false) ? " (timed out)" : "");
-  out += outputs_text(r);
+  out += outputs_text(r, outputs_shown);
   out += fmt::format("  stop confirmed: {}\n", str(r, "stop_confirmed"));
   auto cleanup = list(r, "cleanup");
   out += fmt::format("  cleanup: {} actions\n", cleanup.size());
@@ -177,64 +187,16 @@ std::string details(const json& r) {
   return out;
 }
 
-// The identity of an output in a diff: its raw name, shown escaped.
-std::string output_key(const json& o) { return shown_name(o, "path"); }
-
-void flatten(const json& v, const std::string& path, bool with_timings,
-             std::map<std::string, std::string>& out) {
-  if (v.is_object()) {
-    for (auto it = v.begin(); it != v.end(); ++it) {
-      if (!with_timings && is_timing_key(it.key())) continue;
-      std::string key = display::escape(it.key());
-      flatten(it.value(), path.empty() ? key : path + "." + key, with_timings, out);
-    }
-  } else if (v.is_array()) {
-    // Outputs are matched by name, not position: one added file shifts nothing else.
-    bool by_name = path == field::kOutputs;
-    for (size_t i = 0; i < v.size(); ++i)
-      flatten(v[i],
-              by_name && v[i].is_object() ? fmt::format("{}[{}]", path, output_key(v[i]))
-                                          : fmt::format("{}[{}]", path, i),
-              with_timings, out);
-    if (v.empty()) out[path] = "[]";
-  } else {
-    out[path] = display::json_for_terminal(v.dump(-1, ' ', false, json::error_handler_t::replace));
-  }
-}
-
 }  // namespace
 
-std::string summary_text(const json& r) {
+std::string summary_text(const json& r, bool all_outputs) {
   std::string out = fmt::format("receipt {}: {} (exit {})\n  {}\n", str(r, "id"), str(r, "state"),
                                 str(r, "exit"), str(r, "reason"));
   if (raw(r, "state") != "built") {
     std::string failed = what_failed(r);
     if (!failed.empty()) out += "what failed:\n" + failed;
   }
-  return out + details(r);
-}
-
-std::vector<Difference> diff_receipts(const json& a, const json& b, bool with_timings) {
-  std::map<std::string, std::string> fa, fb;
-  flatten(a, "", with_timings, fa);
-  flatten(b, "", with_timings, fb);
-  std::vector<Difference> out;
-  auto ia = fa.begin();
-  auto ib = fb.begin();
-  while (ia != fa.end() || ib != fb.end()) {
-    if (ib == fb.end() || (ia != fa.end() && ia->first < ib->first)) {
-      out.push_back({ia->first, ia->second, "(absent)"});
-      ++ia;
-    } else if (ia == fa.end() || ib->first < ia->first) {
-      out.push_back({ib->first, "(absent)", ib->second});
-      ++ib;
-    } else {
-      if (ia->second != ib->second) out.push_back({ia->first, ia->second, ib->second});
-      ++ia;
-      ++ib;
-    }
-  }
-  return out;
+  return out + details(r, all_outputs ? SIZE_MAX : kOutputsShown);
 }
 
 json to_in_toto(const json& r) {

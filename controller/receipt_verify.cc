@@ -143,7 +143,7 @@ void check_digests(const json& doc, Findings& f) {
         bad.empty() ? "" : fmt::format("not a sha256: {}{}", fmt::join(bad, ", "), more));
 }
 
-// CONTRACT.md "The job's view is only what was pinned": every read-only entry of the view names
+// docs/view.md (the job's view is only what was pinned): every read-only entry of the view names
 // what pins its bytes, except the places the kernel makes (/proc, /dev, podman's /sys) and the
 // private /tmp.
 void check_view(const json& doc, Findings& f) {

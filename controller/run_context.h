@@ -32,7 +32,7 @@
 
 namespace sealrun::run {
 
-// Why a stage stopped the run: the exit code it means (CONTRACT.md) and what a person reads.
+// Why a stage stopped the run: the exit code it means (docs/contract.md) and what a person reads.
 struct StageFailure {
   int exit_code = 0;
   std::string reason;
@@ -119,6 +119,7 @@ struct RunContext {
   ClosureIdentities closure_identities;
   std::optional<Grant> grant;
   JobUser job_user;  // who the job runs as (the caller itself when not root)
+  std::optional<JobIds> job_ids;  // the run's own uid and gid while held (run_handover.h)
 
   // Acquired, released by the cleanup stage.
   std::optional<StateDir> state;  // checked and held from stage 0 on (state_dir.h)
@@ -127,6 +128,9 @@ struct RunContext {
   MechanismContext mechanism_context;
   std::string export_dir;  // a git or bundle source's verified export (outside the owned root)
   UniqueFd image_lock;     // STATE/images/<hex> held shared while the job may see it (bwrap)
+  // The pin images the job's view is served from and their STATE/pins/<key> locks
+  // (run_pin_images.h): held until the job is gone.
+  std::vector<UniqueFd> pin_holds;
   bool owned_claimed = false;
   std::optional<ownedfs::OwnedFs> owned_fs;  // mounted over the owned root (run_owned_space.h)
   std::optional<ownedfs::OwnedFs> result_fs;  // the job's /out (run_result_space.h)

@@ -1,4 +1,4 @@
-// The run's owned space (CONTRACT.md, "Growth enforced by the kernel"): where the host allows it
+// The run's owned space (docs/growth.md): where the host allows it
 // (root, loop devices, ext4), a file system of its own mounted over the owned root, sized to
 // limits.owned_max_bytes with limits.owned_max_inodes inodes, so the kernel refuses a write past
 // the limit and the census samples it with one statfs; elsewhere the owned root stays a directory

@@ -1,4 +1,4 @@
-// The run pipeline: the stages in CONTRACT.md's order (run_stages.h), the one failure rule, and
+// The run pipeline: stages in docs/contract.md's order (run_stages.h), the one failure rule, and
 // the receipt that is always written. See run_pipeline.h.
 #include "controller/run_pipeline.h"
 
@@ -27,7 +27,7 @@ RunLayout absolute_layout(const RunRequest& req) {
 }
 
 // Nothing was executed and nothing is left: the id is given back and the receipt goes to
-// refusals/ (CONTRACT.md: a run that executed nothing does not consume its id). A run whose
+// refusals/ (docs/contract.md: a run that executed nothing does not consume its id). A run whose
 // cleanup was not confirmed (exit 7) keeps its claim: something of it may be left.
 bool executed_nothing(const RunContext& run) {
   return run.job == nullptr && run.exit_code() != kExitStopUnconfirmed;

@@ -1,4 +1,4 @@
-// `sealrun run`: the pipeline of CONTRACT.md, one stage per step — (1) read the admission and check
+// `sealrun run`: docs/contract.md's pipeline, one stage per step — (1) read the admission and check
 // its digest, (2) verify every pin, (3) claim fresh owned roots, (4) acquire a containment grant,
 // (5) put the job's resource group in place with its limits read back, (6) prepare the growth
 // census, (7) run the job contained, (8) post-run checks (toolchain, outputs, logs) — and (9) a
@@ -49,6 +49,9 @@ struct RunRequest {
   std::string state_dir = "sealrun-state";
   std::string signing_key;  // "": STATE/keys/sealrun.key if it exists, else unsigned
   bool rehash = false;      // `--rehash`: pinned trees are hashed in full, not from the cache
+  // Bind the pins live from the host even where pin images could serve them (run_pin_images.h):
+  // for tests of the live path's own checks; no command-line option sets it.
+  bool pins_live = false;
   // Where the job's output is shown as it arrives, `job| `-prefixed (live_output.h); -1: nowhere.
   int live_output_fd = -1;
   // `sealrun rebuild`: what to vary (variations.h), and the receipt's `rebuild_of` (null else).
@@ -58,7 +61,7 @@ struct RunRequest {
 };
 
 struct RunOutcome {
-  int exit_code = 0;         // CONTRACT.md exit codes
+  int exit_code = 0;         // docs/contract.md, exit codes
   std::string receipt_path;  // empty when no receipt could be written (e.g. the id was taken)
   receipt::Receipt receipt;
   std::string message;  // for stderr when something went wrong outside the receipt

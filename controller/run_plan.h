@@ -16,7 +16,7 @@
 
 namespace sealrun::run {
 
-// Where one run lives under the state directory (CONTRACT.md): owned/<id>/ and results/<id>/.
+// Where one run lives in the state directory (docs/state-directory.md): owned/<id>, results/<id>.
 struct RunLayout {
   std::string state_dir;
   std::string owned_root;    // <state>/owned/<id>        (0700, marker file)

@@ -77,9 +77,14 @@ Status make_result_space(RunContext& run) {
     spec.mount_point = mount_point;
     spec.size_bytes = space.size_bytes;
     spec.inodes = space.inodes;
-    // Like results/<id>/out it stands for: the job user's, 0700.
-    spec.owner_uid = run.job_user.drop ? run.job_user.uid : ::geteuid();
-    spec.owner_gid = run.job_user.drop ? run.job_user.gid : ::getegid();
+    // Like results/<id>/out it stands for: the job's, 0700 — the run's own uid and gid where it
+    // has them (run_handover.h), else the job user's.
+    spec.owner_uid = run.job_ids         ? run.job_ids->uid
+                     : run.job_user.drop ? run.job_user.uid
+                                         : ::geteuid();
+    spec.owner_gid = run.job_ids         ? run.job_ids->gid
+                     : run.job_user.drop ? run.job_user.gid
+                                         : ::getegid();
     spec.root_mode = 0700;
     spec.job_dir = kJobDir;
     auto fs = ownedfs::create_owned_fs(spec);

@@ -6,6 +6,7 @@
 
 #include "controller/exit_codes.h"
 #include "controller/run_dirs.h"
+#include "controller/run_handover.h"
 #include "controller/limits_hit.h"
 #include "controller/run_owned_space.h"
 #include "controller/run_result_space.h"
@@ -110,6 +111,7 @@ void stage_cleanup(RunContext& run) {
   record_limits_hit(run);
   remove_result_space(run);
   remove_owned_space(run);
+  hand_over_outputs(run);
   if (run.owned_claimed && !run.owned_fs)
     run.cleanup_action("remove the owned root",
                        remove_owned_root(*run.state, run.layout, run.req.id),
@@ -124,9 +126,15 @@ void stage_cleanup(RunContext& run) {
   for (const auto& c : run.receipt.cleanup) all_ok = all_ok && c.ok;
   bool confirmed = run.job == nullptr || run.receipt.stop_confirmed;
   if (run.journal.recorded()) {
-    if (all_ok && confirmed)
-      run.cleanup_action("forget the grant record", run.journal.forget());
-    else
+    if (all_ok && confirmed) {
+      // The run's own uid goes back first: a record left by a failed release keeps it for sweep.
+      Status given_back = ok_status();
+      if (run.job_ids) {
+        given_back = give_back_job_ids(run);
+        run.cleanup_action("give the run's uid back", given_back);
+      }
+      if (given_back) run.cleanup_action("forget the grant record", run.journal.forget());
+    } else
       run.warn("the grant record stays for `sealrun sweep`: not everything it names is gone");
   }
   if (!confirmed) run.record_failure({kExitStopUnconfirmed, "the job's stop could not be confirmed"});

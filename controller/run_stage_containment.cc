@@ -8,8 +8,10 @@
 #include "controller/exit_codes.h"
 #include "controller/receipt_admission.h"
 #include "controller/run_dirs.h"
+#include "controller/run_handover.h"
 #include "controller/run_image_root.h"
 #include "controller/run_owned_space.h"
+#include "controller/run_pin_images.h"
 #include "controller/run_result_space.h"
 #include "controller/run_stages.h"
 #include "core/proc.h"
@@ -40,6 +42,11 @@ StageStatus stage_claim_owned_roots(RunContext& run) {
     return stage_fail(kExitContainmentUnavailable,
                       "no unprivileged identity to run the job as: " + user.error().message());
   run.job_user = *user;
+  // The run's own uid and gid (run_handover.h): the job's directories are given to them.
+  auto mine = take_job_ids(run, *user);
+  if (!mine)
+    return stage_fail(kExitContainmentUnavailable,
+                      "no uid of its own for the run: " + mine.error().message());
   GrantRecord first;
   first.id = run.req.id;
   first.owner_uid = ::geteuid();
@@ -48,24 +55,30 @@ StageStatus stage_claim_owned_roots(RunContext& run) {
   first.controller_start = start ? *start : "";
   first.job_user = user->drop ? user->name : "";
   first.owned_root = run.layout.owned_root;
+  if (run.job_ids) {
+    first.job_uid = run.job_ids->uid;
+    first.job_gid = run.job_ids->gid;
+  }
   first.created_at = utc_timestamp_now();
   // Record before create: without a record, `sweep` could not find what follows.
-  if (auto st = run.journal.open(*run.state, std::move(first)); !st)
+  if (auto st = run.journal.open(*run.state, std::move(first)); !st) {
+    (void)give_back_job_ids(run);  // nothing was given to them
     return stage_fail(kExitContainmentUnavailable,
                       "the run cannot be recorded for `sealrun sweep`, so nothing is created: " +
                           st.error().message());
+  }
   if (auto st = claim_run_dirs(*run.state, run.layout, run.req.id); !st)
     return stage_fail(kExitUsage, st.error().message());
   run.owned_claimed = true;
   make_owned_space(run);
   if (auto st = make_result_space(run); !st)
     return stage_fail(kExitContainmentUnavailable, st.error().message());
-  if (auto st = prepare_job_dirs(*run.state, run.layout, *user); !st)
+  if (auto st = prepare_job_dirs(*run.state, run.layout, *mine); !st)
     return stage_fail(kExitContainmentUnavailable,
                       "cannot prepare the job's directories: " + st.error().message());
   // A writable source is the run's private copy (never the host's tree): the job's to change.
   if (run.doc().mounts.source_writable)
-    if (auto st = give_tree(job_source_root(run), *user); !st)
+    if (auto st = give_tree(job_source_root(run), *mine); !st)
       return stage_fail(kExitContainmentUnavailable,
                         "cannot give the source copy to the job user: " + st.error().message());
   return stage_ok();
@@ -90,6 +103,10 @@ StageStatus stage_acquire_grant(RunContext& run) {
   const GroupCapabilities groups = group_capabilities(run.group_probes);
   ContainmentSpec spec =
       containment_spec(*run.admitted, job_layout(run), run.req.id, run.req.mode, run.req.vary);
+  if (run.job_ids)
+    spec.job_ids = ContainmentSpec::HostIds{run.job_ids->uid, run.job_ids->gid,
+                                            run.job_ids->podman_user, run.job_user.uid,
+                                            run.job_user.gid};
   if (run.req.learning) add_learning_mounts(*run.req.learning, spec);
   // A merged-/usr host's /bin, /lib64, ... links, where the view has what they point to.
   add_compat_links(read_host_compat_links(), &spec);
@@ -112,6 +129,9 @@ StageStatus stage_acquire_grant(RunContext& run) {
                                  g.unenforced_required.names(),
                                  g.required.names(),
                                  g.tried};
+  run.receipt.grant->job_identity = run.job_ids ? "own" : "caller";
+  run.receipt.grant->job_uid = run.job_ids ? run.job_ids->uid : run.job_user.uid;
+  run.receipt.grant->job_gid = run.job_ids ? run.job_ids->gid : run.job_user.gid;
   if (run.chosen == nullptr)
     return stage_fail(kExitContainmentUnavailable,
                       "the grant names mechanism " + g.mechanism + ", which was not asked");
@@ -129,6 +149,8 @@ StageStatus stage_acquire_grant(RunContext& run) {
     return stage_fail(kExitContainmentUnavailable,
                       "the mechanism's own part of the view: " + own.error().message());
   for (ViewEntry& e : *own) run.grant->spec.files_and_links.push_back(std::move(e));
+  // Pinned trees, the image root and the closure from verified read-only images where possible.
+  if (auto st = serve_pins_from_images(run); !st.ok()) return st;
   // What the job will see, from the same plan the mechanism's command line is built from.
   run.receipt.view = receipt::view_json(
       plan_view(g.spec, g.mechanism == "podman" ? ViewRoot::kImage : ViewRoot::kEmptyTmpfs));

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 
+#include "census/memory_usage.h"
 #include "controller/exit_codes.h"
 #include "controller/live_output.h"
 #include "controller/run_closure_bound.h"
@@ -64,6 +65,10 @@ StageStatus stage_prepare_census(RunContext& run) {
                               owned_max_inodes(limits));
   // Outputs written into a writable source are the run's results: guard their growth there.
   guard_result_space(run, config);
+  // The group's memory in use at each sample, for the receipt's timeline (census/memory_usage.h).
+  if (run.group)
+    config.memory_usage = census::counter_reader(
+        [group = run.group.get()] { return group->open_memory_usage(); });
   run.census = std::make_unique<census::CensusThread>(
       std::move(config), [&run, enforcing](const census::GuardTrip& trip) {
         // A census that cannot measure is not a zero: its guards do not hold, so in enforcing

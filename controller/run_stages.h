@@ -1,4 +1,4 @@
-// The stages of `sealrun run`, one per step of CONTRACT.md ("What sealrun run must do, in order"),
+// The stages of `sealrun run`, one per step of docs/contract.md ("The run pipeline, in order"),
 // each taking the run's context and returning a StageStatus; run_pipeline.cc calls them in order
 // and routes every failure through RunContext::record_failure(). The cleanup stage always runs.
 #pragma once

@@ -1,5 +1,5 @@
 // UniqueFd: the only owner of a file descriptor. Move-only; closes on destruction, so no path can
-// leak or double-close a raw int (the nsjail failure mode STYLE.md names).
+// leak or double-close a raw int (the nsjail failure mode of docs/style.md rule 3).
 #pragma once
 
 #include <unistd.h>

@@ -25,7 +25,7 @@ struct ChildRequest {
 };
 
 struct ChildOutcome {
-  ExitStatus status;         // of `sealrun run` (its CONTRACT.md exit code)
+  ExitStatus status;         // of `sealrun run` (docs/contract.md, exit codes)
   struct rusage usage {};    // the child with everything it waited for (the job included)
   bool cancelled = false;    // the stop was asked by `cancelled()`, not by the run itself
   int64_t stop_wait_ms = 0;  // from SIGTERM to the child's exit, when cancelled

@@ -175,7 +175,7 @@ void ActionFlow::deliver_receipt(const std::string& receipt_bytes, const std::st
   int logs = reserved_->server_logs.get();
   if (auto st = write_new_file_at(logs, "receipt.json", receipt_bytes); !st)
     delivery_failed("server logs receipt.json", st.error());
-  // Signed runs (CONTRACT.md "Receipts an auditor can trust") leave an envelope beside it.
+  // Signed runs (docs/signing.md) leave an envelope beside it.
   std::string envelope_path = receipt_path_.substr(0, receipt_path_.size() - 5) + ".dsse.json";
   auto envelope = read_bounded_file(AT_FDCWD, envelope_path, kMaxEnvelopeBytes);
   if (envelope) {

@@ -13,7 +13,7 @@ using nlohmann::json;
 
 namespace {
 
-// Exit codes of `sealrun run` (CONTRACT.md); the controller's own header is not a library's to
+// Exit codes of `sealrun run` (docs/contract.md); the controller's own header is not a library's to
 // include, and these numbers are part of the contract.
 constexpr int kRefused = 3;
 constexpr int kContainmentUnavailable = 4;

@@ -17,7 +17,7 @@ namespace sealrun::remote {
 struct ReceiptFacts {
   std::string id, state, reason, admission_sha256;
   std::string receipt_sha256;                   // of the exact bytes read
-  int sealrun_exit = 0;                         // the receipt's `exit` (CONTRACT.md codes)
+  int sealrun_exit = 0;                         // the receipt's `exit` (docs/contract.md codes)
   bool job_ran = false;                         // the receipt lists the job command
   std::optional<int> job_exit;                  // the job's exit code, when it exited
   int job_signal = 0;                           // the signal that ended the job, else 0

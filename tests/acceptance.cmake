@@ -1,4 +1,4 @@
-# ACCEPTANCE.md's cases under their own names, `ACCEPTANCE.<n>.<short name>` with the label
+# docs/acceptance.md's cases under their own names, `ACCEPTANCE.<n>.<short name>` with the label
 # `acceptance` (`ctest -L acceptance` runs them all). Each runs the test binary that proves the case
 # with a filter naming the tests that prove it; those tests also run under their own names with the
 # rest of the suite. Cases 23-31 are registered beside their binaries (tests/controller), and
@@ -59,6 +59,10 @@ sealrun_acceptance(36 forged_receipt_fails_with_the_key run_signing_test
   "SignedRunTest.ARunSignsItsReceiptAndAForgeryFailsWithTheKey:SignedRunTest.AnotherKeyOrAnEditedEnvelopeFails")
 sealrun_acceptance(35 pinned_tree_swapped_and_host_outside_the_view run_view_test
   "ViewTest.AFileChangedInAPinnedTreeRefusesTheRunNamingIt:Mechanisms/ViewBothMechanisms.AHostFileOutsideThePinnedViewIsNotVisible/*")
+
+# Third wave: a pinned file changed and put back during the job never reaches it (bwrap)
+sealrun_acceptance(39 pinned_file_changed_and_restored_during_the_job run_pin_images_test
+  "PinImages.AChangeMadeAndUndoneOnTheHostDuringTheJobNeverReachesIt")
 # Third wave: /out and a writable source (the runner's /src) on the kernel's bound, bwrap and
 # podman; through the runner itself: reapi_harness.ResultSpaceBound (tests/remote).
 sealrun_acceptance(40 enospc_at_the_result_bound run_result_space_test

@@ -24,6 +24,7 @@
 #include <filesystem>
 
 #include "containment/ownedfs/loop_device.h"
+#include "containment/ownedfs/mounts.h"
 #include "containment/ownedfs/ownedfs.h"
 #include "containment/ownedfs/record.h"
 #include "containment/ownedfs/shape.h"
@@ -37,18 +38,6 @@ namespace sealrun::ownedfs {
 namespace {
 
 constexpr int64_t kMkfsTimeoutMs = 60'000;
-
-// The kernel's own words on a failed fsconfig/fsmount (read(2) on the fs context, fsopen(2)).
-std::string fs_context_messages(int fsfd) {
-  std::string out;
-  char buf[512];
-  for (int i = 0; i < 8; ++i) {
-    ssize_t n = ::read(fsfd, buf, sizeof buf - 1);
-    if (n <= 0) break;
-    out += (out.empty() ? "" : "; ") + std::string(buf, static_cast<size_t>(n));
-  }
-  return out.empty() ? "" : " (" + out + ")";
-}
 
 Status fs_config(int fsfd, unsigned cmd, const char* key, const char* value) {
   if (::fsconfig(fsfd, cmd, key, value, 0) == 0) return ok_status();

@@ -120,4 +120,15 @@ std::vector<std::string> mount_holders(const std::string& proc_dir, dev_t device
   return out;
 }
 
+std::string fs_context_messages(int fsfd) {
+  std::string out;
+  char buf[512];
+  for (int i = 0; i < 8; ++i) {
+    ssize_t n = ::read(fsfd, buf, sizeof buf - 1);
+    if (n <= 0) break;
+    out += (out.empty() ? "" : "; ") + std::string(buf, static_cast<size_t>(n));
+  }
+  return out.empty() ? "" : " (" + out + ")";
+}
+
 }  // namespace sealrun::ownedfs

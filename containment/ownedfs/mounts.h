@@ -13,6 +13,10 @@
 
 namespace sealrun::ownedfs {
 
+// The kernel's own words on a failed fsconfig/fsmount, read from the file system context
+// (fsopen(2): read(2) on it yields its messages), as " (msg; msg)", or "" when it has none.
+std::string fs_context_messages(int fsfd);
+
 struct MountEntry {
   dev_t device = 0;  // maj:min of the mounted file system
   std::string fstype;

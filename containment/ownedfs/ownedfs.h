@@ -1,4 +1,4 @@
-// The owned space as a file system of its own (CONTRACT.md, "Growth enforced by the kernel"): a
+// The owned space as a file system of its own (docs/growth.md): a
 // sparse ext4 image sized to owned_max_bytes with owned_max_inodes inodes for the job, attached to
 // a loop device and mounted (nosuid, nodev) over the run's owned root. A write past the limit fails
 // with ENOSPC instead of landing on the host disk; a census sample is one statfs; removal is one

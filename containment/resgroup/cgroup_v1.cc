@@ -199,6 +199,13 @@ class CgroupV1Group final : public ResourceGroup {
     return r;
   }
 
+  Result<UniqueFd> open_memory_usage() const override {
+    for (const auto& h : h_)
+      if (h.controller == "memory" && h.dir)
+        return open_at(h.dir.get(), "memory.usage_in_bytes", O_RDONLY);
+    return Error::make("memory group missing");
+  }
+
   Result<StopReport> stop(int64_t grace_ms) override {
     StopReport rep;
     auto initial = SEALRUN_TRY(members());

@@ -120,6 +120,11 @@ class CgroupV2Group final : public ResourceGroup {
     return r;
   }
 
+  Result<UniqueFd> open_memory_usage() const override {
+    if (!dir_) return Error::make("the cgroup v2 group is gone");
+    return open_at(dir_.get(), "memory.current", O_RDONLY);
+  }
+
   Result<StopReport> stop(int64_t grace_ms) override {
     StopReport rep;
     if (!dir_) {

@@ -14,6 +14,7 @@
 
 #include "core/result.h"
 #include "core/sweep_step.h"
+#include "core/unique_fd.h"
 
 namespace sealrun::resgroup {
 
@@ -87,6 +88,11 @@ class ResourceGroup {
   virtual Status adopt(pid_t pid) = 0;
   virtual Result<std::vector<LimitReadback>> read_back() = 0;
   virtual Result<MemoryReport> memory_report() = 0;
+  // A read-only descriptor of the group's current-usage counter (v2 memory.current, v1
+  // memory.usage_in_bytes), for the census's memory samples; call it after adopt().
+  virtual Result<UniqueFd> open_memory_usage() const {
+    return Error::make("this resource group has no memory usage counter");
+  }
   // TERM to every process, grace_ms, then KILL the whole group race-free, then confirm it empty.
   virtual Result<StopReport> stop(int64_t grace_ms) = 0;
   // Removes the (empty) group; sealrun only ever removes groups it created.

@@ -1,4 +1,4 @@
-// RAII for libsystemd's sd-bus handles (STYLE.md rule 3): a connection, a message, a match slot and
+// RAII for sd-bus handles (docs/style.md rule 3): a connection, a message, a match slot and
 // an sd_bus_error each have exactly one owner here, so no error path can leak a reference or skip
 // sd_bus_error_free. Also the one place that turns sd-bus's negative-errno returns and D-Bus error
 // names into sealrun Errors. libsystemd is loaded at run time (sd_bus_library.h), so each owner

@@ -214,6 +214,14 @@ class SystemdScope final : public ResourceGroup {
                                    unit_, memory_dir()));
   }
 
+  Result<UniqueFd> open_memory_usage() const override {
+    if (!adopted_) return Error::make(fmt::format("{}: memory usage before adopt", unit_));
+    return open_at(AT_FDCWD,
+                   memory_dir() + (mode_ == CgroupMode::kLegacy ? "/memory.usage_in_bytes"
+                                                                : "/memory.current"),
+                   O_RDONLY);
+  }
+
   Result<StopReport> stop(int64_t grace_ms) override {
     if (!adopted_) {
       StopReport report;

@@ -12,7 +12,7 @@
 extern "C" {
 #endif
 
-/* The admission size bound sealrun itself applies (CONTRACT.md: at most 1 MiB). */
+/* The admission size bound sealrun itself applies (docs/contract.md: at most 1 MiB). */
 #define SEALRUN_GATE_MAX_ADMISSION (1024 * 1024)
 #define SEALRUN_GATE_MAX_PATHS 8
 

@@ -1,7 +1,7 @@
 // The export: a built receipt becomes a Statement whose every field is where docs/build-type.md
 // says; a failed one is refused unless include_failed, which records the outcome and uses the
-// "unsuccessful" builder id; receipts without the 0.2.0 fields, without outputs, or with broken
-// inputs are refused by name.
+// "unsuccessful" builder id; a run without output files is exported about its receipt; receipts
+// without the 0.2.0 fields or with broken inputs are refused by name.
 #include "attest/provenance.h"
 
 #include <gtest/gtest.h>
@@ -111,7 +111,6 @@ TEST(Provenance, RefusalsNameTheField) {
   const Case cases[] = {
       {"receipt.admission: missing", [](json& r) { r.erase("admission"); }},
       {"receipt.sealrun_version: missing", [](json& r) { r.erase("sealrun_version"); }},
-      {"receipt.outputs: empty", [](json& r) { r["outputs"] = json::array(); }},
       {"receipt.outputs[0].sha256: not 64", [](json& r) { r["outputs"][0]["sha256"] = "abc"; }},
       {"is listed twice", [](json& r) { r["outputs"][1]["path"] = "hello"; }},
       {"receipt.outputs[1].path_b64: bad base64",
@@ -141,6 +140,22 @@ TEST(Provenance, RefusalsNameTheField) {
     std::string why = refusal(r);
     EXPECT_NE(why.find(c.why), std::string::npos) << c.why << " -> " << why;
   }
+}
+
+// Most failed builds leave no output: the Statement is then about the receipt itself (its file's
+// digest), and a symlink output, which has no digest, is no subject.
+TEST(Provenance, ARunWithoutOutputFilesExportsTheReceiptAsItsSubject) {
+  json r = sample_receipt();
+  r["state"] = "failed";
+  r["exit"] = 5;
+  r["reason"] = "the job exited 1";
+  r["outputs"] = json::array({{{"path", "link"}, {"kind", "symlink"}, {"target", "."}}});
+  json s = statement_of(r, {true});
+  EXPECT_EQ(s["subject"],
+            json::array({{{"name", "receipt.json"}, {"digest", {{"sha256", std::string(64, '9')}}}}}));
+  r["outputs"] = json::array();
+  EXPECT_EQ(statement_of(r, {true})["subject"][0]["name"], "receipt.json");
+  EXPECT_NE(refusal(r).find("state is failed"), std::string::npos) << "still only when asked";
 }
 
 TEST(Provenance, TruncatedOutputListIsRecorded) {

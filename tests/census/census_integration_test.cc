@@ -60,7 +60,14 @@ TEST(TreeUsage, DeepTreesPastPathMaxAreWalkedWholeWithFewDescriptors) {
     EXPECT_EQ(u->inodes, 1u + 4u * kDepth);
     EXPECT_EQ(u->logical_bytes, 10u * kDepth);
     EXPECT_EQ(u->changed, 0u);
-    EXPECT_GT(u->reopened, 0u) << "the test did not make the walk give up descriptors";
+    // One walker must give up descriptors here (a level whose side directory comes before its
+    // deeper one in readdir's hash order keeps its fd; there are ~1,500 such levels). With two, the
+    // second walker steals each pending side directory, which frees its parent at once: whether
+    // any fd is ever evicted then depends on how the threads are scheduled (under load it was
+    // sometimes none), so only the linear bound below holds for both.
+    if (threads == 1) {
+      EXPECT_GT(u->reopened, 0u) << "the test did not make the walk give up descriptors";
+    }
     // Linear, not quadratic (which would be millions here): with two threads the count depends on
     // how the walkers interleave, and under load it was seen at 3.7 per level.
     EXPECT_LE(u->reopened, 8u * kDepth) << "reopening must stay linear in the depth";

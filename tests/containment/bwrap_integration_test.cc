@@ -1,4 +1,4 @@
-// ACCEPTANCE.md items 1-9 and 22, plus the wall-clock stop, against the real rootless bubblewrap:
+// docs/acceptance.md cases 1-9 and 22 and the wall-clock stop, against real rootless bubblewrap:
 // each test runs the static `hostile` helper (tests/containment/jobs/hostile.c) inside a sandbox
 // started by BwrapMechanism and checks every attempt failed — with a positive control in the same
 // run where one makes sense (e.g. /out IS writable), so a broken helper cannot pass silently.

@@ -1,5 +1,5 @@
 // `sealrun run` end to end with real bwrap and real cgroup v1 limits: the verdicts of
-// CONTRACT.md and the ACCEPTANCE.md cases that concern the pipeline as a whole.
+// docs/contract.md and the docs/acceptance.md cases that concern the pipeline as a whole.
 #include <gtest/gtest.h>
 
 #include <filesystem>

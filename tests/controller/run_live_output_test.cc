@@ -1,4 +1,4 @@
-// Live job output (CONTRACT.md, "Daily use"; controller/live_output.h), end to end with the real
+// Live job output (docs/run-output.md; controller/live_output.h), end to end with the real
 // binary and bwrap: the job's lines reach the controller's stderr, prefixed `job| `, while the job
 // still runs; --quiet shows none; what a terminal would act on is escaped; at most 16 MiB is
 // shown, then one notice; --json keeps stdout one JSON document.

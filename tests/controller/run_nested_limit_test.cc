@@ -29,7 +29,7 @@ std::string own_memory_cgroup() {
 
 TEST_F(RunTest, UnderAParentWithALowerLimitTheReceiptNamesTheLimitThatBinds) {
   std::string own = own_memory_cgroup();
-  ASSERT_FALSE(own.empty()) << "no cgroup v1 memory hierarchy (TESTBED.md: this host has one)";
+  ASSERT_FALSE(own.empty()) << "no cgroup v1 memory hierarchy (docs/testbed.md: this host has one)";
   std::string rel = (own == "/" ? "" : own) + "/nested-parent-" + std::to_string(::getpid());
   std::string parent = "/sys/fs/cgroup/memory" + rel;
   ASSERT_TRUE(fs::create_directory(parent)) << parent;

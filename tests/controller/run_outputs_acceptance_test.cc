@@ -1,4 +1,4 @@
-// ACCEPTANCE.md 23–26, 30, 31 ("After the job"): a hostile job shapes /out and its own streams,
+// docs/acceptance.md 23–26, 30, 31 (after the job): a hostile job shapes /out and its own streams,
 // and the real `sealrun run` (real bwrap, real cgroups) must record it honestly, within bounds,
 // or refuse to call the run built. Each case is registered as `ACCEPTANCE.<n>.<name>` (see
 // tests/controller/CMakeLists.txt); heavy work inside the job is done by one python3 process,
@@ -62,7 +62,7 @@ std::set<std::string> failed_checks(RunTest& t, const std::string& receipt) {
   auto doc = json::parse(v.out, nullptr, false);
   EXPECT_FALSE(doc.is_discarded()) << v.out << v.err;
   if (doc.is_discarded()) return {"(no output)"};
-  for (const auto& f : doc)
+  for (const auto& f : doc["checks"])
     if (f["result"] == "fail")  // "note": not checked (unsigned, no --outputs), not a failure
       failed.insert(f["check"].get<std::string>() + ": " + f["detail"].get<std::string>());
   return failed;

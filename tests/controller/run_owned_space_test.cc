@@ -1,4 +1,4 @@
-// The owned space of a real run (CONTRACT.md, "Growth enforced by the kernel"; issue 17 item 2):
+// The owned space of a real run (docs/growth.md; issue 17 item 2):
 // as root, with loop devices, it is an ext4 file system of its own sized to owned_max_bytes and
 // owned_max_inodes; a write past it fails with ENOSPC in the job, the guard reports "owned space
 // full" with exit 6, and nothing of it is left after the run. Where the shape does not fit a file
@@ -31,7 +31,7 @@ class OwnedSpaceTest : public RunTest {
  protected:
   void SetUp() override {
     RunTest::SetUp();
-    // CI and the development VM run the suite as root, where TESTBED.md says loop devices work:
+    // CI and the development VM run tests as root, where docs/testbed.md says loop devices work:
     // there this must hold. A non-root developer's run cannot mount anything.
     if (::geteuid() != 0) GTEST_SKIP() << "the owned file system needs root (loop devices, mount)";
   }

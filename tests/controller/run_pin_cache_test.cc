@@ -1,5 +1,5 @@
-// The digest cache through real runs (CONTRACT.md: "Pins of unchanged trees are re-verified from a
-// digest cache at stat speed"; issue 16 item 2): the first run hashes the toolchain and stores the
+// The digest cache through real runs (docs/digest-cache.md: pins of unchanged trees are
+// re-verified at stat speed; issue 16 item 2): the first run hashes the toolchain and stores the
 // cache, the next verifies it by a stat walk, `--rehash` bypasses it, and a file changed behind
 // the cache's back with its mtime put back is still caught (its ctime moved), refusing the run.
 #include <fcntl.h>

@@ -1,5 +1,5 @@
 // The run pipeline driven with fake mechanisms and groups (PipelineDeps), on real admissions of a
-// tiny source and toolchain: the stages run in CONTRACT.md's order, a failure at every point is
+// tiny source and toolchain: stages run in docs/contract.md's order, a failure at every point is
 // followed by the cleanup of what was acquired, the most serious exit code wins, and the reason a
 // person reads is the one the priority rule picks. A run that executed nothing keeps no id.
 #include "controller/run_pipeline.h"

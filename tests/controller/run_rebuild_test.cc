@@ -189,8 +189,10 @@ TEST_F(RebuildTest, ReceiptDiffAgreesWithRebuildByPath) {
   auto d = sealrun({"receipt", "diff", receipt_path("orig"), receipt_path("varied"), "--json"});
   EXPECT_EQ(d.status.code, 1) << d.err;
   std::map<std::string, std::string> by_diff;
-  for (const auto& item : parse(d.out))
-    if (item.contains("change"))
+  json compared = parse(d.out);
+  EXPECT_EQ(compared["same_outputs"], false) << d.out;
+  for (const auto& item : compared["differences"])
+    if (item["path"].get<std::string>().rfind("outputs[", 0) == 0)
       by_diff[item["path"].get<std::string>()] = item["change"].get<std::string>();
   std::map<std::string, std::string> expected;
   for (const auto& [path, change] : by_rebuild) expected["outputs[" + path + "]"] = change;

@@ -186,6 +186,9 @@ class ClosureSwap : public RunTest {
     req.id = id;
     req.state_dir = state_;
     req.mechanism = MechanismKind::kBwrap;
+    // The closure bound live from the host: the start gate's check is that path's (served from
+    // its pin image the closure is the image's copies, run_pin_images_test.cc).
+    req.pins_live = true;
     return run::run_pipeline(req, deps);
   }
 };

@@ -1,4 +1,4 @@
-// The job's view is only what was pinned (CONTRACT.md, issue 16 part 1), proven through the real
+// The job's view is only what was pinned (docs/view.md, issue 16 part 1), proven through the real
 // binary with real bwrap and rootless podman: a host file outside the pinned view is not visible
 // in the job; a file changed inside a pinned tree refuses the run (exit 3) naming it; the
 // receipt's view[] is the job's /proc/self/mountinfo; `receipt verify` fails a hand-edited

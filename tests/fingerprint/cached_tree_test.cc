@@ -216,7 +216,7 @@ struct PrivateFsCacheFixture : ::testing::Test {
                            " && mount -o loop " + image + " " + mnt)
                               .c_str()),
               0)
-        << "a private ext4 needs root and a loop device (TESTBED.md: both here)";
+        << "a private ext4 needs root and a loop device (docs/testbed.md: both here)";
     mounted = mnt;
     root = mnt + "/t";
     ASSERT_EQ(std::system(("cp -a " + rich_tree(dir) + " " + root).c_str()), 0);

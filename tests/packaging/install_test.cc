@@ -1,5 +1,5 @@
 // `cmake --install build --prefix P` (label packaging): the executable, the man page and the bash
-// completion land where CONTRACT.md says, the installed executable runs, and the generated files
+// completion land where docs/contract.md says, the installed program runs, and the generated files
 // are current (byte-equal to what the executable generates now), cover every command, render
 // without groff warnings, and complete the real commands in a bash with bash-completion loaded.
 #include <gtest/gtest.h>
@@ -132,7 +132,7 @@ TEST(Install, BashCompletesTheRealCommandsWithBashCompletionLoaded) {
   fs::create_directory(dir / "state");
   write_text(dir / "stuff.json", "{}");
   EXPECT_EQ(complete({"sealrun", "receipt", ""}, dir.str()),
-            (Words{"diff", "export", "list", "show", "verify"}));
+            (Words{"diff", "export", "list", "report", "show", "verify"}));
   EXPECT_EQ(complete({"sealrun", "adm"}, dir.str()), (Words{"admit"}));
   EXPECT_EQ(complete({"sealrun", "admit", "fr"}, dir.str()), (Words{"freeze"}));
   EXPECT_EQ(complete({"sealrun", "run", "x.json", "--mechanism", ""}, dir.str()),

@@ -1,4 +1,4 @@
-// Integration tests of the cgroup v1 back end on this host's real hierarchies (TESTBED.md): the
+// Integration tests of the cgroup v1 back end on the real hierarchies here (docs/testbed.md): the
 // groups are made under our own memory, pids and freezer groups, real jobs join them through
 // join_fds() before exec, and the kernel enforces the limits: an allocation past memory.max is
 // OOM-killed without swapping, a fork bomb stops at pids.max, a setsid + double-fork orphan that

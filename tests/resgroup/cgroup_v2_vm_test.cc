@@ -2,7 +2,7 @@
 // tests/resgroup/vm/run_in_vm.sh boots (a Debian 6.1 kernel with cgroup_no_v1=all, so v2 is the
 // only hierarchy, as on a modern systemd host), where its init puts this program alone in a
 // cgroup of its own, /ci, with memory and pids delegated. The development hosts cannot run it:
-// their memory controller is bound to cgroup v1 (TESTBED.md). The same jobs as the v1 tests:
+// their memory controller is bound to cgroup v1 (docs/testbed.md). The same jobs as the v1 tests:
 // an allocation past memory.max is OOM-killed without swap, a fork bomb stops at pids.max, a
 // setsid + double-fork orphan that ignores SIGTERM is killed by cgroup.kill, and remove() leaves
 // nothing behind.

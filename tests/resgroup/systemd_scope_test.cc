@@ -1,5 +1,5 @@
 // Integration tests of the systemd back end against a real systemd 252 manager booted in throwaway
-// namespaces (tests/support/systemd_manager.h, TESTBED.md). The job runs through
+// namespaces (tests/support/systemd_manager.h, docs/testbed.md). The job runs through
 // systemd_job_helper inside the manager's pid namespace; every claim the back end makes is also
 // checked from outside (systemctl in the manager's root, the harness's host cgroup directories).
 #include "containment/resgroup/systemd_scope.h"
@@ -24,7 +24,7 @@ constexpr uint64_t kMiB = 1024 * 1024;
 class SystemdScopeTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    ASSERT_EQ(geteuid(), 0u) << "booting a systemd manager needs root (TESTBED.md)";
+    ASSERT_EQ(geteuid(), 0u) << "booting a systemd manager needs root (docs/testbed.md)";
     auto root = testing::ensure_systemd_root(SEALRUN_SOURCE_DIR, SEALRUN_BINARY_DIR "/fixtures");
     ASSERT_TRUE(root.ok()) << root.error().message();
     auto m = SystemdManager::boot(*root);

@@ -147,7 +147,7 @@ TEST_F(StopTest, AfterANodeRestartSweepRemovesWhatTheRunLeft) {
   EXPECT_EQ(s.status.code, 0) << s.out << s.err;
   EXPECT_NE(s.out.find("[restart] cgroup-v1 group"), std::string::npos) << s.out;
   EXPECT_NE(s.out.find("owned root"), std::string::npos) << s.out;
-  EXPECT_TRUE(sealrun_groups("restart").empty());
+  EXPECT_TRUE(sealrun_groups("restart").empty()) << s.out << s.err;
   EXPECT_FALSE(fs::exists(ws.state() + "/grants/restart.json"));
   EXPECT_FALSE(fs::exists(ws.state() + "/owned/restart"));
   // A second sweep finds nothing.

@@ -1,4 +1,4 @@
-// See systemd_manager.h. The boot follows TESTBED.md's hand-checked recipe; the only addition is
+// See systemd_manager.h. The boot follows docs/testbed.md's checked recipe; the only addition is
 // that the harness makes a child group in *every* hierarchy this process is in, not just
 // name=systemd and memory: the manager mounts whatever hierarchies it finds, rooted at its cgroup
 // namespace, and a hierarchy where we sat at the root would let it create groups at the host's top

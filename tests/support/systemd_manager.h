@@ -1,4 +1,4 @@
-// A real systemd manager for tests (TESTBED.md), booted from the debootstrap root that
+// A real systemd manager for tests (docs/testbed.md), booted from the debootstrap root that
 // tests/fixtures/systemd_root.sh builds, in throwaway namespaces: fresh child cgroups of our own in
 // every hierarchy (so the manager's cgroup namespace, and everything it creates, lies inside groups
 // this harness made), `unshare --pid --fork --mount --uts --ipc --cgroup`, proc/sysfs/cgroupfs,

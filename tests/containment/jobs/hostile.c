@@ -1,4 +1,4 @@
-/* hostile: the escape attempts of ACCEPTANCE.md items 1-9, run INSIDE a sandbox. Built static (no
+/* hostile: docs/acceptance.md's escape attempts 1-9, run INSIDE a sandbox. Built static (no
  * loader, no libraries), so the same binary also runs in the busybox image under podman.
  *
  * Usage: hostile COMMAND [ARGS]. Each attempt prints one line "name=RESULT" on stdout, where

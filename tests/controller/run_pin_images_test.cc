@@ -1,0 +1,267 @@
+// Pinned bytes are immutable while the job reads them (docs/view.md, "How pinned bytes are
+// served"), proven with the real binary, real bwrap, real loop devices and real erofs:
+// - a file of the toolchain, of a --tree and of the learned closure, each changed on the host
+//   while the job runs and put back (bytes and mtime) before it ends: the job reads the pinned
+//   bytes, never the changed ones, and every view entry says it was served from an image;
+// - a second run uses the cached image (nothing built again);
+// - a cached image changed in place is found, not used, and built again from the verified tree;
+// - after the runs no loop device of theirs is left and no erofs mount is in the host's table;
+// - sweep_pin_loops() detaches a leftover loop device named for a killed run.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <linux/loop.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstring>
+#include <filesystem>
+#include <thread>
+
+#include "containment/ownedfs/loop_device.h"
+#include "containment/pin_mount.h"
+#include "fingerprint/sha256.h"
+#include "tests/controller/run_test_support.h"
+#include "tests/support/temp_dir.h"
+
+namespace sealrun::testing {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+bool wait_for_path(const std::string& path, const std::atomic<bool>& done) {
+  for (int i = 0; i < 6000 && !done; ++i) {  // at most 120 s
+    if (fs::exists(path)) return true;
+    ::usleep(20 * 1000);
+  }
+  return fs::exists(path);
+}
+
+void open_gate(const std::string& fifo) {
+  int fd = ::open(fifo.c_str(), O_WRONLY | O_CLOEXEC);  // the job is reading it: no block
+  EXPECT_GE(fd, 0) << fifo;
+  if (fd >= 0) ::close(fd);
+}
+
+// Rewrites `path` in place (same inode, same length) and returns its stat before.
+struct stat change_in_place(const std::string& path, const std::string& bytes) {
+  struct stat st {};
+  EXPECT_EQ(::stat(path.c_str(), &st), 0) << path;
+  int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  EXPECT_GE(fd, 0) << path;
+  EXPECT_EQ(::pwrite(fd, bytes.data(), bytes.size(), 0), static_cast<ssize_t>(bytes.size()));
+  ::close(fd);
+  return st;
+}
+
+// Puts `bytes` back and the mtime it had: nothing a stat or hash after the job could notice.
+void restore(const std::string& path, const std::string& bytes, const struct stat& before) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  ASSERT_GE(fd, 0) << path;
+  EXPECT_EQ(::pwrite(fd, bytes.data(), bytes.size(), 0), static_cast<ssize_t>(bytes.size()));
+  EXPECT_EQ(::ftruncate(fd, static_cast<off_t>(bytes.size())), 0);
+  struct timespec times[2] = {before.st_atim, before.st_mtim};
+  EXPECT_EQ(::futimens(fd, times), 0);
+  ::close(fd);
+}
+
+// Loop devices bound (LOOP_GET_STATUS64) whose name is a pin image's of run `id`.
+int pin_loops_of(const std::string& id) {
+  int n = 0;
+  for (const auto& e : fs::directory_iterator("/sys/block")) {
+    std::string name = e.path().filename();
+    if (name.rfind("loop", 0) != 0) continue;
+    int fd = ::open(("/dev/" + name).c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;
+    struct loop_info64 info {};
+    if (::ioctl(fd, LOOP_GET_STATUS64, &info) == 0 &&
+        std::string(reinterpret_cast<char*>(info.lo_file_name)) == kPinLoopPrefix + id)
+      ++n;
+    ::close(fd);
+  }
+  return n;
+}
+
+// The kernel releases a loop device when the last mount of it goes (autoclear), which follows the
+// job's namespaces: allowed a moment after the controller is done.
+int pin_loops_left(const std::string& id) {
+  int n = pin_loops_of(id);
+  for (int i = 0; i < 100 && n > 0; ++i) {
+    ::usleep(20 * 1000);
+    n = pin_loops_of(id);
+  }
+  return n;
+}
+
+bool host_has_erofs_mount() {
+  return read_text("/proc/self/mountinfo").find(" - erofs ") != std::string::npos;
+}
+
+std::string verification_of(const json& r, const std::string& start) {
+  for (const json& v : r["verifications"])
+    if (v["target"].get<std::string>().rfind(start, 0) == 0) return v.dump();
+  return "";
+}
+
+class PinImages : public RunTest {
+ protected:
+  void SetUp() override {
+    RunTest::SetUp();
+    closure_dir_ = "/var/tmp/sealrun-pin-images-" + std::to_string(::getpid());
+    fs::create_directories(closure_dir_ + "/lib");
+    fs::permissions(closure_dir_,
+                    fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec);
+    closure_file_ = closure_dir_ + "/lib/c.txt";
+    write_text(closure_file_, "closure pinned\n");
+    tree_ = dir_ / "data";
+    fs::create_directories(tree_);
+    write_text(tree_ + "/a.txt", "tree pinned\n");
+    json draft = {
+        {"host_files", {{{"path", closure_file_}, {"sha256", sha256_hex("closure pinned\n")}}}}};
+    write_text(dir_ / "draft.json", draft.dump());
+  }
+  void TearDown() override { fs::remove_all(closure_dir_); }
+
+  Frozen freeze_reading(const std::string& name) {
+    // The job waits (gate 1) while the host files are changed, reads them, says so (read), then
+    // waits (gate 2) while they are put back.
+    std::string script =
+        "mkfifo /scratch/g1 /scratch/g2 && cat /scratch/g1 > /dev/null && cat /opt/data/a.txt "
+        "/opt/toolchain/tool.txt " +
+        closure_file_ + " > /out/seen.txt && : > /scratch/read && cat /scratch/g2 > /dev/null";
+    return freeze_for("bwrap", script, name,
+                      {"--tree", tree_ + "=/opt/data", "--draft", dir_ / "draft.json"});
+  }
+
+  std::string closure_dir_, closure_file_, tree_;
+};
+
+TEST_F(PinImages, AChangeMadeAndUndoneOnTheHostDuringTheJobNeverReachesIt) {
+  Frozen a = freeze_reading("acc39.json");
+  const std::string id = "pin-acc39";
+  std::atomic<bool> done{false};
+  Captured c;
+  std::thread runner([&] {
+    c = run(a, id, {"--mechanism", "bwrap"});
+    done = true;
+  });
+  const std::string scratch = state_ + "/owned/" + id + "/scratch";
+  bool at_gate = wait_for_path(scratch + "/g2", done);
+  bool read = false;
+  if (at_gate) {
+    auto t = change_in_place(tree_ + "/a.txt", "TREE CHANGED\n");
+    auto tc = change_in_place(toolchain_ + "/tool.txt", "A TOOLCHAIN CHANGE\n");
+    auto cl = change_in_place(closure_file_, "CLOSURE CHANGE\n");
+    open_gate(scratch + "/g1");
+    read = wait_for_path(scratch + "/read", done);
+    restore(tree_ + "/a.txt", "tree pinned\n", t);
+    restore(toolchain_ + "/tool.txt", "a toolchain file\n", tc);
+    restore(closure_file_, "closure pinned\n", cl);
+    if (read) open_gate(scratch + "/g2");
+  }
+  runner.join();
+  ASSERT_TRUE(at_gate && read) << "the job never reached its gates: " << c.out << c.err;
+  EXPECT_EQ(c.status.code, 0) << c.out << c.err;
+  EXPECT_EQ(read_text(state_ + "/results/" + id + "/out/seen.txt"),
+            "tree pinned\na toolchain file\nclosure pinned\n");
+  json r = receipt(id);
+  EXPECT_EQ(r["state"], "built");
+  for (const json& e : r["view"]) {
+    std::string kind = e["kind"];
+    if (kind == "tree" || kind == "toolchain" || kind == "closure") {
+      EXPECT_EQ(e.value("served", ""), "image") << e.dump();
+    }
+    if (kind == "source") {
+      EXPECT_EQ(e.value("served", ""), "copy") << e.dump();
+    }
+  }
+  EXPECT_NE(verification_of(r, "pin image of tree /opt/data"), "") << r["verifications"].dump(1);
+  EXPECT_NE(verification_of(r, "pin image of the closure (1 files)"), "");
+  EXPECT_EQ(pin_loops_left(id), 0);
+  EXPECT_FALSE(host_has_erofs_mount());
+}
+
+TEST_F(PinImages, ASecondRunUsesTheCachedImageAndAChangedOneIsBuiltAgain) {
+  Frozen a = freeze_for("bwrap", "cat /opt/data/a.txt > /out/seen.txt", "cache.json",
+                        {"--tree", tree_ + "=/opt/data"});
+  auto first = run(a, "pin-cache-1", {"--mechanism", "bwrap"});
+  ASSERT_EQ(first.status.code, 0) << first.out << first.err;
+  std::string built = verification_of(receipt("pin-cache-1"), "pin image of tree /opt/data");
+  EXPECT_NE(built.find("built now in"), std::string::npos) << built;
+
+  // The tree's image, named by its pinned digest.
+  std::string pin;
+  const json r1 = receipt("pin-cache-1");
+  for (const json& e : r1["view"])
+    if (e["job_path"] == "/opt/data") pin = e["pin"];
+  ASSERT_EQ(pin.size(), 71u) << r1["view"].dump(1);
+  const std::string image = state_ + "/pins/tree-" + pin.substr(7) + "/image.erofs";
+  struct stat before {};
+  ASSERT_EQ(::stat(image.c_str(), &before), 0);
+
+  auto second = run(a, "pin-cache-2", {"--mechanism", "bwrap"});
+  ASSERT_EQ(second.status.code, 0) << second.out << second.err;
+  std::string reused = verification_of(receipt("pin-cache-2"), "pin image of tree /opt/data");
+  EXPECT_NE(reused.find("identity as recorded"), std::string::npos) << reused;
+  struct stat after {};
+  ASSERT_EQ(::stat(image.c_str(), &after), 0);
+  EXPECT_EQ(before.st_ino, after.st_ino);  // not built again
+
+  // Tampered in place (a byte at the end of the first block): found, never used, built again.
+  {
+    int fd = ::open(image.c_str(), O_WRONLY | O_CLOEXEC);
+    ASSERT_GE(fd, 0) << image;
+    ASSERT_EQ(::pwrite(fd, "x", 1, 4000), 1);
+    ::close(fd);
+  }
+  auto third = run(a, "pin-cache-3", {"--mechanism", "bwrap"});
+  ASSERT_EQ(third.status.code, 0) << third.out << third.err;
+  json r = receipt("pin-cache-3");
+  std::string rebuilt = verification_of(r, "pin image of tree /opt/data");
+  EXPECT_NE(rebuilt.find("built now in"), std::string::npos) << rebuilt;
+  std::string notes = r["notes"].dump();
+  EXPECT_NE(notes.find("was not used"), std::string::npos) << notes;
+  EXPECT_NE(notes.find("not the recorded"), std::string::npos) << notes;
+  EXPECT_EQ(read_text(state_ + "/results/pin-cache-3/out/seen.txt"), "tree pinned\n");
+  for (const char* id : {"pin-cache-1", "pin-cache-2", "pin-cache-3"})
+    EXPECT_EQ(pin_loops_left(id), 0) << id;
+  EXPECT_FALSE(host_has_erofs_mount());
+}
+
+// What a killed controller could leave: a loop device named for its run, bound to an image, used
+// by nothing. Sweep detaches it; one of another run is not touched.
+TEST(SweepPinLoops, DetachesTheLoopDevicesOfThatRunOnly) {
+  TempDir dir;
+  std::string tree = (dir.path() / "t").string();
+  fs::create_directories(tree);
+  write_text(tree + "/f", "f\n");
+  std::string image = (dir.path() / "i.erofs").string();
+  ASSERT_EQ(std::system(("mkfs.erofs --quiet " + image + " " + tree + " >/dev/null").c_str()), 0);
+  int fd = ::open(image.c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  // Without autoclear, as a device that outlived its user would be.
+  auto mine = ownedfs::attach_loop("/dev", fd, std::string(kPinLoopPrefix) + "killed-run");
+  auto other = ownedfs::attach_loop("/dev", fd, std::string(kPinLoopPrefix) + "other-run");
+  ASSERT_TRUE(mine.ok() && other.ok());
+  for (auto* l : {&*mine, &*other}) {
+    struct loop_info64 info {};
+    ASSERT_EQ(::ioctl(l->fd.get(), LOOP_GET_STATUS64, &info), 0);
+    info.lo_flags &= ~static_cast<uint32_t>(LO_FLAGS_AUTOCLEAR);
+    ASSERT_EQ(::ioctl(l->fd.get(), LOOP_SET_STATUS64, &info), 0);
+    l->fd.reset();
+  }
+  EXPECT_EQ(pin_loops_of("killed-run"), 1);
+  auto steps = sweep_pin_loops("killed-run");
+  ASSERT_EQ(steps.size(), 1u);
+  EXPECT_EQ(steps[0].outcome, "detached (LOOP_CLR_FD)");
+  EXPECT_FALSE(steps[0].left);
+  EXPECT_EQ(pin_loops_of("killed-run"), 0);
+  EXPECT_EQ(pin_loops_of("other-run"), 1);
+  EXPECT_TRUE(ownedfs::detach_loop(other->path).ok());
+  ::close(fd);
+}
+
+}  // namespace
+}  // namespace sealrun::testing
