@@ -174,8 +174,13 @@ int run_check(const CheckArgs& args) {
     std::error_code ec;
     std::string state = std::filesystem::absolute(args.state_dir, ec).lexically_normal().string();
     if (!state.empty() && state.back() == '/') state.pop_back();
-    auto spec = run::containment_spec(*out.admitted, run::layout_for(state, "admit-check"),
-                                      "admit-check", GrantMode::kEnforcing, {});
+    run::RunLayout layout = run::layout_for(state, "admit-check");
+    // A git or bundle source is exported by `run` itself (under exports/, where check makes
+    // nothing): the view is checked with that place standing in for it.
+    if (out.admitted->source_root().empty())
+      layout.job_source_dir = state + "/exports/admit-check/source";
+    auto spec =
+        run::containment_spec(*out.admitted, layout, "admit-check", GrantMode::kEnforcing, {});
     if (auto st = validate_spec(spec); !st)
       out.report.refusal =
           Error::make("`sealrun run` would refuse its view: " + st.error().message());
