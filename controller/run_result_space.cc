@@ -161,14 +161,19 @@ bool take_result_space(RunContext& run, const StopCheck& stop) {
 
 void remove_result_space(RunContext& run) {
   if (!run.result_fs) return;
+  // One cleanup entry for the whole teardown (unmount, loop device, image, record, mount point):
+  // its detail lists each step, and it fails naming the steps that left something.
   bool left = false;
+  std::string detail, failed;
   for (const auto& step : ownedfs::remove_owned_fs(*run.result_fs)) {
     left |= step.left;
-    run.cleanup_action(
-        "remove /out's file system",
-        step.left ? Status(Error::make(step.what + ": " + step.outcome)) : ok_status(),
-        step.what + ": " + step.outcome);
+    std::string line = step.what + ": " + step.outcome;
+    detail += (detail.empty() ? "" : "; ") + line;
+    if (step.left) failed += (failed.empty() ? "" : "; ") + line;
   }
+  run.cleanup_action(
+      "remove /out's file system",
+      left ? Status(Error::make(failed + " (all steps: " + detail + ")")) : ok_status(), detail);
   if (!left) run.result_fs.reset();
 }
 
