@@ -96,6 +96,7 @@ json admission_to_json(const AdmissionDocument& doc) {
       {"receipt_max_bytes", l.receipt_max_bytes}};
   // Written only when given, so admissions frozen before the key existed keep their bytes.
   if (l.owned_max_inodes != 0) j["limits"]["owned_max_inodes"] = l.owned_max_inodes;
+  if (l.result_max_inodes != 0) j["limits"]["result_max_inodes"] = l.result_max_inodes;
   j["containment"] = {{"required", doc.containment.required.names()},
                       {"network", doc.containment.network},
                       {"mechanism", std::string(mechanism_choice_name(doc.containment.mechanism))}};

@@ -130,6 +130,9 @@ struct Limits {
   // default applies (about one per 8 KiB of owned_max_bytes, docs/growth.md).
   uint64_t owned_max_inodes = 0;
   uint64_t result_max_bytes = 1 * kGiB;
+  // Files, directories and links /out may hold. 0: not given (the default follows
+  // result_max_bytes as owned_max_inodes' follows owned_max_bytes, docs/growth.md).
+  uint64_t result_max_inodes = 0;
   uint64_t free_min_bytes = 1 * kGiB;
   uint64_t ceiling_bytes = 10 * kGiB;  // owned + result + reserve must stay under this
   uint64_t reserve_bytes = 512 * kMiBytes;

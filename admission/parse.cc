@@ -339,6 +339,7 @@ class Parser {
         {"owned_max_bytes", &out->owned_max_bytes, 1, kMaxLimit},
         {"owned_max_inodes", &out->owned_max_inodes, 1024, kMaxLimit},
         {"result_max_bytes", &out->result_max_bytes, 1, kMaxLimit},
+        {"result_max_inodes", &out->result_max_inodes, 1024, kMaxLimit},
         {"free_min_bytes", &out->free_min_bytes, 0, kMaxLimit},
         {"ceiling_bytes", &out->ceiling_bytes, 1, kMaxLimit},
         {"reserve_bytes", &out->reserve_bytes, 0, kMaxLimit},

@@ -65,6 +65,12 @@ Sample CensusThread::observe() {
     walk(config_.owned_root, "owned", &s.owned_bytes, &s.owned_inodes);
   }
   walk(config_.result_root, "result", &s.result_bytes, nullptr);
+  if (!config_.result_fs_root.empty()) {
+    if (auto fs = measure_filesystem(config_.result_fs_root, result_dev_); fs)
+      s.result_bytes += fs->used_bytes;
+    else
+      note(s, "result", "statfs_error", fs.error().message());
+  }
   if (auto free = free_bytes_at(config_.free_root); free) {
     s.free_bytes = *free;
   } else {
@@ -115,6 +121,9 @@ Status CensusThread::start() {
       return Error::make(fmt::format("census: {} is not the owned file system (not mounted?)",
                                      config_.owned_root));
   }
+  if (!config_.result_fs_root.empty())
+    result_dev_ = SEALRUN_TRY_CTX(filesystem_device(config_.result_fs_root),
+                                  "census: the result file system");
   record(observe());
   thread_ = std::thread([this] { loop(); });
   return ok_status();

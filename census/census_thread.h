@@ -41,6 +41,9 @@ struct CensusConfig {
   dev_t owned_dev = 0;
   uint64_t owned_reserved_inodes = 0;
   std::string result_root;
+  // Where the job's /out is a file system of its own (the run's result space), mounted outside
+  // result_root: its statfs figure is added to the result tree's. Empty: none.
+  std::string result_fs_root;
   // Whose filesystem's free space the free guard watches: the host filesystem that holds the state
   // directory. Empty: owned_root's (right for a directory; for a file system of its own, pass the
   // directory that holds its image).
@@ -104,6 +107,7 @@ class CensusThread {
   StopCallback on_trip_;
   int64_t started_ms_ = 0;
   dev_t owned_dev_ = 0;  // kFilesystem: the device of the owned file system
+  dev_t result_dev_ = 0;  // the device of the result file system, when there is one
   mutable std::mutex mu_;
   std::condition_variable wake_;
   bool stopping_ = false;

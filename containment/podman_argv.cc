@@ -95,7 +95,9 @@ Result<std::string> mount_option(const MountSpec& m) {
           "carry; rename it",
           *p));
   }
-  std::string opt = fmt::format("type=bind,src={},dst={}", m.source, m.target);
+  // nosuid,nodev on every bind, as bwrap makes each of its binds: a set-id program or a device
+  // node the job finds (or made, in /out) under a bind grants nothing.
+  std::string opt = fmt::format("type=bind,src={},dst={},nosuid,nodev", m.source, m.target);
   if (m.access == MountSpec::Access::kReadOnly) opt += ",ro=true";
   return opt;
 }

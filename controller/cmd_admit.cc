@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -19,6 +20,7 @@
 #include "controller/exit_codes.h"
 #include "controller/learn_freeze.h"
 #include "controller/output.h"
+#include "controller/run_plan.h"
 #include "controller/run_progress.h"
 #include "core/hex.h"
 
@@ -167,6 +169,23 @@ int run_check(const CheckArgs& args) {
   options.on_pin_cache = [&pin_cache](const PinCacheRecord& r) { pin_cache.push_back(r); };
   AdmitOutcome out = admission::admit(args.path, args.sha256, options);
   clear_progress_line();
+  // What `run` checks of the job's view before any mechanism sees it (validate_spec, exit 4
+  // there): an admission that passes here must not be refused there for its mounts.
+  if (out.admitted) {
+    std::error_code ec;
+    std::string state = std::filesystem::absolute(args.state_dir, ec).lexically_normal().string();
+    if (!state.empty() && state.back() == '/') state.pop_back();
+    run::RunLayout layout = run::layout_for(state, "admit-check");
+    // A git or bundle source is exported by `run` itself (under exports/, where check makes
+    // nothing): the view is checked with that place standing in for it.
+    if (out.admitted->source_root().empty())
+      layout.job_source_dir = state + "/exports/admit-check/source";
+    auto spec =
+        run::containment_spec(*out.admitted, layout, "admit-check", GrantMode::kEnforcing, {});
+    if (auto st = validate_spec(spec); !st)
+      out.report.refusal =
+          Error::make("`sealrun run` would refuse its view: " + st.error().message());
+  }
   const admission::AdmissionReport& report = out.report;
   if (args.json) {
     nlohmann::json checks = nlohmann::json::array();

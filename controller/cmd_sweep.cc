@@ -27,6 +27,8 @@
 #include "controller/output.h"
 #include "controller/run_dirs.h"
 #include "controller/run_handover.h"
+#include "controller/run_result_space.h"
+#include "controller/sweep_outputs.h"
 
 namespace sealrun::cli {
 namespace {
@@ -93,11 +95,13 @@ void sweep_records(const run::StateDir& state, const SweepOptions& opt,
     // a plain directory again once it is gone.
     for (auto& s : ownedfs::sweep_owned_fs_of_run(state.path(), r.id))
       steps.push_back(std::move(s));
+    for (auto& s : run::sweep_result_space(state, r.id)) steps.push_back(std::move(s));
     steps.push_back(sweep_owned_root(r, state));
     bool left = false;
     for (const auto& s : steps) left |= s.left;
     // A run killed before its job started gives its id back when it left nothing in results/.
     if (!left && r.job_pid == 0) steps.push_back(run::release_empty_results(state, r.id));
+    if (!left && r.job_pid != 0) steps.push_back(run::remove_unreceipted_outputs(state, r.id));
     // The run's own uid: its outputs handed over, then given back (run_handover.h).
     if (!left)
       for (auto& s : run::sweep_job_ids(state, r, context.job_id_pool)) {

@@ -95,7 +95,9 @@ class Renderer {
                                          {"t_ms", r_.guard->t_ms}}
                                   : json(nullptr);
     doc[field::kMemory] = memory();
-    doc[field::kOwnedSpace] = owned_space();
+    doc[field::kOwnedSpace] = space(r_.owned_space);
+    doc[field::kResultSpace] = space(r_.result_space);
+    doc[field::kLimitsHit] = r_.limits_hit;
     doc[field::kPinCache] = r_.pin_cache;
     doc[field::kView] = r_.view;
     doc[field::kSlurm] = r_.slurm;
@@ -252,9 +254,9 @@ class Renderer {
     doc[field::kSamplesDropped] = r_.samples_dropped + thinned;
   }
 
-  json owned_space() {
-    if (!r_.owned_space) return nullptr;
-    const auto& o = *r_.owned_space;
+  json space(const std::optional<OwnedSpaceRecord>& record) {
+    if (!record) return nullptr;
+    const auto& o = *record;
     json j = {{"kind", o.kind}, {"size_bytes", o.size_bytes}, {"inodes", o.inodes}};
     if (!o.why_not.empty()) j["why_not"] = text(o.why_not);
     if (!o.made.empty()) j["made"] = text(o.made);

@@ -155,6 +155,10 @@ struct Receipt {
   std::optional<GuardRecord> guard;
   std::optional<MemoryRecord> memory;
   std::optional<OwnedSpaceRecord> owned_space;  // null when no owned space was made
+  // What bounded /out (run_result_space.h), in the same shape; null when no owned space was made.
+  std::optional<OwnedSpaceRecord> result_space;
+  // The limits the job reached (limits_hit.h): "pids", "memory", "growth", "result_space", ...
+  std::vector<std::string> limits_hit;
   // Every output, sorted by raw path bytes; empty unless outputs_recorded. The receipt may list
   // only some of them; outputs_total and outputs_list_sha256 always pin them all.
   std::vector<OutputRecord> outputs;

@@ -36,6 +36,7 @@ constexpr Rule kNestedRules[] = {
     {"memory.events", Class::kOutputs},
     // Whether the owned file system came from a template or mkfs: a cache.
     {"owned_space.made", Class::kPerRun},
+    {"result_space.made", Class::kPerRun},
     // Whether the probe's findings came from its cache (its key, what was probed, stays).
     {"grant.probe.cached", Class::kPerRun},
     {"grant.probe.note", Class::kPerRun},
@@ -96,7 +97,8 @@ bool digits_and_dots(std::string_view s) {
 }
 
 // Whether `dir` ends in a component under which the state directory keeps one entry per run
-// (docs/state-directory.md): results/ID, owned/ID, exports/ID.PID.N, refusals/ID.
+// (docs/state-directory.md): results/ID, owned/ID (and owned/ID+out), exports/ID.PID.N,
+// refusals/ID.
 bool below_run_place(std::string_view dir) {
   size_t slash = dir.rfind('/');
   std::string_view last = slash == std::string_view::npos ? dir : dir.substr(slash + 1);
@@ -123,6 +125,7 @@ const std::vector<TopLevelClass>& top_level_classes() {
       {"grant", Class::kEnvironment},
       {"memory", Class::kEnvironment},
       {"owned_space", Class::kEnvironment},
+      {"result_space", Class::kEnvironment},
       {"view", Class::kEnvironment},  // by entry: see view_entry_class
       {"notes", Class::kEnvironment},
       // What came of it.
@@ -214,7 +217,11 @@ std::string mask_run_id(std::string_view s, std::string_view id) {
     std::string_view token = s.substr(i, end - i);
     // Only whole path components, right below one of the state directory's per-run places: an id
     // may be any word ("usr"), and /usr/bin is no run's place.
-    bool component = i > 0 && s[i - 1] == '/' && (end == s.size() || s[end] == '/') &&
+    // The result space's mount point, owned/ID+out (run_result_space.h), names the run too.
+    std::string_view rest = s.substr(end);
+    bool result_space = rest.starts_with("+out") && (rest.size() == 4 || rest[4] == '/');
+    bool component = i > 0 && s[i - 1] == '/' &&
+                     (end == s.size() || s[end] == '/' || result_space) &&
                      below_run_place(s.substr(0, i - 1));
     if (component && token == id)
       out += "<id>";

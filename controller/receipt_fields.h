@@ -32,6 +32,8 @@ inline constexpr std::string_view kSamplesDropped = "samples_dropped";
 inline constexpr std::string_view kGuard = "guard";
 inline constexpr std::string_view kMemory = "memory";
 inline constexpr std::string_view kOwnedSpace = "owned_space";
+inline constexpr std::string_view kResultSpace = "result_space";
+inline constexpr std::string_view kLimitsHit = "limits_hit";
 inline constexpr std::string_view kPinCache = "pin_cache";
 // The job's whole view: [{job_path, kind, host_path, pin, writable[, target]}] (view_plan.h).
 inline constexpr std::string_view kView = "view";
@@ -110,6 +112,10 @@ inline constexpr FieldSpec kReceiptFields[] = {
     {field::kMemory, kJsonObject | kJsonNull, FieldRole::kVerdict, true},
     // {kind: filesystem | directory, size_bytes, inodes[, why_not]}: how growth was bounded.
     {field::kOwnedSpace, kJsonObject | kJsonNull, FieldRole::kVerdict, false},
+    // The same for /out: whether the kernel bounded it (run_result_space.h).
+    {field::kResultSpace, kJsonObject | kJsonNull, FieldRole::kVerdict, false},
+    // ["pids", "memory", "growth", ...]: the limits the job reached (limits_hit.h).
+    {field::kLimitsHit, kJsonArray, FieldRole::kVerdict, false},
     // How each pinned tree was verified: from the digest cache by stat, or hashed (docs/digest-cache.md).
     {field::kPinCache, kJsonArray, FieldRole::kRecord, false},
     // What the job could see, each entry with what pins it: kept whole (receipt verify fails a

@@ -134,6 +134,8 @@ struct RunContext {
   std::vector<UniqueFd> pin_holds;
   bool owned_claimed = false;
   std::optional<ownedfs::OwnedFs> owned_fs;  // mounted over the owned root (run_owned_space.h)
+  std::optional<ownedfs::OwnedFs> result_fs;  // the job's /out (run_result_space.h)
+  uint64_t pids_refused = 0;  // the group's pids.events "max", read at its stop (limits_hit.h)
   RunJournal journal;
   std::vector<std::unique_ptr<Mechanism>> mechanisms;
   Mechanism* chosen = nullptr;

@@ -58,7 +58,8 @@ void hand_over_outputs(RunContext& run);
 Status give_back_job_ids(RunContext& run);
 
 // `sweep`, for a killed run whose leftovers are gone: hands its results/<id>/out over and gives
-// its ids back. Empty when the record names no ids.
+// its ids back. Empty when the record names no ids. (Outputs no receipt vouches for are removed
+// before, sweep_outputs.h: what is handed over is then the empty out/, or a receipted run's.)
 std::vector<SweepStep> sweep_job_ids(const StateDir& state, const GrantRecord& record,
                                      const JobIdPool& pool);
 

@@ -20,6 +20,7 @@ RunLayout layout_for(const std::string& state_dir, const std::string& id) {
   l.logs_dir = l.owned_root + "/logs";
   l.results_root = fmt::format("{}/results/{}", state_dir, id);
   l.output_dir = l.results_root + "/out";
+  l.job_output_dir = l.output_dir;
   l.receipt_path = l.results_root + "/receipt.json";
   return l;
 }
@@ -63,9 +64,10 @@ ContainmentSpec containment_spec(const admission::Admitted& admitted, const RunL
   s.env = job_environment(doc);
   using Access = MountSpec::Access;
   // The view (containment/view_plan.h): each mount says what it is and what pins its bytes.
-  s.mounts.push_back({admitted.source_root(), doc.mounts.source,
-                      doc.mounts.source_writable ? Access::kWritable : Access::kReadOnly,
-                      ViewKind::kSource, "sha256:" + doc.source.manifest_sha256});
+  s.mounts.push_back(
+      {layout.job_source_dir.empty() ? admitted.source_root() : layout.job_source_dir,
+       doc.mounts.source, doc.mounts.source_writable ? Access::kWritable : Access::kReadOnly,
+       ViewKind::kSource, "sha256:" + doc.source.manifest_sha256});
   if (doc.toolchain)  // without one, the learned closure (or trees, or image) is the toolchain
     s.mounts.push_back({doc.toolchain->root, doc.toolchain->mount_path, Access::kReadOnly,
                         ViewKind::kToolchain, "sha256:" + doc.toolchain->tree_sha256});
@@ -75,7 +77,8 @@ ContainmentSpec containment_spec(const admission::Admitted& admitted, const RunL
   // Outputs from the source: its writable copy is where they go, and the one place the census
   // guards as the result; no second, unguarded place to write.
   if (doc.mounts.outputs_from != admission::OutputsFrom::kSource)
-    s.mounts.push_back({layout.output_dir, doc.mounts.output, Access::kWritable, ViewKind::kOut, {}});
+    s.mounts.push_back(
+        {layout.job_output_dir, doc.mounts.output, Access::kWritable, ViewKind::kOut, {}});
   s.mounts.push_back(
       {layout.scratch_dir, doc.mounts.scratch, Access::kWritable, ViewKind::kScratch, {}});
   // An older learned admission's pins at the job's generated /etc paths are left out: sealrun
@@ -133,6 +136,7 @@ census::CensusConfig census_config(const admission::Limits& l, const RunLayout& 
     c.owned_reserved_inodes = fs->reserved_inodes;
     c.free_root = layout.state_dir;  // the host filesystem that holds the image
   }
+  if (layout.job_output_dir != layout.output_dir) c.result_fs_root = layout.job_output_dir;
   return c;
 }
 

@@ -25,6 +25,12 @@ struct RunLayout {
   std::string logs_dir;      // <owned>/logs              job stdout/stderr as written
   std::string results_root;  // <state>/results/<id>
   std::string output_dir;    // <results>/out             -> /out (writable)
+  // What the job's /out is: output_dir, or the run's result space (run_result_space.h), whose
+  // contents are copied into output_dir after the job.
+  std::string job_output_dir;
+  // What the job's writable /src is, when not the admitted source copy: the run's result space
+  // holding a copy of it (run_result_space.h). Empty: the admitted source root.
+  std::string job_source_dir;
   std::string receipt_path;  // <results>/receipt.json
 };
 RunLayout layout_for(const std::string& state_dir, const std::string& id);

@@ -8,7 +8,9 @@
 #include "controller/exit_codes.h"
 #include "controller/run_dirs.h"
 #include "controller/run_handover.h"
+#include "controller/limits_hit.h"
 #include "controller/run_owned_space.h"
+#include "controller/run_result_space.h"
 #include "controller/run_stages.h"
 
 namespace sealrun::run {
@@ -69,6 +71,7 @@ void stop_job_and_group(RunContext& run) {
         m.events_oom = mem->events_oom;
         m.events_oom_kill = mem->events_oom_kill;
         m.swap_used_bytes = mem->swap_used_bytes;
+        run.pids_refused = mem->events_pids_max;
         // The kernel killed part of the job for memory although the job said it succeeded (a
         // build tool that ignores a dead child): that is not a build to vouch for.
         if (mem->events_oom_kill > 0 && run.exit_code() == kExitOk && run.job_exit)
@@ -106,6 +109,8 @@ void stage_cleanup(RunContext& run) {
   stop_census(run);
   stop_job_and_group(run);
   clean_mechanism(run);
+  record_limits_hit(run);
+  remove_result_space(run);
   remove_owned_space(run);
   hand_over_outputs(run);
   if (run.owned_claimed && !run.owned_fs)

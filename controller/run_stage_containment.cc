@@ -13,6 +13,7 @@
 #include "controller/run_image_root.h"
 #include "controller/run_owned_space.h"
 #include "controller/run_pin_images.h"
+#include "controller/run_result_space.h"
 #include "controller/run_stages.h"
 #include "core/proc.h"
 #include "core/syscall.h"
@@ -71,12 +72,14 @@ StageStatus stage_claim_owned_roots(RunContext& run) {
     return stage_fail(kExitUsage, st.error().message());
   run.owned_claimed = true;
   make_owned_space(run);
+  if (auto st = make_result_space(run); !st)
+    return stage_fail(kExitContainmentUnavailable, st.error().message());
   if (auto st = prepare_job_dirs(*run.state, run.layout, *mine); !st)
     return stage_fail(kExitContainmentUnavailable,
                       "cannot prepare the job's directories: " + st.error().message());
   // A writable source is the run's private copy (never the host's tree): the job's to change.
   if (run.doc().mounts.source_writable)
-    if (auto st = give_tree(run.admitted->source_root(), *mine); !st)
+    if (auto st = give_tree(job_source_root(run), *mine); !st)
       return stage_fail(kExitContainmentUnavailable,
                         "cannot give the source copy to the job user: " + st.error().message());
   return stage_ok();
@@ -100,7 +103,7 @@ StageStatus stage_acquire_grant(RunContext& run) {
   run.group_probes = run.deps.probe_groups();
   const GroupCapabilities groups = group_capabilities(run.group_probes);
   ContainmentSpec spec =
-      containment_spec(*run.admitted, run.layout, run.req.id, run.req.mode, run.req.vary);
+      containment_spec(*run.admitted, job_layout(run), run.req.id, run.req.mode, run.req.vary);
   if (run.job_ids)
     spec.job_ids = ContainmentSpec::HostIds{run.job_ids->uid, run.job_ids->gid,
                                             run.job_ids->podman_user, run.job_user.uid,

@@ -10,6 +10,7 @@
 #include "controller/run_closure_bound.h"
 #include "controller/run_outputs.h"
 #include "controller/run_owned_space.h"
+#include "controller/run_result_space.h"
 #include "controller/run_stages.h"
 #include "core/proc.h"
 #include "core/syscall.h"
@@ -61,11 +62,10 @@ std::function<Status(pid_t)> sandbox_ready_hook(RunContext& run, std::optional<S
 StageStatus stage_prepare_census(RunContext& run) {
   const auto& limits = run.doc().limits;
   const bool enforcing = run.grant && run.grant->mode == GrantMode::kEnforcing;
-  auto config = census_config(limits, run.layout, run.owned_fs ? &*run.owned_fs : nullptr,
+  auto config = census_config(limits, job_layout(run), run.owned_fs ? &*run.owned_fs : nullptr,
                               owned_max_inodes(limits));
   // Outputs written into a writable source are the run's results: guard their growth there.
-  if (run.doc().mounts.outputs_from == admission::OutputsFrom::kSource)
-    config.result_root = run.admitted->source_root();
+  guard_result_space(run, config);
   // The group's memory in use at each sample, for the receipt's timeline (census/memory_usage.h).
   if (run.group)
     config.memory_usage = census::counter_reader(

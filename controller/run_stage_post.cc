@@ -20,6 +20,7 @@
 #include "controller/run_image_root.h"
 #include "controller/run_outputs.h"
 #include "controller/run_progress.h"
+#include "controller/run_result_space.h"
 #include "controller/run_stages.h"
 #include "controller/source_outputs.h"
 #include "core/syscall.h"
@@ -209,7 +210,7 @@ StageStatus stage_post_run(RunContext& run) {
   explain_job_end(run);
   StopCheck stop = post_run_stop_check(run);
   check_log_sizes(run);
-  uint64_t used = record_outputs(run, stop);
+  uint64_t used = take_result_space(run, stop) ? record_outputs(run, stop) : 0;
   keep_logs(run, used);
   recheck_view(run, stop);
   return stage_ok();

@@ -28,6 +28,42 @@ bool has_nul(const std::string& s) { return s.find('\0') != std::string::npos; }
 
 }  // namespace
 
+Status check_confined(const ActionFields& f) {
+  const std::string& root = f.input_root_directory;
+  size_t slash = root.rfind('/');
+  if (slash == std::string::npos)
+    return Error::make(fmt::format(
+        "input_root_directory \"{}\": its parent is the build directory itself, so the action has "
+        "no directory of its own to hold its other paths (use <action>/root)",
+        shown(root)));
+  const std::string dir = root.substr(0, slash);
+  const std::pair<const char*, const std::string*> paths[] = {
+      {"stdout_path", &f.stdout_path},
+      {"stderr_path", &f.stderr_path},
+      {"server_logs_directory", &f.server_logs_directory},
+      {"temporary_directory", &f.temporary_directory}};
+  for (const auto& [field, path] : paths) {
+    if (path->empty()) continue;  // only temporary_directory may be
+    if (path->compare(0, dir.size() + 1, dir + "/") != 0)
+      return Error::make(fmt::format(
+          "{} \"{}\": outside the action's directory \"{}\" (the parent of its input root); "
+          "another action's files may be there",
+          field, shown(*path), shown(dir)));
+    if (admission::paths_overlap(*path, root))
+      return Error::make(fmt::format("{} \"{}\": in or around the input root \"{}\"", field,
+                                     shown(*path), shown(root)));
+  }
+  return ok_status();
+}
+
+std::string action_directory(const ActionFields& f) {
+  const std::string& root = f.input_root_directory;
+  size_t slash = root.rfind('/');
+  if (!check_build_path("input_root_directory", root, false) || slash == std::string::npos)
+    return "";
+  return root.substr(0, slash);
+}
+
 Status check_build_path(const std::string& field, const std::string& path, bool may_be_empty) {
   if (path.empty()) {
     if (may_be_empty) return ok_status();
@@ -84,6 +120,7 @@ Result<CheckedAction> check_action(const ActionFields& f, const std::string& sou
   SEALRUN_TRY(check_build_path("working_directory", f.working_directory, true));
   if (f.stdout_path == f.stderr_path)
     return Error::make("stdout_path and stderr_path: the same file");
+  SEALRUN_TRY(check_confined(f));
 
   a.argv = f.arguments;
   a.env = f.environment_variables;

@@ -50,6 +50,17 @@ Result<CheckedAction> check_action(const ActionFields& fields,
                                    const std::string& source_mount = "/src",
                                    const std::string& job_tmp = "/tmp");
 
+// Every other path of the request (stdout_path, stderr_path, server_logs_directory,
+// temporary_directory) lies in the action's own directory — the parent of its input root, which
+// therefore may not be the build directory itself — and not in or around the input root: a request
+// cannot create or open anything in another action's directory (its running input root above
+// all). Paths are already normal (check_build_path).
+Status check_confined(const ActionFields& fields);
+
+// The action's directory (the parent of a valid input_root_directory), which the runner claims for
+// the action while it runs; "" when the input root is not valid or has no parent of its own.
+std::string action_directory(const ActionFields& fields);
+
 // A path relative to the build directory, as the runner protocol spells them: non-empty unless
 // `may_be_empty`, normal, and bounded. Also used for CheckReadinessRequest.path.
 Status check_build_path(const std::string& field, const std::string& path,

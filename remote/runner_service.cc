@@ -198,24 +198,32 @@ grpc::Status RunnerService::Run(grpc::ServerContext* context,
   auto cancelled = [context] { return context->IsCancelled(); };
   FlowConfig flow_config{&build_, config_.state_dir, config_.sealrun, config_.pins};
   ActionFlow flow(flow_config);
-  if (!flow.prepare(fields_of(*request))) {
+  const ActionFields fields = fields_of(*request);
+  // Every path of a request lies in its action's directory (check_confined), which serves one
+  // action at a time, and is claimed before prepare() creates anything there: two actions in one
+  // input root would see (and be charged with) each other's outputs, and a request whose directory
+  // lies inside a running action's input root must not plant its log files there. A request with
+  // no such directory is refused by prepare().
+  const std::string claimed = action_directory(fields);
+  if (!claimed.empty() && !claim_input_root(claimed))
+    return {grpc::StatusCode::FAILED_PRECONDITION,
+            "input_root_directory " + request->input_root_directory() +
+                ": in use by another action (its action directory " + claimed +
+                " is, or overlaps, a running action's)"};
+  if (!flow.prepare(fields)) {
+    if (!claimed.empty()) release_input_root(claimed);
     log("refused a request: " + flow.report().decision.message);
     return {grpc::StatusCode::INVALID_ARGUMENT, flow.report().decision.message};
   }
-  // Two actions in one input root would see (and be charged with) each other's outputs.
-  if (!claim_input_root(flow.input_root()))
-    return {grpc::StatusCode::FAILED_PRECONDITION,
-            "input_root_directory " + request->input_root_directory() +
-                ": in use by another action (or overlapping its input root)"};
   if (!acquire_slot(cancelled)) {
-    release_input_root(flow.input_root());
+    release_input_root(claimed);
     bool shutting_down = !cancelled();
     return {shutting_down ? grpc::StatusCode::UNAVAILABLE : grpc::StatusCode::CANCELLED,
             shutting_down ? "the runner is shutting down" : "cancelled while waiting for a slot"};
   }
   flow.run(cancelled);
   release_slot();
-  release_input_root(flow.input_root());
+  release_input_root(claimed);
 
   const ActionReport& r = flow.report();
   const Decision& d = r.decision;

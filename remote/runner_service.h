@@ -59,7 +59,8 @@ class RunnerService final : public buildbarn::runner::Runner::Service {
   // Waits for a free slot; false if `cancelled` became true first.
   bool acquire_slot(const std::function<bool()>& cancelled);
   void release_slot();
-  // An input root serves one action at a time: false when `root` is, or overlaps, one in use.
+  // An action directory (and so its input root) serves one action at a time: false when `root`
+  // is, or overlaps, one in use.
   bool claim_input_root(const std::string& root);
   void release_input_root(const std::string& root);
   // Empty when containment can be granted; else why not.

@@ -64,3 +64,7 @@ sealrun_acceptance(35 pinned_tree_swapped_and_host_outside_the_view run_view_tes
 # Third wave: a pinned file changed and put back during the job never reaches it (bwrap)
 sealrun_acceptance(39 pinned_file_changed_and_restored_during_the_job run_pin_images_test
   "PinImages.AChangeMadeAndUndoneOnTheHostDuringTheJobNeverReachesIt")
+# Third wave: /out and a writable source (the runner's /src) on the kernel's bound, bwrap and
+# podman; through the runner itself: reapi_harness.ResultSpaceBound (tests/remote).
+sealrun_acceptance(40 enospc_at_the_result_bound run_result_space_test
+  "Mechanisms/ResultSpace.*")

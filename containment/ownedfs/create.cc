@@ -139,7 +139,7 @@ struct Progress {
 
 Result<OwnedFs> create_owned_fs(const OwnedFsSpec& spec) {
   int64_t start = monotonic_ms();
-  if (!is_valid_run_id(spec.id))
+  if (!is_valid_fs_id(spec.id))
     return Error::make(fmt::format("owned file system: run id '{}' is not valid", spec.id));
   if (auto a = probe_ownedfs(spec.host); !a.available)
     return Error::make("owned file system unavailable: " + a.why);
@@ -225,10 +225,25 @@ Result<OwnedFs> create_owned_fs(const OwnedFsSpec& spec) {
       return made.undo(std::move(st).error().context("owned file system: marker"));
     ++visible;
   }
+  if (!spec.job_dir.empty()) {
+    // The job's directory is its root: counted instead of the file system's (which `visible`
+    // already counts), so the root falls among the reserved inodes; lost+found (of no use on a
+    // file system thrown away after one run) goes, so that the count stays exact without filler.
+    if (::unlinkat(root->get(), "lost+found", AT_REMOVEDIR) != 0 && errno != ENOENT)
+      return made.undo(Error::from_errno("owned file system: remove lost+found"));
+    if (::mkdirat(root->get(), spec.job_dir.c_str(), 0700) != 0)
+      return made.undo(Error::from_errno("owned file system: mkdir " + spec.job_dir));
+    auto dir = open_at(root->get(), spec.job_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
+    if (!dir) return made.undo(std::move(dir).error().context("owned file system"));
+    if (::fchown(dir->get(), spec.owner_uid, spec.owner_gid) != 0 ||
+        ::fchmod(dir->get(), spec.root_mode) != 0)
+      return made.undo(Error::from_errno("owned file system: owner and mode of " + spec.job_dir));
+  }
   if (auto st = fill_spare_inodes(root->get(), spec.inodes, visible, &fs.reserved_inodes); !st)
     return made.undo(std::move(st).error().context("owned file system"));
-  if (::fchown(root->get(), spec.owner_uid, spec.owner_gid) != 0 ||
-      ::fchmod(root->get(), spec.root_mode) != 0)
+  const bool job_root = spec.job_dir.empty();
+  if (::fchown(root->get(), job_root ? spec.owner_uid : 0, job_root ? spec.owner_gid : 0) != 0 ||
+      ::fchmod(root->get(), job_root ? spec.root_mode : 0711) != 0)
     return made.undo(Error::from_errno("owned file system: owner and mode of its root"));
 
   if (::move_mount(mnt.get(), "", target.get(), "",

@@ -59,6 +59,14 @@ uint64_t default_owned_max_inodes(uint64_t owned_max_bytes);
 // bound). The pipeline keeps the walking census for such limits and records the reason.
 std::string unfit_shape(uint64_t size_bytes, uint64_t inodes);
 
+// The result space (/out) of a run is a second file system of the same kind, named after the run
+// with this suffix: record, image and mount point are STATE/ownedfs/<id>+out.{json,img} and
+// STATE/owned/<id>+out. '+' is never in a run id, so the name cannot be another run's.
+inline constexpr const char* kResultSuffix = "+out";
+inline std::string result_fs_id(const std::string& run_id) { return run_id + kResultSuffix; }
+// A run id, or a run id with kResultSuffix: what names an owned file system.
+bool is_valid_fs_id(const std::string& id);
+
 struct OwnedFsSpec {
   std::string state_dir;    // the run's state directory (made absolute here)
   std::string id;           // the run id (already validated: a plain file name)
@@ -68,6 +76,11 @@ struct OwnedFsSpec {
   uid_t owner_uid = 0;      // the mount root's owner: the job user (passed in, never looked up)
   gid_t owner_gid = 0;
   mode_t root_mode = 0700;
+  // When not empty: the job's part is this directory at the root (owner_uid's, root_mode), which
+  // counts as its root in `inodes`; the root itself stays root's (0711), and what the job must not
+  // see (the filler inodes) stays beside it; lost+found is removed (the root takes its place among
+  // the inodes not counted). The result space's /out (and /src).
+  std::string job_dir;
   // Written at the new root as a root-owned 0600 file (the owned root's marker, so that what
   // checks the marker finds it on the mounted root too). Empty name: none.
   std::string marker_name;

@@ -12,6 +12,7 @@
 #include "containment/ownedfs/shape.h"
 #include "core/bounded_file.h"
 #include "core/process.h"
+#include "core/run_id.h"
 #include "core/syscall.h"
 
 namespace sealrun::ownedfs {
@@ -91,6 +92,14 @@ std::string unfit_shape(uint64_t size_bytes, uint64_t inodes) {
         "per {}-byte block: at most {} here)",
         inodes, size_bytes, kBlockBytes, blocks > kReservedInodes ? blocks - kReservedInodes : 0);
   return "";
+}
+
+bool is_valid_fs_id(const std::string& id) {
+  const std::string suffix = kResultSuffix;
+  if (id.size() > suffix.size() &&
+      id.compare(id.size() - suffix.size(), suffix.size(), suffix) == 0)
+    return is_valid_run_id(std::string_view(id).substr(0, id.size() - suffix.size()));
+  return is_valid_run_id(id);
 }
 
 }  // namespace sealrun::ownedfs

@@ -12,6 +12,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "containment/ownedfs/ownedfs.h"
 #include "core/bounded_file.h"
 #include "core/run_id.h"
 #include "core/strict_json.h"
@@ -62,7 +63,7 @@ Result<Record> record_from_json(std::string_view text) {
     return Error::make(fmt::format("schema is '{}', expected '{}'", schema, kSchema));
   Record r;
   r.id = SEALRUN_TRY(field<std::string>(j, "id"));
-  if (!is_valid_run_id(r.id)) return Error::make(fmt::format("id '{}' is not valid", r.id));
+  if (!is_valid_fs_id(r.id)) return Error::make(fmt::format("id '{}' is not valid", r.id));
   uint64_t pid = SEALRUN_TRY(field<uint64_t>(j, "controller_pid"));
   if (pid == 0 || pid > INT32_MAX) return Error::make("controller_pid is out of range");
   r.controller_pid = static_cast<pid_t>(pid);
@@ -93,7 +94,7 @@ Result<UniqueFd> open_ownedfs_dir(const std::string& state_dir, bool create) {
 }
 
 Status write_record(int dirfd, const Record& r, bool replace, bool durable) {
-  if (!is_valid_run_id(r.id)) return Error::make(fmt::format("run id '{}' is not valid", r.id));
+  if (!is_valid_fs_id(r.id)) return Error::make(fmt::format("run id '{}' is not valid", r.id));
   std::string tmp = "." + record_name(r.id) + ".tmp";
   ::unlinkat(dirfd, tmp.c_str(), 0);  // a leftover of an interrupted write
   {

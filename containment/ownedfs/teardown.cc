@@ -216,6 +216,14 @@ std::vector<Step> tear_down(const Target& t, int64_t busy_wait_ms, const Host& h
   } else {
     steps.push_back({"image " + img, "already gone", false});
   }
+  if (gone && t.id.find('+') != std::string::npos) {
+    // A result space's mount point (STATE/owned/<id>+out) was made for the mount alone: once
+    // nothing is mounted there it goes too (only when empty: rmdir never removes content).
+    bool ok = ::rmdir(t.mount_point.c_str()) == 0 || errno == ENOENT;
+    steps.push_back({"mount point " + t.mount_point,
+                     ok ? "removed" : fmt::format("remove failed: {}", errno_text(errno)), !ok});
+    gone = ok;
+  }
   if (gone) {
     auto st = remove_record(t.dirfd, t.id);
     steps.push_back({"record " + record_name(t.id),

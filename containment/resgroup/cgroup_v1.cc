@@ -194,6 +194,9 @@ class CgroupV1Group final : public ResourceGroup {
       uint64_t memsw_peak = SEALRUN_TRY(read_bytes(*mem, "memory.memsw.max_usage_in_bytes"));
       r.swap_used_bytes = memsw_peak - std::min(memsw_peak, *r.peak_bytes);
     }
+    if (Hierarchy* pids = find("pids"); pids && cgroup_file_exists(pids->dir.get(), "pids.events"))
+      r.events_pids_max =
+          parse_flat_keyed(SEALRUN_TRY(read_cgroup_file(pids->dir.get(), "pids.events")))["max"];
     return r;
   }
 

@@ -115,6 +115,9 @@ class CgroupV2Group final : public ResourceGroup {
           SEALRUN_TRY(parse_limit_value(SEALRUN_TRY(read_cgroup_file(dir_.get(), f)), f));
       break;
     }
+    if (cgroup_file_exists(dir_.get(), "pids.events"))
+      r.events_pids_max =
+          parse_flat_keyed(SEALRUN_TRY(read_cgroup_file(dir_.get(), "pids.events")))["max"];
     return r;
   }
 

@@ -55,6 +55,8 @@ struct MemoryReport {
   uint64_t events_oom = 0;
   uint64_t events_oom_kill = 0;
   std::optional<uint64_t> swap_used_bytes;
+  // Forks refused at pids.max (pids.events "max", v1 and v2 alike); 0 where not read (systemd).
+  uint64_t events_pids_max = 0;
 };
 
 struct StopReport {

@@ -134,8 +134,8 @@ TEST(PodmanArgv, MountsReadOnlyAndWritableAsAdmitted) {
   auto spec = sample_spec();
   auto a = run_argv(spec, spec.mounts, storage_layout(spec.owned_root), HostFacts{}, kId);
   ASSERT_TRUE(a.ok());
-  EXPECT_TRUE(has_pair(*a, "--mount", "type=bind,src=/repo,dst=/src,ro=true"));
-  EXPECT_TRUE(has_pair(*a, "--mount", "type=bind,src=/state/results/r1/out,dst=/out"));
+  EXPECT_TRUE(has_pair(*a, "--mount", "type=bind,src=/repo,dst=/src,nosuid,nodev,ro=true"));
+  EXPECT_TRUE(has_pair(*a, "--mount", "type=bind,src=/state/results/r1/out,dst=/out,nosuid,nodev"));
   EXPECT_TRUE(has_pair(*a, "--tmpfs", "/tmp:rw,nosuid,nodev,exec,mode=1777"));
 }
 
@@ -189,11 +189,12 @@ TEST(PodmanView, OwnEntriesArePinnedAndBoundFromTheSpec) {
   EXPECT_TRUE(has(*a, "--no-hosts"));
   EXPECT_TRUE(has(*a, "--init"));
   EXPECT_TRUE(has_pair(*a, "--init-path", init.host_path));
+  EXPECT_TRUE(has_pair(
+      *a, "--mount",
+      "type=bind,src=/state/owned/r1/view/hostname,dst=/etc/hostname,nosuid,nodev,ro=true"));
   EXPECT_TRUE(has_pair(*a, "--mount",
-                       "type=bind,src=/state/owned/r1/view/hostname,dst=/etc/hostname,ro=true"));
-  EXPECT_TRUE(
-      has_pair(*a, "--mount",
-               "type=bind,src=/state/owned/r1/view/containerenv,dst=/run/.containerenv,ro=true"));
+                       "type=bind,src=/state/owned/r1/view/containerenv,dst=/run/"
+                       ".containerenv,nosuid,nodev,ro=true"));
   // /sys is recorded, as kernel-made.
   bool sys = false;
   for (const ViewEntry& e : plan_view(spec, ViewRoot::kImage))

@@ -327,6 +327,9 @@ TEST(ReceiptDiff, TheRunIdIsMaskedOnlyWhereItNamesARunPlace) {
       {"/state/owned/r10/x", "r1", "/state/owned/r10/x"},    // another id
       {"/state/owned/xr1/x", "r1", "/state/owned/xr1/x"},    // not a whole component
       {"/state/owned/r1.img", "r1", "/state/owned/r1.img"},  // not .<pid>.<n>
+      {"/state/owned/r1+out/out", "r1", "/state/owned/<id>+out/out"},  // its result space
+      {"/state/owned/r1+out", "r1", "/state/owned/<id>+out"},
+      {"/state/owned/r1+outx/out", "r1", "/state/owned/r1+outx/out"},
       {"/state/refusals/r1", "r1", "/state/refusals/<id>"},
       {"r1", "r1", "r1"},  // no path: left alone
       {"/a/results/r1/b/owned/r1", "r1", "/a/results/<id>/b/owned/<id>"},

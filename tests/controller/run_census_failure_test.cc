@@ -36,12 +36,11 @@ class CensusFailureTest : public RunTest {
   // under it, and returns the controller's result.
   Captured run_and_unmount(const Frozen& a, const std::string& id, const std::string& mode) {
     std::string owned = state_ + "/owned/" + id;
-    std::string started = state_ + "/results/" + id + "/out/started";
     Captured result;
     std::thread controller([&] { result = run(a, id, {"--mode", mode}); });
     bool seen = false;
     for (int64_t deadline = monotonic_ms() + 60000; monotonic_ms() < deadline && !seen;) {
-      seen = fs::exists(started);
+      seen = fs::exists(live_out_dir(state_, id) + "/started");
       if (!seen) std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
     if (seen && mounted_at(owned)) {

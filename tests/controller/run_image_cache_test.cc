@@ -169,7 +169,7 @@ TEST_F(ImageCacheTest, SweepImagesKeepsARootInUseAndRemovesAnUnusedOne) {
       (void)c.wait();
     }
   } stop_controller{*controller};
-  auto started = [&] { return fs::exists(state_ + "/results/holder/out/started"); };
+  auto started = [&] { return fs::exists(live_out_dir(state_, "holder") + "/started"); };
   int64_t deadline = monotonic_ms() + 60000;
   while (!started() && monotonic_ms() < deadline) ::usleep(50 * 1000);
   ASSERT_TRUE(started()) << "the job did not start";

@@ -120,7 +120,7 @@ TEST_F(RunTest, LiveOutputArrivesWhileTheJobRuns) {
       120000);
   ASSERT_TRUE(seen) << "the job's first lines were not shown while it ran:\n" << w.text;
   EXPECT_FALSE(has(w.text, "out-three")) << w.text;  // the job is still waiting
-  write_text(state_ + "/results/live1/out/go", "");
+  write_text(live_out_dir(state_, "live1") + "/go", "");
   int code = w.finish();
   EXPECT_EQ(code, 0) << w.text;
   auto lines = job_lines(w.text);

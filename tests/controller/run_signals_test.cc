@@ -18,7 +18,7 @@ namespace fs = std::filesystem;
 // Waits until the job has written /out/started (it is running), at most 30 s.
 bool wait_started(const std::string& state, const std::string& id) {
   for (int i = 0; i < 300; ++i) {
-    if (fs::exists(state + "/results/" + id + "/out/started")) return true;
+    if (fs::exists(live_out_dir(state, id) + "/started")) return true;
     ::usleep(100 * 1000);
   }
   return false;

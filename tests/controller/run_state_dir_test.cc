@@ -115,15 +115,19 @@ TEST_F(StateDirTest, ResultsSwappedForALinkDuringTheRunCatchesNoWrite) {
   o.stderr_fd = err->get();
   auto controller = spawn(o);
   ASSERT_TRUE(controller.ok()) << controller.error().message();
+  // The job's /out while it runs (its result space, or results/swap/out), found before the swap.
   int64_t deadline = monotonic_ms() + 60000;
-  while (!fs::exists(state_ + "/results/swap/out/started") && monotonic_ms() < deadline)
+  while (!fs::exists(live_out_dir(state_, "swap") + "/started") && monotonic_ms() < deadline)
     ::usleep(20 * 1000);
-  ASSERT_TRUE(fs::exists(state_ + "/results/swap/out/started"));
+  const std::string live = live_out_dir(state_, "swap");
+  ASSERT_TRUE(fs::exists(live + "/started"));
   fs::rename(state_ + "/results", state_ + "/results.real");
   fs::create_directory_symlink(target_, state_ + "/results");
   // What a write that followed the link would need to succeed: the run's directory in the target.
   fs::create_directory(target_ + "/swap");
-  write_text(state_ + "/results.real/swap/out/go", "");
+  write_text(live.starts_with(state_ + "/results/") ? state_ + "/results.real/swap/out/go"
+                                                     : live + "/go",
+             "");
   auto st = controller->wait_for(120000);
   ASSERT_TRUE(st.ok() && st->has_value()) << "the controller did not finish";
   std::string said = read_text(dir_ / "controller.err");

@@ -197,6 +197,12 @@ Result<std::string> busybox_fixture_dir() {
   return fixture_made_by("busybox_image.sh");
 }
 
+std::string live_out_dir(const std::string& state, const std::string& id) {
+  std::string space = state + "/owned/" + id + "+out/out";
+  std::error_code ec;
+  return fs::is_directory(space, ec) ? space : state + "/results/" + id + "/out";
+}
+
 bool no_process_with(const std::string& marker) {
   for (const auto& entry : fs::directory_iterator("/proc")) {
     std::string name = entry.path().filename();

@@ -78,4 +78,9 @@ Result<std::string> busybox_fixture_dir();
 // True when no process whose command line contains `marker` is alive (zombies ignored).
 bool no_process_with(const std::string& marker);
 
+// Where the job of run `id` writes its /out while it runs: the directory out/ of its result space
+// (STATE/owned/<id>+out/out, docs/growth.md) when it has one, else results/<id>/out. What a test
+// that watches a running job (or leaves a file for it) looks at.
+std::string live_out_dir(const std::string& state, const std::string& id);
+
 }  // namespace sealrun::testing

@@ -109,6 +109,17 @@ const Broken kBroken[] = {
      "temporary_directory"},
     {"same_streams", [](ActionFields& f) { f.stderr_path = f.stdout_path; },
      "stdout_path and stderr_path: the same file"},
+    // Confined to the action's directory (a1/, the parent of its input root a1/root).
+    {"stdout_in_another_actions_root", [](ActionFields& f) { f.stdout_path = "a2/root/x"; },
+     "stdout_path \"a2/root/x\": outside the action's directory \"a1\""},
+    {"stderr_in_own_root", [](ActionFields& f) { f.stderr_path = "a1/root/err"; },
+     "stderr_path \"a1/root/err\": in or around the input root"},
+    {"logs_outside", [](ActionFields& f) { f.server_logs_directory = "logs"; },
+     "server_logs_directory \"logs\": outside the action's directory"},
+    {"tmp_is_root", [](ActionFields& f) { f.temporary_directory = "a1/root"; },
+     "temporary_directory \"a1/root\": in or around the input root"},
+    {"root_at_top", [](ActionFields& f) { f.input_root_directory = "a1"; },
+     "its parent is the build directory itself"},
 };
 
 INSTANTIATE_TEST_SUITE_P(Table, CheckActionRefuses, ::testing::ValuesIn(kBroken),

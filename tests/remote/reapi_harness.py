@@ -409,15 +409,35 @@ class Actions(RunnerTestCase):
 
     def test_one_input_root_serves_one_action_at_a_time(self):
         future = self.start_long_action("busy", "sleep 6006")
-        fields = self.runner.action("busy2")
-        for root in ("busy/root", "busy"):  # the same input root, and one around it
-            with self.assertRaises(grpc.RpcError) as e:
-                self.runner.stub.Run(runner_pb2.RunRequest(
-                    arguments=["true"], **dict(fields, input_root_directory=root)), timeout=60)
-            self.assertEqual(e.exception.code(), grpc.StatusCode.FAILED_PRECONDITION, root)
-            self.assertIn("in use by another action", e.exception.details())
-            for stream in ("stdout", "stderr"):
-                os.unlink(self.runner.path("busy2/" + stream))
+        # The same input root, from the same action directory (a request's paths may not leave it).
+        fields = dict(self.runner.action("busy2"), stdout_path="busy/stdout2",
+                      stderr_path="busy/stderr2", temporary_directory="busy/tmp",
+                      server_logs_directory="busy/server_logs", input_root_directory="busy/root")
+        with self.assertRaises(grpc.RpcError) as e:
+            self.runner.stub.Run(runner_pb2.RunRequest(arguments=["true"], **fields), timeout=60)
+        self.assertEqual(e.exception.code(), grpc.StatusCode.FAILED_PRECONDITION)
+        self.assertIn("in use by another action", e.exception.details())
+        for stream in ("stdout2", "stderr2"):  # refused before anything was created
+            self.assertFalse(os.path.exists(self.runner.path("busy/" + stream)))
+        # An action whose directory lies inside the running one's input root: refused before its
+        # log files are created there.
+        inner = "busy/root/inner"
+        os.makedirs(self.runner.path(inner))
+        with self.assertRaises(grpc.RpcError) as e:
+            self.runner.stub.Run(runner_pb2.RunRequest(
+                arguments=["true"], input_root_directory=inner + "/root",
+                stdout_path=inner + "/stdout", stderr_path=inner + "/stderr",
+                temporary_directory=inner + "/tmp", server_logs_directory=inner + "/server_logs"),
+                timeout=60)
+        self.assertEqual(e.exception.code(), grpc.StatusCode.FAILED_PRECONDITION)
+        self.assertEqual(os.listdir(self.runner.path(inner)), [])
+        # Another action's paths cannot reach into the running one's input root at all.
+        with self.assertRaises(grpc.RpcError) as e:
+            self.runner.stub.Run(runner_pb2.RunRequest(
+                arguments=["true"], **dict(self.runner.action("busy3"),
+                                           stdout_path="busy/root/planted")), timeout=60)
+        self.assertEqual(e.exception.code(), grpc.StatusCode.INVALID_ARGUMENT)
+        self.assertFalse(os.path.exists(self.runner.path("busy/root/planted")))
         future.cancel()
         wait_for(lambda: os.path.exists(os.path.join(self.runner.server_logs("busy"),
                                                      "receipt.json")), 120, "the receipt")
@@ -425,9 +445,18 @@ class Actions(RunnerTestCase):
         wait_for(lambda: self._runs_in("busy/root"), 60, "the input root to be free")
 
     def _runs_in(self, root):
-        fields = self.runner.action("again")
-        for stream in ("stdout", "stderr"):
-            path = self.runner.path("again/" + stream)
+        # The request's other paths in the root's own action directory, as a request must have them.
+        # Server logs of its own: the first action's receipt is in <parent>/server_logs.
+        parent = os.path.dirname(root)
+        logs = self.runner.path(parent + "/again.server_logs")
+        shutil.rmtree(logs, ignore_errors=True)
+        os.makedirs(logs)
+        os.chmod(logs, 0o777)
+        fields = dict(self.runner.action("again"), stdout_path=parent + "/again.stdout",
+                      stderr_path=parent + "/again.stderr", temporary_directory=parent + "/tmp",
+                      server_logs_directory=parent + "/again.server_logs")
+        for stream in ("again.stdout", "again.stderr"):
+            path = self.runner.path(parent + "/" + stream)
             if os.path.exists(path):
                 os.unlink(path)
         try:
@@ -527,6 +556,37 @@ class GrowthGuard(RunnerTestCase):
         self.assertIn("growth guard", self.read("big/stderr"))
         self.assertTrue(receipt["stop_confirmed"])
         self.assertEqual(processes_with("sleep 6004"), [])
+
+
+class ResultSpaceBound(RunnerTestCase):
+    """ACCEPTANCE 40 through the runner: the writable /src is a file system of the run's own."""
+    runner_sets = ("limits.result_max_bytes=67108864", "limits.result_max_inodes=10000")
+
+    def test_fallocate_and_many_files_end_in_enospc_within_the_bound(self):
+        script = ("fallocate -l 4G big; echo fallocate-exit=$? >&2; rm -f big; i=0; "
+                  "while [ $i -lt 400000 ] && true 2>/dev/null >f$i; do i=$((i+1)); done; "
+                  "echo made=$i >&2")
+        response = self.runner.run("flood", script, files={"input.txt": "an input\n"},
+                                   timeout=600)
+        stderr = self.read("flood/stderr")
+        self.assertEqual(response.exit_code, 0, stderr)
+        self.assertIn("No space left on device", stderr)
+        self.assertNotIn("fallocate-exit=0", stderr)
+        made = int(stderr.split("made=")[1].split()[0])
+        self.assertLess(made, 10000, stderr)
+        self.assertGreater(made, 9000, stderr)
+        receipt = self.runner.receipt("flood")
+        self.assertEqual(receipt["result_space"]["kind"], "filesystem", receipt["result_space"])
+        self.assertIn("result_space", receipt["limits_hit"])
+        # The host never held more than the bound (64 MiB of outputs plus the tiny input).
+        for sample in receipt["samples"]:
+            self.assertLessEqual(sample["result_bytes"], 65 << 20, sample)
+        # Nothing of the result space is left in the state directory.
+        for sub in ("owned", "ownedfs", "exports"):
+            left = [n for n in os.listdir(os.path.join(self.runner.state, sub))
+                    if "+out" in n or sub == "exports"] \
+                if os.path.isdir(os.path.join(self.runner.state, sub)) else []
+            self.assertEqual(left, [], sub)
 
 
 class NoContainment(unittest.TestCase):
