@@ -19,6 +19,7 @@
 
 #include "core/atomic_write.h"
 #include "core/bounded_file.h"
+#include "core/json_field.h"
 #include "core/proc.h"
 #include "core/run_id.h"
 #include "core/strict_json.h"
@@ -55,30 +56,6 @@ std::string live_file(const std::string& id) { return id + std::string(kLiveSuff
 
 bool ends_with(const std::string& s, std::string_view tail) {
   return s.size() > tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
-}
-
-template <typename T>
-Result<T> field(const nlohmann::json& j, const char* key) {
-  auto it = j.find(key);
-  if (it == j.end()) return Error::make(fmt::format("field '{}' is missing", key));
-  try {
-    if constexpr (std::is_same_v<T, std::string>) {
-      if (!it->is_string()) return Error::make(fmt::format("field '{}' is not a string", key));
-    } else if constexpr (std::is_same_v<T, std::vector<std::string>>) {
-      if (!it->is_array()) return Error::make(fmt::format("field '{}' is not an array", key));
-      for (const auto& e : *it)
-        if (!e.is_string()) return Error::make(fmt::format("field '{}' holds a non-string", key));
-    } else {
-      if (!it->is_number_integer())
-        return Error::make(fmt::format("field '{}' is not an integer", key));
-      auto v = it->get<int64_t>();
-      if (v < 0 || v > INT32_MAX)
-        return Error::make(fmt::format("field '{}' is out of range ({})", key, v));
-    }
-    return it->get<T>();
-  } catch (const nlohmann::json::exception& e) {
-    return Error::make(fmt::format("field '{}': {}", key, e.what()));
-  }
 }
 
 }  // namespace
@@ -126,24 +103,24 @@ Result<GrantRecord> grant_record_from_json(std::string_view text) {
   // Records are flat: depth 4 is plenty, and a duplicated key is a forged or corrupt record.
   nlohmann::json j = SEALRUN_TRY_CTX(parse_strict_json(text, 4), "not JSON");
   if (!j.is_object()) return Error::make("not a JSON object");
-  std::string schema = SEALRUN_TRY(field<std::string>(j, "schema"));
+  std::string schema = SEALRUN_TRY(json_string_field(j, "schema"));
   if (schema != kSchema)
     return Error::make(fmt::format("schema is '{}', expected '{}'", schema, kSchema));
   GrantRecord r;
-  r.id = SEALRUN_TRY(field<std::string>(j, "id"));
+  r.id = SEALRUN_TRY(json_string_field(j, "id"));
   if (!is_valid_run_id(r.id)) return Error::make(fmt::format("id '{}' is not valid", r.id));
-  r.owner_uid = static_cast<uid_t>(SEALRUN_TRY(field<int64_t>(j, "owner_uid")));
-  r.controller_pid = static_cast<pid_t>(SEALRUN_TRY(field<int64_t>(j, "controller_pid")));
-  r.controller_start = SEALRUN_TRY(field<std::string>(j, "controller_start"));
-  r.mechanism = SEALRUN_TRY(field<std::string>(j, "mechanism"));
-  r.job_user = SEALRUN_TRY(field<std::string>(j, "job_user"));
-  r.job_pid = static_cast<pid_t>(SEALRUN_TRY(field<int64_t>(j, "job_pid")));
+  r.owner_uid = static_cast<uid_t>(SEALRUN_TRY(json_uint_field(j, "owner_uid", INT32_MAX)));
+  r.controller_pid = static_cast<pid_t>(SEALRUN_TRY(json_uint_field(j, "controller_pid", INT32_MAX)));
+  r.controller_start = SEALRUN_TRY(json_string_field(j, "controller_start"));
+  r.mechanism = SEALRUN_TRY(json_string_field(j, "mechanism"));
+  r.job_user = SEALRUN_TRY(json_string_field(j, "job_user"));
+  r.job_pid = static_cast<pid_t>(SEALRUN_TRY(json_uint_field(j, "job_pid", INT32_MAX)));
   // Added after the first records were written: optional, so that a sweep by a newer sealrun can
   // still read an older controller's record (it then falls back to weaker checks).
-  if (j.contains("job_start")) r.job_start = SEALRUN_TRY(field<std::string>(j, "job_start"));
-  if (j.contains("boot_id")) r.boot_id = SEALRUN_TRY(field<std::string>(j, "boot_id"));
-  if (j.contains("job_uid")) r.job_uid = SEALRUN_TRY(field<int64_t>(j, "job_uid"));
-  if (j.contains("job_gid")) r.job_gid = SEALRUN_TRY(field<int64_t>(j, "job_gid"));
+  if (j.contains("job_start")) r.job_start = SEALRUN_TRY(json_string_field(j, "job_start"));
+  if (j.contains("boot_id")) r.boot_id = SEALRUN_TRY(json_string_field(j, "boot_id"));
+  if (j.contains("job_uid")) r.job_uid = SEALRUN_TRY(json_uint_field(j, "job_uid", INT32_MAX));
+  if (j.contains("job_gid")) r.job_gid = SEALRUN_TRY(json_uint_field(j, "job_gid", INT32_MAX));
   if (j.contains("mechanism_locators")) {
     const auto& m = j["mechanism_locators"];
     if (!m.is_object()) return Error::make("field 'mechanism_locators' is not an object");
@@ -157,13 +134,13 @@ Result<GrantRecord> grant_record_from_json(std::string_view text) {
   // top-level fields; read them into the same place (empty strings meant "none").
   for (const char* key : {"container_name", "podman_root"}) {
     if (!j.contains(key)) continue;
-    std::string v = SEALRUN_TRY(field<std::string>(j, key));
+    std::string v = SEALRUN_TRY(json_string_field(j, key));
     if (!v.empty()) r.mechanism_locators.emplace(key, v);
   }
-  r.group_backend = SEALRUN_TRY(field<std::string>(j, "group_backend"));
-  r.group_locators = SEALRUN_TRY(field<std::vector<std::string>>(j, "group_locators"));
-  r.owned_root = SEALRUN_TRY(field<std::string>(j, "owned_root"));
-  r.created_at = SEALRUN_TRY(field<std::string>(j, "created_at"));
+  r.group_backend = SEALRUN_TRY(json_string_field(j, "group_backend"));
+  r.group_locators = SEALRUN_TRY(json_strings_field(j, "group_locators"));
+  r.owned_root = SEALRUN_TRY(json_string_field(j, "owned_root"));
+  r.created_at = SEALRUN_TRY(json_string_field(j, "created_at"));
   if (r.controller_pid <= 0) return Error::make("controller_pid must be positive");
   return r;
 }

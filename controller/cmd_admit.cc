@@ -22,6 +22,7 @@
 #include "controller/output.h"
 #include "controller/run_plan.h"
 #include "controller/run_progress.h"
+#include "core/bytes_text.h"
 #include "core/hex.h"
 
 namespace sealrun::cli {
@@ -47,16 +48,12 @@ struct CheckArgs {
   bool json = false;
 };
 
-std::string mib(uint64_t bytes) {
-  return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / (1 << 20));
-}
-
 // "\rhashing toolchain: 12.0 MiB of 240.3 MiB (5%)" on a terminal; nothing otherwise.
 std::function<void(uint64_t, uint64_t)> terminal_progress(const char* what) {
   if (!stderr_is_terminal()) return {};
   return [what](uint64_t done, uint64_t total) {
     int pct = total == 0 ? 100 : static_cast<int>(done * 100 / total);
-    fmt::print(stderr, "\rhashing {}: {} of {} ({}%)\033[K", what, mib(done), mib(total), pct);
+    fmt::print(stderr, "\rhashing {}: {} of {} ({}%)\033[K", what, binary_size_text(done), binary_size_text(total), pct);
     std::fflush(stderr);
   };
 }
@@ -109,7 +106,7 @@ int run_learned_freeze(FreezeArgs& args) {
     fmt::print(stderr,
                "learned {} host files ({}), {} links, {} directories ({} paths looked up, {} "
                "entries left to the pins); learning {} ms, hashing {} ms, proving {} ms\n",
-               learned->files, mib(learned->bytes), learned->links, learned->dirs, learned->lookups,
+               learned->files, binary_size_text(learned->bytes), learned->links, learned->dirs, learned->lookups,
                learned->dropped, learned->learn_ms, learned->hash_ms, learned->prove_ms);
     for (const learn::Exclusion& e : learned->excluded)
       if (!e.generated)

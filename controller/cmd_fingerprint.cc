@@ -13,6 +13,7 @@
 #include "controller/commands.h"
 #include "controller/exit_codes.h"
 #include "controller/output.h"
+#include "core/bytes_text.h"
 #include "fingerprint/file_hash.h"
 #include "fingerprint/tree.h"
 
@@ -31,17 +32,6 @@ struct FileArgs {
   bool json = false;
 };
 
-std::string human_bytes(uint64_t bytes) {
-  static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double v = static_cast<double>(bytes);
-  size_t unit = 0;
-  while (v >= 1024 && unit + 1 < std::size(kUnits)) {
-    v /= 1024;
-    ++unit;
-  }
-  return unit == 0 ? fmt::format("{} B", bytes) : fmt::format("{:.1f} {}", v, kUnits[unit]);
-}
-
 int run_tree(const TreeArgs& args) {
   TreeOptions options;
   options.threads = args.threads;
@@ -50,7 +40,7 @@ int run_tree(const TreeArgs& args) {
     options.progress = [](uint64_t done, uint64_t total) {
       // `total` grows while the walk is still discovering files.
       int pct = total == 0 ? 100 : static_cast<int>(done * 100 / total);
-      fmt::print(stderr, "\rhashing: {} of {} ({}%)\033[K", human_bytes(done), human_bytes(total),
+      fmt::print(stderr, "\rhashing: {} of {} ({}%)\033[K", binary_size_text(done), binary_size_text(total),
                  pct);
       std::fflush(stderr);
     };
@@ -72,7 +62,7 @@ int run_tree(const TreeArgs& args) {
     fmt::print("tree sha256    {}  (SHA-256 of the inventory {})\n", summary->sha256, args.out);
     fmt::print("entries        {}  (records after the header, \".\" included)\n", summary->entries);
     fmt::print("regular bytes  {}  ({}, the sum of all regular file sizes)\n",
-               summary->regular_bytes, human_bytes(summary->regular_bytes));
+               summary->regular_bytes, binary_size_text(summary->regular_bytes));
   }
   return kExitOk;
 }

@@ -16,12 +16,12 @@
 #include "controller/run_pipeline.h"
 #include "controller/run_plan.h"
 #include "controller/state_dir.h"
+#include "core/bytes_text.h"
 #include "core/syscall.h"
 
 namespace sealrun::cli {
 
 namespace {
-std::string mib(uint64_t bytes) { return fmt::format("{:.1f} MiB", bytes / 1048576.0); }
 
 // After the live output, the job's end in a line or two (the verdict and the receipt's path are
 // on stdout, the reason of a failure was said above).
@@ -40,12 +40,12 @@ void print_run_summary(const receipt::Receipt& r, int64_t elapsed_ms) {
     line += ", ";
   }
   line += fmt::format("{} in {:.2f} s", r.state, elapsed_ms / 1000.0);
-  if (r.memory && r.memory->peak_bytes) line += ", memory peak " + mib(*r.memory->peak_bytes);
+  if (r.memory && r.memory->peak_bytes) line += ", memory peak " + binary_size_text(*r.memory->peak_bytes);
   fmt::print(stderr, "{}\n", line);
   if (r.guard)
     fmt::print(
         stderr, "sealrun run: {}: growth guard {} tripped at {:.2f} s: {} observed, limit {}\n",
-        r.id, r.guard->name, r.guard->t_ms / 1000.0, mib(r.guard->observed), mib(r.guard->limit));
+        r.id, r.guard->name, r.guard->t_ms / 1000.0, binary_size_text(r.guard->observed), binary_size_text(r.guard->limit));
 }
 }  // namespace
 

@@ -1,18 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// The exit codes of docs/contract.md. Only controller/ decides them.
+// The exit codes moved to core/exit_codes.h, where remote/ and the tests read the same numbers;
+// this name stays so that code written against it keeps building.
 #pragma once
 
-namespace sealrun {
-
-enum ExitCode : int {
-  kExitOk = 0,
-  kExitFailure = 1,                 // a command other than `run` failed (message on stderr)
-  kExitUsage = 2,                   // bad command line
-  kExitAdmissionRefused = 3,        // admission refused, nothing executed
-  kExitContainmentUnavailable = 4,  // a required dimension cannot be enforced, nothing executed
-  kExitJobFailed = 5,               // non-zero exit, signal, timeout, OOM
-  kExitGuardTripped = 6,            // a growth guard tripped and the job was stopped
-  kExitStopUnconfirmed = 7,         // stop or cleanup could not be confirmed
-};
-
-}  // namespace sealrun
+#include "core/exit_codes.h"

@@ -3,11 +3,11 @@
 //
 // What may shrink is only what illustrates: stream tails, census samples, free text (argv
 // elements, notes, cleanup details, limit notes, the mechanisms tried), and how many outputs are
-// *listed*. What bears on the verdict (receipt_fields.h, FieldRole::kVerdict) is rendered whole at
-// every level: state, exit, reason, every verification with its result, the grant, the memory
-// limits and events, the guard, every command's exit, signal and stream digests, stop_confirmed,
-// every cleanup action with its result, not_finished, and outputs_total + outputs_list_sha256,
-// which pin the full output list however few outputs are listed. A job therefore cannot strip
+// *listed*. What bears on the verdict is rendered whole at every level: state, exit, reason,
+// every verification with its result, the grant, the memory limits and events, the guard, every
+// command's exit, signal and stream digests, stop_confirmed, every cleanup action with its result,
+// not_finished, and outputs_total + outputs_list_sha256, which pin the full output list however
+// few outputs are listed. A job therefore cannot strip
 // its own receipt by leaving junk in /out: junk only pushes other junk out of the listing.
 //
 // Only when even the last level does not fit (thousands of cleanup entries under a 16 KiB cap,

@@ -70,14 +70,13 @@ enum JsonKind : uint8_t {
   kJsonNull = 32,
 };
 
+// Whether a field says something about the run (kRun) or differs between two runs of the same
+// thing without meaning anything (kTiming: `receipt diff` counts it per-run, a unit test checks).
+// What the renderer keeps whole when a receipt must shrink is decided in receipt.cc, field by
+// field, not here.
 enum class FieldRole : uint8_t {
-  // Bears on the verdict: kept whole at every shrinking level. Only a receipt that cannot fit its
-  // bound even then (receipt.cc, the last resort) folds the *passing* entries of a verdict list
-  // into counts (verifications_total, cleanup_total, commands_total and their *_failed), keeping
-  // every failing entry.
-  kVerdict,
-  kRecord,  // detail an auditor reads; may be shortened (and `truncated` says so)
-  kTiming,  // differs between two runs of the same thing without meaning anything
+  kRun,
+  kTiming,
 };
 
 struct FieldSpec {
@@ -88,58 +87,58 @@ struct FieldSpec {
 };
 
 inline constexpr FieldSpec kReceiptFields[] = {
-    {field::kSchema, kJsonString, FieldRole::kVerdict, true},
-    {field::kSealrunVersion, kJsonObject | kJsonNull, FieldRole::kRecord, false},
+    {field::kSchema, kJsonString, FieldRole::kRun, true},
+    {field::kSealrunVersion, kJsonObject | kJsonNull, FieldRole::kRun, false},
     {field::kId, kJsonString, FieldRole::kTiming, true},
-    {field::kState, kJsonString, FieldRole::kVerdict, true},
-    {field::kExit, kJsonInteger, FieldRole::kVerdict, true},
-    {field::kReason, kJsonString, FieldRole::kVerdict, true},
-    {field::kAdmissionSha256, kJsonString, FieldRole::kVerdict, true},
+    {field::kState, kJsonString, FieldRole::kRun, true},
+    {field::kExit, kJsonInteger, FieldRole::kRun, true},
+    {field::kReason, kJsonString, FieldRole::kRun, true},
+    {field::kAdmissionSha256, kJsonString, FieldRole::kRun, true},
     // What was admitted (command, env, limits, containment, inputs): kept whole when shrinking.
-    {field::kAdmission, kJsonObject | kJsonNull, FieldRole::kVerdict, false},
+    {field::kAdmission, kJsonObject | kJsonNull, FieldRole::kRun, false},
     // Who signs it ({key_id}), or null: an unsigned receipt says so.
-    {field::kSigning, kJsonObject | kJsonNull, FieldRole::kVerdict, false},
+    {field::kSigning, kJsonObject | kJsonNull, FieldRole::kRun, false},
     // What a rebuild rebuilt and what it varied: kept whole (it is small and says what was proven).
-    {field::kRebuildOf, kJsonObject | kJsonNull, FieldRole::kVerdict, false},
+    {field::kRebuildOf, kJsonObject | kJsonNull, FieldRole::kRun, false},
     {field::kStarted, kJsonString, FieldRole::kTiming, true},
     {field::kFinished, kJsonString, FieldRole::kTiming, true},
-    {field::kVerifications, kJsonArray, FieldRole::kVerdict, true},
-    {field::kGrant, kJsonObject | kJsonNull, FieldRole::kVerdict, true},
-    {field::kCommands, kJsonArray, FieldRole::kVerdict, true},
+    {field::kVerifications, kJsonArray, FieldRole::kRun, true},
+    {field::kGrant, kJsonObject | kJsonNull, FieldRole::kRun, true},
+    {field::kCommands, kJsonArray, FieldRole::kRun, true},
     {field::kSamples, kJsonArray, FieldRole::kTiming, true},
     {field::kSamplesDropped, kJsonInteger, FieldRole::kTiming, true},
-    {field::kGuard, kJsonObject | kJsonNull, FieldRole::kVerdict, true},
-    {field::kMemory, kJsonObject | kJsonNull, FieldRole::kVerdict, true},
+    {field::kGuard, kJsonObject | kJsonNull, FieldRole::kRun, true},
+    {field::kMemory, kJsonObject | kJsonNull, FieldRole::kRun, true},
     // {kind: filesystem | directory, size_bytes, inodes[, why_not]}: how growth was bounded.
-    {field::kOwnedSpace, kJsonObject | kJsonNull, FieldRole::kVerdict, false},
+    {field::kOwnedSpace, kJsonObject | kJsonNull, FieldRole::kRun, false},
     // The same for /out: whether the kernel bounded it (run_result_space.h).
-    {field::kResultSpace, kJsonObject | kJsonNull, FieldRole::kVerdict, false},
+    {field::kResultSpace, kJsonObject | kJsonNull, FieldRole::kRun, false},
     // ["pids", "memory", "growth", ...]: the limits the job reached (limits_hit.h).
-    {field::kLimitsHit, kJsonArray, FieldRole::kVerdict, false},
+    {field::kLimitsHit, kJsonArray, FieldRole::kRun, false},
     // How each pinned tree was verified: from the digest cache by stat, or hashed (docs/digest-cache.md).
-    {field::kPinCache, kJsonArray, FieldRole::kRecord, false},
+    {field::kPinCache, kJsonArray, FieldRole::kRun, false},
     // What the job could see, each entry with what pins it: kept whole (receipt verify fails a
     // read-only entry without a pin).
-    {field::kView, kJsonArray, FieldRole::kVerdict, false},
+    {field::kView, kJsonArray, FieldRole::kRun, false},
     // The Slurm job, step and node the run belonged to (its environment's word), or null.
-    {field::kSlurm, kJsonObject | kJsonNull, FieldRole::kRecord, false},
+    {field::kSlurm, kJsonObject | kJsonNull, FieldRole::kRun, false},
     // The listing is detail (it may be shortened); outputs_total and outputs_list_sha256 pin it.
-    {field::kOutputs, kJsonArray, FieldRole::kRecord, true},
-    {field::kStopConfirmed, kJsonBool, FieldRole::kVerdict, true},
-    {field::kCleanup, kJsonArray, FieldRole::kVerdict, true},
-    {field::kNotes, kJsonArray, FieldRole::kRecord, false},
-    {field::kTruncated, kJsonArray, FieldRole::kRecord, true},
+    {field::kOutputs, kJsonArray, FieldRole::kRun, true},
+    {field::kStopConfirmed, kJsonBool, FieldRole::kRun, true},
+    {field::kCleanup, kJsonArray, FieldRole::kRun, true},
+    {field::kNotes, kJsonArray, FieldRole::kRun, false},
+    {field::kTruncated, kJsonArray, FieldRole::kRun, true},
     {field::kDigest, kJsonObject, FieldRole::kTiming, true},
-    {field::kOutputsTotal, kJsonInteger | kJsonNull, FieldRole::kVerdict, true},
-    {field::kOutputsListSha256, kJsonString | kJsonNull, FieldRole::kVerdict, true},
-    {field::kOutputsBytes, kJsonInteger, FieldRole::kRecord, true},
-    {field::kNotFinished, kJsonArray, FieldRole::kVerdict, true},
-    {field::kCommandsTotal, kJsonInteger, FieldRole::kVerdict, false},
-    {field::kCommandsFailed, kJsonInteger, FieldRole::kVerdict, false},
-    {field::kVerificationsFailed, kJsonInteger, FieldRole::kVerdict, false},
-    {field::kVerificationsTotal, kJsonInteger, FieldRole::kVerdict, false},
-    {field::kCleanupTotal, kJsonInteger, FieldRole::kVerdict, false},
-    {field::kCleanupFailed, kJsonInteger, FieldRole::kVerdict, false},
+    {field::kOutputsTotal, kJsonInteger | kJsonNull, FieldRole::kRun, true},
+    {field::kOutputsListSha256, kJsonString | kJsonNull, FieldRole::kRun, true},
+    {field::kOutputsBytes, kJsonInteger, FieldRole::kRun, true},
+    {field::kNotFinished, kJsonArray, FieldRole::kRun, true},
+    {field::kCommandsTotal, kJsonInteger, FieldRole::kRun, false},
+    {field::kCommandsFailed, kJsonInteger, FieldRole::kRun, false},
+    {field::kVerificationsFailed, kJsonInteger, FieldRole::kRun, false},
+    {field::kVerificationsTotal, kJsonInteger, FieldRole::kRun, false},
+    {field::kCleanupTotal, kJsonInteger, FieldRole::kRun, false},
+    {field::kCleanupFailed, kJsonInteger, FieldRole::kRun, false},
 };
 
 constexpr const FieldSpec* find_field(std::string_view key) {

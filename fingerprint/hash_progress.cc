@@ -24,17 +24,6 @@ std::string eta_text(double seconds) {
 
 }  // namespace
 
-std::string binary_size_text(uint64_t bytes) {
-  static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double v = static_cast<double>(bytes);
-  size_t unit = 0;
-  while (v >= 1024 && unit + 1 < std::size(kUnits)) {
-    v /= 1024;
-    ++unit;
-  }
-  return unit == 0 ? fmt::format("{} B", bytes) : fmt::format("{:.1f} {}", v, kUnits[unit]);
-}
-
 double ProgressLine::rate(const HashProgress& p, int64_t now_ms) {
   samples_.emplace_back(now_ms, p.bytes_done);
   while (samples_.size() > 2 && now_ms - samples_[1].first >= kRateWindowMs) samples_.pop_front();

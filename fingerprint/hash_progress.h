@@ -15,6 +15,8 @@
 #include <string>
 #include <utility>
 
+#include "core/bytes_text.h"  // binary_size_text, which the line uses
+
 namespace sealrun {
 
 struct HashProgress {
@@ -25,9 +27,6 @@ struct HashProgress {
   uint64_t files_from_cache = 0;  // verified by stat through the digest cache
   bool walk_complete = false;     // files_found and bytes_found are final
 };
-
-// "1.5 GiB", "312.0 KiB", "17 B".
-std::string binary_size_text(uint64_t bytes);
 
 class ProgressLine {
  public:

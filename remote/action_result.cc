@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <string.h>
 
+#include "core/exit_codes.h"
 #include "core/strict_json.h"
 #include "fingerprint/sha256.h"
 
@@ -13,12 +14,6 @@ namespace sealrun::remote {
 using nlohmann::json;
 
 namespace {
-
-// Exit codes of `sealrun run` (docs/contract.md); the controller's own header is not a library's to
-// include, and these numbers are part of the contract.
-constexpr int kRefused = 3;
-constexpr int kContainmentUnavailable = 4;
-constexpr int kStopUnconfirmed = 7;
 
 std::string text(const json& doc, const char* key) {
   auto it = doc.find(key);
@@ -120,12 +115,12 @@ Decision decide(const std::optional<ReceiptFacts>& facts, int sealrun_code, int 
     return d;
   }
   if (f.state == "not_run" || !f.job_ran) {
-    d.answer = f.sealrun_exit == kRefused                  ? Answer::kFailedPrecondition
-               : f.sealrun_exit == kContainmentUnavailable ? Answer::kUnavailable
+    d.answer = f.sealrun_exit == kExitAdmissionRefused               ? Answer::kFailedPrecondition
+               : f.sealrun_exit == kExitContainmentUnavailable ? Answer::kUnavailable
                                                            : Answer::kInternal;
     return d;
   }
-  if (f.sealrun_exit == kStopUnconfirmed || !f.stop_confirmed) {
+  if (f.sealrun_exit == kExitStopUnconfirmed || !f.stop_confirmed) {
     d.answer = Answer::kInternal;
     d.message = about + " (run `sealrun sweep` on the runner's state directory)";
     return d;

@@ -15,8 +15,8 @@
 #include <memory>
 
 #include "controller/commands.h"
-#include "controller/exit_codes.h"
 #include "controller/output.h"
+#include "core/exit_codes.h"
 #include "remote/runner_cli.h"
 
 namespace sealrun::cli {

@@ -13,9 +13,9 @@
 #include <memory>
 #include <thread>
 
-#include "controller/exit_codes.h"
 #include "controller/host_config.h"
 #include "controller/output.h"
+#include "core/exit_codes.h"
 #include "remote/runner_cli.h"
 #include "remote/runner_service.h"
 

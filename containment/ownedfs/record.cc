@@ -14,6 +14,7 @@
 
 #include "containment/ownedfs/ownedfs.h"
 #include "core/bounded_file.h"
+#include "core/json_field.h"
 #include "core/run_id.h"
 #include "core/strict_json.h"
 #include "core/syscall.h"
@@ -23,19 +24,6 @@ namespace {
 
 constexpr const char* kSchema = "sealrun-ownedfs-v1";
 constexpr size_t kMaxRecordBytes = 16 * 1024;
-
-template <typename T>
-Result<T> field(const nlohmann::json& j, const char* key) {
-  auto it = j.find(key);
-  if (it == j.end()) return Error::make(fmt::format("field '{}' is missing", key));
-  if constexpr (std::is_same_v<T, std::string>) {
-    if (!it->is_string()) return Error::make(fmt::format("field '{}' is not a string", key));
-  } else {
-    if (!it->is_number_unsigned())
-      return Error::make(fmt::format("field '{}' is not a non-negative integer", key));
-  }
-  return it->get<T>();
-}
 
 }  // namespace
 
@@ -58,22 +46,22 @@ std::string record_to_json(const Record& r) {
 Result<Record> record_from_json(std::string_view text) {
   nlohmann::json j = SEALRUN_TRY_CTX(parse_strict_json(text, 2), "not JSON");
   if (!j.is_object()) return Error::make("not a JSON object");
-  std::string schema = SEALRUN_TRY(field<std::string>(j, "schema"));
+  std::string schema = SEALRUN_TRY(json_string_field(j, "schema"));
   if (schema != kSchema)
     return Error::make(fmt::format("schema is '{}', expected '{}'", schema, kSchema));
   Record r;
-  r.id = SEALRUN_TRY(field<std::string>(j, "id"));
+  r.id = SEALRUN_TRY(json_string_field(j, "id"));
   if (!is_valid_fs_id(r.id)) return Error::make(fmt::format("id '{}' is not valid", r.id));
-  uint64_t pid = SEALRUN_TRY(field<uint64_t>(j, "controller_pid"));
+  uint64_t pid = SEALRUN_TRY(json_uint_field(j, "controller_pid"));
   if (pid == 0 || pid > INT32_MAX) return Error::make("controller_pid is out of range");
   r.controller_pid = static_cast<pid_t>(pid);
-  r.controller_start = SEALRUN_TRY(field<std::string>(j, "controller_start"));
-  r.image = SEALRUN_TRY(field<std::string>(j, "image"));
-  r.mount_point = SEALRUN_TRY(field<std::string>(j, "mount_point"));
-  r.loop_device = SEALRUN_TRY(field<std::string>(j, "loop_device"));
-  r.size_bytes = SEALRUN_TRY(field<uint64_t>(j, "size_bytes"));
-  r.inodes = SEALRUN_TRY(field<uint64_t>(j, "inodes"));
-  r.created_at = SEALRUN_TRY(field<std::string>(j, "created_at"));
+  r.controller_start = SEALRUN_TRY(json_string_field(j, "controller_start"));
+  r.image = SEALRUN_TRY(json_string_field(j, "image"));
+  r.mount_point = SEALRUN_TRY(json_string_field(j, "mount_point"));
+  r.loop_device = SEALRUN_TRY(json_string_field(j, "loop_device"));
+  r.size_bytes = SEALRUN_TRY(json_uint_field(j, "size_bytes"));
+  r.inodes = SEALRUN_TRY(json_uint_field(j, "inodes"));
+  r.created_at = SEALRUN_TRY(json_string_field(j, "created_at"));
   return r;
 }
 
