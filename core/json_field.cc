@@ -34,8 +34,7 @@ Result<uint64_t> json_uint_field(const nlohmann::json& object, const char* key, 
   return v->get<uint64_t>();
 }
 
-Result<std::vector<std::string>> json_strings_field(const nlohmann::json& object,
-                                                    const char* key) {
+Result<std::vector<std::string>> json_strings_field(const nlohmann::json& object, const char* key) {
   const nlohmann::json* v = SEALRUN_TRY(member(object, key));
   if (!v->is_array()) return Error::make(fmt::format("field '{}' is not an array", key));
   std::vector<std::string> out;
