@@ -42,6 +42,11 @@ class BwrapMechanism : public Mechanism {
   std::vector<SweepStep> sweep_leftovers(const LeftoverRun& run) override;
   // The job's generated /etc files (containment/job_etc.h), for the job user as it is resolved.
   Result<std::vector<ViewEntry>> own_view_entries(const ContainmentSpec& spec) override;
+  // The view is bound into an empty tmpfs (the default root); an admitted image is unpacked for
+  // it, pins can come from images, and it has a sandbox-ready moment (bwrap's --info-fd).
+  bool unpacks_image() const override { return true; }
+  bool serves_pins_from_images() const override { return true; }
+  bool has_sandbox_ready_hook() const override { return true; }
 
  protected:
   Result<std::unique_ptr<ContainedJob>> start(const Grant& grant, resgroup::ResourceGroup* group,

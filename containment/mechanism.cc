@@ -7,6 +7,7 @@
 
 #include "containment/grant.h"
 #include "containment/resgroup/resource_group.h"
+#include "containment/view_plan.h"
 
 namespace sealrun {
 
@@ -43,5 +44,7 @@ std::string default_short_link_dir() {
 }
 
 std::vector<SweepStep> Mechanism::sweep_strays(const std::vector<StrayDir>&) { return {}; }
+
+ViewRoot Mechanism::view_root() const { return ViewRoot::kEmptyTmpfs; }
 
 }  // namespace sealrun

@@ -10,7 +10,10 @@
 //   sweep_leftovers()  remove what a killed controller left, from those recorded locators;
 //   sweep_strays()     remove what a killed controller left before it could record anything
 //                      (in its temporaries under the state directory, or short links).
-// The controller and `sweep` never name a mechanism: they go through mechanism_registry.h.
+// What differs between mechanisms in how a run is prepared is asked of the mechanism too (its view
+// root, whether an admitted image is unpacked for it, whether pins are served from images,
+// whether it has a sandbox-ready moment), so the controller and `sweep` never name a mechanism:
+// they go through these methods and mechanism_registry.h.
 #pragma once
 
 #include <sys/types.h>
@@ -38,6 +41,7 @@ class ResourceGroup;
 struct Grant;
 struct ContainmentSpec;
 struct ViewEntry;
+enum class ViewRoot;  // containment/view_plan.h
 
 struct DimensionCheck {
   Dimension dimension;
@@ -154,6 +158,21 @@ class Mechanism {
   // their temporaries (`dead_dirs`; the directories themselves are the caller's to remove) and
   // links in the context's short link directory whose target is gone. Default: nothing.
   virtual std::vector<SweepStep> sweep_strays(const std::vector<StrayDir>& dead_dirs);
+
+  // What the job's root is (view_plan.h): the admitted image's own root, run by the mechanism
+  // (kImage), or an empty tmpfs that every entry of the view is bound into (kEmptyTmpfs, the
+  // default). The view the receipt records is planned with it.
+  virtual ViewRoot view_root() const;
+  // Whether the controller must unpack an admitted image into a verified root file system whose
+  // entries join the view (a mechanism that cannot run an image archive itself). Default: no.
+  virtual bool unpacks_image() const { return false; }
+  // Whether the pinned host trees and closure files may be served to the job from verified
+  // read-only images (EROFS on a loop device) instead of bound by path. Default: no.
+  virtual bool serves_pins_from_images() const { return false; }
+  // Whether JobIo::on_sandbox_ready (and traced_syscalls) is honoured: a moment after the sandbox
+  // is set up and before the command runs. Learning and proving runs need it, and so does the
+  // check that each closure file bound is the one hashed. Default: no (such a job is refused).
+  virtual bool has_sandbox_ready_hook() const { return false; }
 
  protected:
   virtual Result<std::unique_ptr<ContainedJob>> start(const Grant& grant,

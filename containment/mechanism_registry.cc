@@ -5,7 +5,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <functional>
 
 #include "containment/bwrap.h"
@@ -30,10 +29,7 @@ const std::vector<MechanismEntry>& table() {
          BwrapOptions o;
          o.job_user = c.job_user;
          o.probe_cache_dir = c.probe_cache_dir;
-         // Test-only (docs/containment.md): run this bwrap binary instead of the one on PATH, so
-         // that a test can show the probe cache notices a changed binary.
-         if (const char* test_bwrap = std::getenv("SEALRUN_TEST_BWRAP"); test_bwrap && *test_bwrap)
-           o.bwrap_path = test_bwrap;
+         if (!c.test_bwrap_path.empty()) o.bwrap_path = c.test_bwrap_path;
          return make_bwrap_mechanism(o);  // bwrap keeps nothing outside the owned root
        }},
       {MechanismKind::kPodman, 2, true,
@@ -48,17 +44,35 @@ const std::vector<MechanismEntry>& table() {
   return kMechanismTable;
 }
 
-const MechanismEntry& entry(MechanismKind kind) {
+std::string known_names() {
+  std::string out;
   for (const auto& e : table())
-    if (e.kind == kind) return e;
-  // Every kind has a line (a unit test walks kMechanismKinds); reaching here is a build defect.
-  return table().front();
+    out += (out.empty() ? "" : ", ") + std::string(mechanism_kind_name(e.kind));
+  return out;
+}
+
+// Every kind has a line (a unit test walks kMechanismKinds); a kind without one (a value cast
+// from a number, a kind added without its line) is an error, never another mechanism.
+Result<const MechanismEntry*> entry(MechanismKind kind) {
+  for (const auto& e : table())
+    if (e.kind == kind) return &e;
+  return Error::make(fmt::format("no containment mechanism of kind {} is built in (known: {})",
+                                 static_cast<int>(kind), known_names()));
 }
 
 }  // namespace
 
-std::unique_ptr<Mechanism> make_mechanism(MechanismKind kind, const MechanismContext& context) {
-  return entry(kind).make(context);
+Result<std::unique_ptr<Mechanism>> make_mechanism(MechanismKind kind,
+                                                  const MechanismContext& context) {
+  const MechanismEntry* e = SEALRUN_TRY(entry(kind));
+  return e->make(context);
+}
+
+std::vector<MechanismKind> learning_mechanisms(const MechanismContext& context) {
+  std::vector<MechanismKind> out;
+  for (const auto& e : table())
+    if (e.make(context)->has_sandbox_ready_hook()) out.push_back(e.kind);
+  return out;
 }
 
 std::vector<SweepStep> sweep_mechanism_strays(const MechanismContext& context,
@@ -82,12 +96,12 @@ Result<std::vector<MechanismKind>> mechanism_candidates(bool has_image, Mechanis
     if (admitted && *admitted != *requested)
       return Error::make(fmt::format("--mechanism {}: the admission allows only {}", name,
                                      mechanism_kind_name(*admitted)));
-    if (entry(*requested).needs_image && !has_image)
+    if (SEALRUN_TRY(entry(*requested))->needs_image && !has_image)
       return Error::make(fmt::format("--mechanism {}: the admission pins no image", name));
     return std::vector<MechanismKind>{*requested};
   }
   if (admitted) {
-    if (entry(*admitted).needs_image && !has_image)
+    if (SEALRUN_TRY(entry(*admitted))->needs_image && !has_image)
       return Error::make(fmt::format("the admission allows only {}, which needs a pinned image",
                                      mechanism_kind_name(*admitted)));
     return std::vector<MechanismKind>{*admitted};

@@ -37,9 +37,19 @@ struct MechanismContext {
   std::string probe_cache_dir;
   // Where each run's own uid comes from (job_ids.h): the host-wide registry and the pool.
   JobIdPool job_id_pool;
+  // Test-only (docs/containment.md): the bwrap binary to run instead of the one on PATH, so that a
+  // test can show the probe cache notices a changed binary. The controller sets it from
+  // $SEALRUN_TEST_BWRAP (controller/host_config.cc); no library reads the environment.
+  std::string test_bwrap_path;
 };
 
-std::unique_ptr<Mechanism> make_mechanism(MechanismKind kind, const MechanismContext& context);
+// The mechanism of `kind`; an error for a kind that has no line in the table.
+Result<std::unique_ptr<Mechanism>> make_mechanism(MechanismKind kind,
+                                                  const MechanismContext& context);
+
+// The mechanisms that can run a learning or proving job (Mechanism::has_sandbox_ready_hook), in
+// table order.
+std::vector<MechanismKind> learning_mechanisms(const MechanismContext& context);
 
 // For `sealrun sweep`: every mechanism's sweep_strays() (Mechanism::sweep_strays) over the
 // temporaries of dead controllers ({dir, the controller's starttime}) and the short link

@@ -25,6 +25,7 @@
 #include "containment/podman_runner.h"
 #include "containment/podman_storage.h"
 #include "containment/podman_view.h"
+#include "containment/view_plan.h"
 #include "containment/resgroup/group_spawn.h"
 #include "containment/resgroup/resource_group.h"
 #include "core/bounded_file.h"
@@ -170,6 +171,9 @@ class PodmanMechanism final : public Mechanism {
   explicit PodmanMechanism(PodmanOptions options) : options_(std::move(options)) {}
 
   MechanismKind kind() const override { return MechanismKind::kPodman; }
+  // Podman runs the admitted image's own root, and binds pins by path; it has no moment between
+  // the sandbox and the command (so no learning, no check of the closure files bound).
+  ViewRoot view_root() const override { return ViewRoot::kImage; }
 
   MechanismProbe probe() override {
     std::lock_guard<std::mutex> lock(mu_);

@@ -89,7 +89,11 @@ std::vector<SweepStep> sweep_recorded_run(const GrantRecord& r, int64_t grace_ms
   MechanismContext ctx = context;
   if (!r.job_user.empty()) ctx.job_user = r.job_user;
   auto mechanism = make_mechanism(*kind, ctx);
-  for (auto& s : mechanism->sweep_leftovers(
+  if (!mechanism) {
+    steps.push_back({"mechanism " + r.mechanism, mechanism.error().message(), true});
+    return steps;
+  }
+  for (auto& s : (*mechanism)->sweep_leftovers(
            {r.id, r.owned_root, r.job_user, r.mechanism_locators, r.controller_start}))
     steps.push_back(std::move(s));
   return steps;

@@ -26,7 +26,8 @@ namespace {
 // Every mechanism sealrun knows (the registry's order).
 std::vector<std::unique_ptr<Mechanism>> every_mechanism() {
   std::vector<std::unique_ptr<Mechanism>> out;
-  for (MechanismKind kind : all_mechanisms()) out.push_back(make_mechanism(kind, mechanism_context()));
+  for (MechanismKind kind : all_mechanisms())
+    if (auto m = make_mechanism(kind, mechanism_context())) out.push_back(std::move(*m));
   return out;
 }
 

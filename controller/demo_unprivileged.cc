@@ -192,7 +192,8 @@ std::optional<DimensionSet> unprivileged_containment_gap(const std::string& stat
   std::vector<CandidateEnforcement> candidates;
   for (MechanismKind kind : *kinds) {
     auto mechanism = make_mechanism(kind, context);
-    MechanismProbe probe = mechanism->probe();
+    if (!mechanism) continue;
+    MechanismProbe probe = (*mechanism)->probe();
     if (!probe.available) continue;
     candidates.push_back({probe.name, enforced_dimensions(probe, groups, required)});
   }

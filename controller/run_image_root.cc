@@ -131,7 +131,7 @@ Result<ImageRoot> image_rootfs(const StateDir& state, const std::string& temp_di
 
 Status add_image_root(RunContext& run) {
   const auto& doc = run.doc();
-  if (!doc.image || !run.grant || run.grant->mechanism != "bwrap") return ok_status();
+  if (!doc.image || !run.grant || !run.chosen || !run.chosen->unpacks_image()) return ok_status();
   std::string target = image_root_target(hex_of(*doc.image));
   RootfsCheck check;
   check.rehash = run.req.rehash;

@@ -58,7 +58,7 @@ StageStatus serve_pins_from_images(RunContext& run) {
   // A learning run shows the job the host's trees themselves (its view entries say `live`).
   if (!has_pinned_host_bytes(spec) || run.req.learning) return stage_ok();
   std::string why;
-  if (run.grant->mechanism != "bwrap")
+  if (!run.chosen->serves_pins_from_images())
     why = "under " + run.grant->mechanism + " the pins are bound by path";
   else if (run.req.pins_live)
     why = "asked for by the caller";

@@ -71,7 +71,8 @@ struct RunOutcome {
 // What the pipeline makes its effects with. default_pipeline_deps() is the real thing.
 struct PipelineDeps {
   MechanismContext mechanism_context;
-  std::function<std::unique_ptr<Mechanism>(MechanismKind, const MechanismContext&)> make_mechanism;
+  std::function<Result<std::unique_ptr<Mechanism>>(MechanismKind, const MechanismContext&)>
+      make_mechanism;
   std::function<std::vector<resgroup::BackendProbe>()> probe_groups;
   // Given what probe_groups() answered for this run's grant (no second probe).
   std::function<Result<std::unique_ptr<resgroup::ResourceGroup>>(

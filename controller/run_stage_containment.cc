@@ -87,17 +87,19 @@ StageStatus stage_claim_owned_roots(RunContext& run) {
 
 StageStatus stage_acquire_grant(RunContext& run) {
   const auto& doc = run.doc();
-  auto kinds =
-      run.req.learning
-          ? Result<std::vector<MechanismKind>>(std::vector<MechanismKind>{MechanismKind::kBwrap})
-          : mechanism_candidates(doc.image.has_value(), doc.containment.mechanism,
-                                 run.req.mechanism);
+  // A learning run needs a moment between the sandbox and the command (Mechanism docs).
+  auto kinds = run.req.learning ? Result<std::vector<MechanismKind>>(
+                                      learning_mechanisms(run.mechanism_context))
+                                : mechanism_candidates(doc.image.has_value(),
+                                                       doc.containment.mechanism, run.req.mechanism);
   if (!kinds) return stage_fail(kExitUsage, kinds.error().message());
   // The probe cache lives in the state directory: root's (or the caller's), never the job's.
   run.mechanism_context.probe_cache_dir = run.layout.state_dir + "/probe-cache";
   std::vector<Mechanism*> ranked;
   for (MechanismKind kind : *kinds) {
-    run.mechanisms.push_back(run.deps.make_mechanism(kind, run.mechanism_context));
+    auto made = run.deps.make_mechanism(kind, run.mechanism_context);
+    if (!made) return stage_fail(kExitContainmentUnavailable, made.error().message());
+    run.mechanisms.push_back(std::move(*made));
     ranked.push_back(run.mechanisms.back().get());
   }
   run.group_probes = run.deps.probe_groups();
@@ -139,7 +141,8 @@ StageStatus stage_acquire_grant(RunContext& run) {
   // probe() is memoized: this is the probe the grant was made from.
   if (auto use = run.chosen->probe().cache)
     run.receipt.grant->probe = receipt::ProbeRecord{use->cached, use->key, use->note};
-  // Under bwrap an admitted image is unpacked (verified, cached) and its entries become the root.
+  // For a mechanism that cannot run an image itself (bwrap) an admitted image is unpacked
+  // (verified, cached) and its entries become the root.
   if (auto st = add_image_root(run); !st)
     return stage_fail(kExitContainmentUnavailable,
                       "the image's root file system for bwrap: " + st.error().message());
@@ -154,7 +157,7 @@ StageStatus stage_acquire_grant(RunContext& run) {
   if (auto st = serve_pins_from_images(run); !st.ok()) return st;
   // What the job will see, from the same plan the mechanism's command line is built from.
   run.receipt.view = receipt::view_json(
-      plan_view(g.spec, g.mechanism == "podman" ? ViewRoot::kImage : ViewRoot::kEmptyTmpfs));
+      plan_view(g.spec, run.chosen->view_root()));
   receipt::annotate_source_view(&run.receipt.view, run.admitted->document());
   // Locators name what the mechanism will make that outlives a reboot (podman's storage): the
   // record of them is durable before they exist. Without any (bwrap: namespaces and mounts, gone

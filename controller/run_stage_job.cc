@@ -42,13 +42,14 @@ std::unique_ptr<LiveOutput> open_live_output(RunContext& run, int logs_fd) {
   return live;
 }
 
-// What runs once bwrap has set up the sandbox, before the command's first instruction: the
-// learning run's hook, and the check that each closure file bound is the one hashed
-// (run_closure_bound.h), whose outcome lands in `bound`. Podman has no such moment.
+// What runs once the mechanism has set up the sandbox, before the command's first instruction:
+// the learning run's hook, and the check that each closure file bound is the one hashed
+// (run_closure_bound.h), whose outcome lands in `bound`. A mechanism without such a moment
+// (Mechanism::has_sandbox_ready_hook: podman) gets neither.
 std::function<Status(pid_t)> sandbox_ready_hook(RunContext& run, std::optional<Status>& bound) {
   std::function<Status(pid_t)> learning;
   if (run.req.learning) learning = run.req.learning->on_sandbox_ready;
-  const bool check = !run.closure_identities.empty() && run.chosen->kind() == MechanismKind::kBwrap;
+  const bool check = !run.closure_identities.empty() && run.chosen->has_sandbox_ready_hook();
   if (!check) return learning;
   return [&run, &bound, learning](pid_t pid) -> Status {
     bound = check_closure_bound(pid, run.closure_identities);

@@ -158,7 +158,12 @@ std::string RunnerService::containment_problem() {
   std::string problems = kinds ? "" : kinds.error().message();
   bool ready = false;
   for (MechanismKind kind : kinds ? *kinds : std::vector<MechanismKind>{}) {
-    auto probe = make_mechanism(kind, config_.mechanism_context)->probe();
+    auto mechanism = make_mechanism(kind, config_.mechanism_context);
+    if (!mechanism) {
+      problems += (problems.empty() ? "" : "; ") + mechanism.error().message();
+      continue;
+    }
+    auto probe = (*mechanism)->probe();
     DimensionSet missing = required_ - enforced_dimensions(probe, groups, DimensionSet::all());
     std::string name(mechanism_kind_name(kind));
     if (probe.available && missing.empty()) {

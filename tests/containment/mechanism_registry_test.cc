@@ -5,8 +5,10 @@
 #include "containment/mechanism_registry.h"
 
 #include <gtest/gtest.h>
+#include <stdlib.h>
 
 #include "containment/spec.h"
+#include "containment/view_plan.h"
 
 namespace sealrun {
 namespace {
@@ -16,7 +18,9 @@ using Kinds = std::vector<MechanismKind>;
 TEST(MechanismRegistry, EveryKindIsMadeAndNamedRoundTrip) {
   EXPECT_EQ(all_mechanisms().size(), kMechanismKinds.size());
   for (MechanismKind kind : kMechanismKinds) {
-    auto m = make_mechanism(kind, MechanismContext{});
+    auto made = make_mechanism(kind, MechanismContext{});
+    ASSERT_TRUE(made.ok()) << made.error().message();
+    auto& m = *made;
     ASSERT_NE(m, nullptr);
     EXPECT_EQ(m->kind(), kind);
     EXPECT_EQ(m->name(), mechanism_kind_name(kind));
@@ -25,6 +29,47 @@ TEST(MechanismRegistry, EveryKindIsMadeAndNamedRoundTrip) {
   EXPECT_FALSE(parse_mechanism_kind("docker").has_value());
   EXPECT_FALSE(parse_mechanism_kind("auto").has_value());
   EXPECT_EQ(mechanism_kind_names(), "bwrap, podman");
+}
+
+TEST(MechanismRegistry, AnUnknownKindIsAnErrorNotAnotherMechanism) {
+  auto made = make_mechanism(static_cast<MechanismKind>(99), MechanismContext{});
+  ASSERT_FALSE(made.ok());
+  EXPECT_NE(made.error().message().find("known: bwrap, podman"), std::string::npos)
+      << made.error().message();
+  auto asked = mechanism_candidates(false, std::nullopt, static_cast<MechanismKind>(99));
+  EXPECT_FALSE(asked.ok());
+}
+
+// What the controller asks of a mechanism instead of comparing its name (docs/architecture.md).
+TEST(MechanismRegistry, EachMechanismSaysHowARunIsPrepared) {
+  auto bwrap = *make_mechanism(MechanismKind::kBwrap, MechanismContext{});
+  auto podman = *make_mechanism(MechanismKind::kPodman, MechanismContext{});
+  EXPECT_EQ(bwrap->view_root(), ViewRoot::kEmptyTmpfs);
+  EXPECT_EQ(podman->view_root(), ViewRoot::kImage);
+  EXPECT_TRUE(bwrap->unpacks_image());
+  EXPECT_FALSE(podman->unpacks_image());
+  EXPECT_TRUE(bwrap->serves_pins_from_images());
+  EXPECT_FALSE(podman->serves_pins_from_images());
+  EXPECT_TRUE(bwrap->has_sandbox_ready_hook());
+  EXPECT_FALSE(podman->has_sandbox_ready_hook());
+  EXPECT_EQ(learning_mechanisms(MechanismContext{}), Kinds{MechanismKind::kBwrap});
+}
+
+// The bwrap binary a test substitutes comes from the context, never from the environment.
+TEST(MechanismRegistry, TheTestBwrapComesFromTheContext) {
+  ::setenv("SEALRUN_TEST_BWRAP", "/nonexistent/from-env/bwrap", 1);
+  auto from_env = (*make_mechanism(MechanismKind::kBwrap, MechanismContext{}))->probe();
+  ::unsetenv("SEALRUN_TEST_BWRAP");
+  EXPECT_EQ(from_env.path.find("/nonexistent/"), std::string::npos) << from_env.path;
+  MechanismContext c;
+  c.test_bwrap_path = "/nonexistent/from-context/bwrap";
+  auto from_context = (*make_mechanism(MechanismKind::kBwrap, c))->probe();
+  EXPECT_FALSE(from_context.available);
+  const bool named =
+      from_context.path.find("/nonexistent/from-context/") != std::string::npos ||
+      from_context.unavailable_reason.find("/nonexistent/from-context/") != std::string::npos;
+  EXPECT_TRUE(named)
+      << from_context.path << ": " << from_context.unavailable_reason;
 }
 
 TEST(MechanismRegistry, CandidatesStrongestFirst) {
@@ -48,7 +93,7 @@ TEST(MechanismRegistry, RequestsMustAgreeWithTheAdmissionAndTheJob) {
 }
 
 TEST(MechanismRegistry, PodmanRecordsWhereSweepFindsItsLeftoversAndRefusesForeignOnes) {
-  auto podman = make_mechanism(MechanismKind::kPodman, MechanismContext{});
+  auto podman = *make_mechanism(MechanismKind::kPodman, MechanismContext{});
   ContainmentSpec spec;
   spec.run_id = "r1";
   spec.owned_root = "/state/owned/r1";
@@ -62,7 +107,7 @@ TEST(MechanismRegistry, PodmanRecordsWhereSweepFindsItsLeftoversAndRefusesForeig
   EXPECT_TRUE(steps[0].left);
   EXPECT_NE(steps[0].outcome.find("refused"), std::string::npos);
   // bwrap keeps nothing outside the owned root: nothing to sweep.
-  auto bwrap = make_mechanism(MechanismKind::kBwrap, MechanismContext{});
+  auto bwrap = *make_mechanism(MechanismKind::kBwrap, MechanismContext{});
   EXPECT_TRUE(bwrap->journal_locators(spec).empty());
   EXPECT_TRUE(bwrap->sweep_leftovers({"r1", "/state/owned/r1", "", {}}).empty());
 }
