@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# The build's CPU time (user + sys), without ccache, from clean: how bench/README.md's "Build CPU"
+# figures are made.
+#   bench/build_cpu.sh full BUILD_DIR [cmake args...]
+#       configures a fresh BUILD_DIR from this tree and builds sealrun and sealrun-runner with -j2
+#       under /usr/bin/time (the figure that matters; needs a quiet machine for a wall time).
+#   bench/build_cpu.sh sample BUILD_DIR [cmake args...]
+#       configures BUILD_DIR, builds what the sample's files need first (generated sources, the
+#       precompiled header), then compiles each file of the sample below one at a time with its
+#       own command from compile_commands.json and sums their CPU time: a figure that a busy
+#       machine (other builds running) changes little, since only CPU time is counted.
+# Extra cmake args compare configurations, e.g. -DSEALRUN_PCH=OFF for the before figure.
+set -euo pipefail
+mode=$1 dir=$2
+shift 2
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+export CCACHE_DISABLE=1
+rm -rf "$dir"
+cmake -S "$repo" -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSEALRUN_WERROR=ON "$@" >/dev/null
+cpu() {  # cpu LOG: user + sys seconds from a /usr/bin/time -v log
+  awk -F': ' '/User time/ {u=$2} /System time/ {s=$2} END {printf "%.1f", u + s}' "$1"
+}
+if [ "$mode" = full ]; then
+  /usr/bin/time -v -o "$dir/time.log" cmake --build "$dir" -j2 --target sealrun sealrun-runner \
+    >"$dir/build.log"
+  echo "build_cpu: sealrun + sealrun-runner from clean: $(cpu "$dir/time.log") s CPU," \
+    "$(awk -F': ' '/Elapsed/ {print $2}' "$dir/time.log") wall"
+  exit 0
+fi
+# A sample across the modules and the controller's heaviest files.
+sample=(core/strict_json.cc core/process.cc fingerprint/tree.cc fingerprint/image.cc
+  admission/parse.cc admission/canonical.cc containment/bwrap_argv.cc containment/podman.cc
+  containment/grant_journal.cc census/guards.cc attest/dsse.cc learn/closure.cc
+  controller/cmd_run.cc controller/receipt.cc controller/receipt_show.cc
+  controller/run_stage_containment.cc controller/cli_model.cc controller/cmd_receipt.cc)
+# What must exist before a file compiles alone: the generated version file and, with PCH on,
+# the precompiled headers (their cost is counted once each, as a build pays it).
+cmake --build "$dir" --target sealrun_version_stamp >/dev/null
+total=0
+for gch in $(cd "$dir" && grep -l 'cmake_pch.hxx.gch:' -r --include=build.make . | sort); do
+  target=$(grep -o '^[^ ]*cmake_pch.hxx.gch:' "$dir/$gch" | head -1 | tr -d :)
+  [ -n "$target" ] || continue
+  (cd "$dir" && /usr/bin/time -v -o "$dir/one.log" make -s -f "$gch" "$target" >/dev/null)
+  t=$(cpu "$dir/one.log")
+  echo "  $t s  precompiled header $target"
+  total=$(echo "$total + $t" | bc)
+done
+for f in "${sample[@]}"; do
+  cmd=$(python3 -c 'import json,sys
+for e in json.load(open(sys.argv[1])):
+    if e["file"] == sys.argv[2]: print(e["directory"] + "\t" + e["command"]); break' \
+    "$dir/compile_commands.json" "$repo/$f")
+  [ -n "$cmd" ] || { echo "build_cpu: $f is not in the build" >&2; exit 1; }
+  (cd "${cmd%%$'\t'*}" && /usr/bin/time -v -o "$dir/one.log" bash -c "${cmd#*$'\t'}")
+  t=$(cpu "$dir/one.log")
+  echo "  $t s  $f"
+  total=$(echo "$total + $t" | bc)
+done
+echo "build_cpu: ${#sample[@]} files: $total s CPU"
