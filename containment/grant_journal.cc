@@ -110,7 +110,8 @@ Result<GrantRecord> grant_record_from_json(std::string_view text) {
   r.id = SEALRUN_TRY(json_string_field(j, "id"));
   if (!is_valid_run_id(r.id)) return Error::make(fmt::format("id '{}' is not valid", r.id));
   r.owner_uid = static_cast<uid_t>(SEALRUN_TRY(json_uint_field(j, "owner_uid", INT32_MAX)));
-  r.controller_pid = static_cast<pid_t>(SEALRUN_TRY(json_uint_field(j, "controller_pid", INT32_MAX)));
+  r.controller_pid =
+      static_cast<pid_t>(SEALRUN_TRY(json_uint_field(j, "controller_pid", INT32_MAX)));
   r.controller_start = SEALRUN_TRY(json_string_field(j, "controller_start"));
   r.mechanism = SEALRUN_TRY(json_string_field(j, "mechanism"));
   r.job_user = SEALRUN_TRY(json_string_field(j, "job_user"));

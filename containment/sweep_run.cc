@@ -93,8 +93,9 @@ std::vector<SweepStep> sweep_recorded_run(const GrantRecord& r, int64_t grace_ms
     steps.push_back({"mechanism " + r.mechanism, mechanism.error().message(), true});
     return steps;
   }
-  for (auto& s : (*mechanism)->sweep_leftovers(
-           {r.id, r.owned_root, r.job_user, r.mechanism_locators, r.controller_start}))
+  for (auto& s : (*mechanism)
+                     ->sweep_leftovers({r.id, r.owned_root, r.job_user, r.mechanism_locators,
+                                        r.controller_start}))
     steps.push_back(std::move(s));
   return steps;
 }

@@ -53,7 +53,8 @@ std::function<void(uint64_t, uint64_t)> terminal_progress(const char* what) {
   if (!stderr_is_terminal()) return {};
   return [what](uint64_t done, uint64_t total) {
     int pct = total == 0 ? 100 : static_cast<int>(done * 100 / total);
-    fmt::print(stderr, "\rhashing {}: {} of {} ({}%)\033[K", what, binary_size_text(done), binary_size_text(total), pct);
+    fmt::print(stderr, "\rhashing {}: {} of {} ({}%)\033[K", what, binary_size_text(done),
+               binary_size_text(total), pct);
     std::fflush(stderr);
   };
 }
@@ -106,8 +107,9 @@ int run_learned_freeze(FreezeArgs& args) {
     fmt::print(stderr,
                "learned {} host files ({}), {} links, {} directories ({} paths looked up, {} "
                "entries left to the pins); learning {} ms, hashing {} ms, proving {} ms\n",
-               learned->files, binary_size_text(learned->bytes), learned->links, learned->dirs, learned->lookups,
-               learned->dropped, learned->learn_ms, learned->hash_ms, learned->prove_ms);
+               learned->files, binary_size_text(learned->bytes), learned->links, learned->dirs,
+               learned->lookups, learned->dropped, learned->learn_ms, learned->hash_ms,
+               learned->prove_ms);
     for (const learn::Exclusion& e : learned->excluded)
       if (!e.generated)
         fmt::print(stderr, "--learn-exclude {}: left out {} files, {} links, {} directories\n",

@@ -40,8 +40,8 @@ int run_tree(const TreeArgs& args) {
     options.progress = [](uint64_t done, uint64_t total) {
       // `total` grows while the walk is still discovering files.
       int pct = total == 0 ? 100 : static_cast<int>(done * 100 / total);
-      fmt::print(stderr, "\rhashing: {} of {} ({}%)\033[K", binary_size_text(done), binary_size_text(total),
-                 pct);
+      fmt::print(stderr, "\rhashing: {} of {} ({}%)\033[K", binary_size_text(done),
+                 binary_size_text(total), pct);
       std::fflush(stderr);
     };
   }

@@ -11,8 +11,8 @@
 
 #include "controller/commands.h"
 #include "controller/exit_codes.h"
-#include "controller/output.h"
 #include "controller/host_config.h"
+#include "controller/output.h"
 #include "controller/run_pipeline.h"
 #include "controller/run_plan.h"
 #include "controller/state_dir.h"
@@ -40,12 +40,14 @@ void print_run_summary(const receipt::Receipt& r, int64_t elapsed_ms) {
     line += ", ";
   }
   line += fmt::format("{} in {:.2f} s", r.state, elapsed_ms / 1000.0);
-  if (r.memory && r.memory->peak_bytes) line += ", memory peak " + binary_size_text(*r.memory->peak_bytes);
+  if (r.memory && r.memory->peak_bytes)
+    line += ", memory peak " + binary_size_text(*r.memory->peak_bytes);
   fmt::print(stderr, "{}\n", line);
   if (r.guard)
-    fmt::print(
-        stderr, "sealrun run: {}: growth guard {} tripped at {:.2f} s: {} observed, limit {}\n",
-        r.id, r.guard->name, r.guard->t_ms / 1000.0, binary_size_text(r.guard->observed), binary_size_text(r.guard->limit));
+    fmt::print(stderr,
+               "sealrun run: {}: growth guard {} tripped at {:.2f} s: {} observed, limit {}\n",
+               r.id, r.guard->name, r.guard->t_ms / 1000.0, binary_size_text(r.guard->observed),
+               binary_size_text(r.guard->limit));
 }
 }  // namespace
 

@@ -25,7 +25,8 @@ MechanismContext mechanism_context() {
   }
   if (const char* dir = std::getenv("SEALRUN_JOB_ID_REGISTRY"); dir != nullptr && *dir != '\0')
     c.job_id_pool.registry = dir;
-  // Test-only: a copy of bwrap whose bytes differ, to show the probe cache notices (docs/containment.md).
+  // Test-only: a copy of bwrap whose bytes differ, to show the probe cache notices
+  // (docs/containment.md).
   if (const char* bwrap = std::getenv("SEALRUN_TEST_BWRAP"); bwrap != nullptr && *bwrap != '\0')
     c.test_bwrap_path = bwrap;
   return c;

@@ -115,7 +115,8 @@ inline constexpr FieldSpec kReceiptFields[] = {
     {field::kResultSpace, kJsonObject | kJsonNull, FieldRole::kRun, false},
     // ["pids", "memory", "growth", ...]: the limits the job reached (limits_hit.h).
     {field::kLimitsHit, kJsonArray, FieldRole::kRun, false},
-    // How each pinned tree was verified: from the digest cache by stat, or hashed (docs/digest-cache.md).
+    // How each pinned tree was verified: from the digest cache by stat, or hashed
+    // (docs/digest-cache.md).
     {field::kPinCache, kJsonArray, FieldRole::kRun, false},
     // What the job could see, each entry with what pins it: kept whole (receipt verify fails a
     // read-only entry without a pin).

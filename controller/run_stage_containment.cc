@@ -88,10 +88,10 @@ StageStatus stage_claim_owned_roots(RunContext& run) {
 StageStatus stage_acquire_grant(RunContext& run) {
   const auto& doc = run.doc();
   // A learning run needs a moment between the sandbox and the command (Mechanism docs).
-  auto kinds = run.req.learning ? Result<std::vector<MechanismKind>>(
-                                      learning_mechanisms(run.mechanism_context))
-                                : mechanism_candidates(doc.image.has_value(),
-                                                       doc.containment.mechanism, run.req.mechanism);
+  auto kinds = run.req.learning
+                   ? Result<std::vector<MechanismKind>>(learning_mechanisms(run.mechanism_context))
+                   : mechanism_candidates(doc.image.has_value(), doc.containment.mechanism,
+                                          run.req.mechanism);
   if (!kinds) return stage_fail(kExitUsage, kinds.error().message());
   // The probe cache lives in the state directory: root's (or the caller's), never the job's.
   run.mechanism_context.probe_cache_dir = run.layout.state_dir + "/probe-cache";
@@ -156,8 +156,7 @@ StageStatus stage_acquire_grant(RunContext& run) {
   // Pinned trees, the image root and the closure from verified read-only images where possible.
   if (auto st = serve_pins_from_images(run); !st.ok()) return st;
   // What the job will see, from the same plan the mechanism's command line is built from.
-  run.receipt.view = receipt::view_json(
-      plan_view(g.spec, run.chosen->view_root()));
+  run.receipt.view = receipt::view_json(plan_view(g.spec, run.chosen->view_root()));
   receipt::annotate_source_view(&run.receipt.view, run.admitted->document());
   // Locators name what the mechanism will make that outlives a reboot (podman's storage): the
   // record of them is durable before they exist. Without any (bwrap: namespaces and mounts, gone

@@ -115,9 +115,9 @@ Decision decide(const std::optional<ReceiptFacts>& facts, int sealrun_code, int 
     return d;
   }
   if (f.state == "not_run" || !f.job_ran) {
-    d.answer = f.sealrun_exit == kExitAdmissionRefused               ? Answer::kFailedPrecondition
+    d.answer = f.sealrun_exit == kExitAdmissionRefused         ? Answer::kFailedPrecondition
                : f.sealrun_exit == kExitContainmentUnavailable ? Answer::kUnavailable
-                                                           : Answer::kInternal;
+                                                               : Answer::kInternal;
     return d;
   }
   if (f.sealrun_exit == kExitStopUnconfirmed || !f.stop_confirmed) {

@@ -68,8 +68,7 @@ TEST(MechanismRegistry, TheTestBwrapComesFromTheContext) {
   const bool named =
       from_context.path.find("/nonexistent/from-context/") != std::string::npos ||
       from_context.unavailable_reason.find("/nonexistent/from-context/") != std::string::npos;
-  EXPECT_TRUE(named)
-      << from_context.path << ": " << from_context.unavailable_reason;
+  EXPECT_TRUE(named) << from_context.path << ": " << from_context.unavailable_reason;
 }
 
 TEST(MechanismRegistry, CandidatesStrongestFirst) {
