@@ -7,7 +7,10 @@
 # (-Winvalid-pch, an error here, says when a target cannot use it). The included headers are visible
 # in every file, so a file that forgets an #include still builds here: clang-tidy and a
 # -DSEALRUN_PCH=OFF build (the packaging test's) still catch it.
-option(SEALRUN_PCH "Precompile the standard library, fmt and nlohmann/json headers" ON)
+# Off by default: measured, it saves nothing here (bench/README.md, "Build CPU": GCC loads the
+# whole header for every file, which costs light files more than it saves heavy ones, whose time
+# goes to instantiating and optimizing templates, not to parsing).
+option(SEALRUN_PCH "Precompile the standard library, fmt and nlohmann/json headers" OFF)
 
 # ccache caches files built with a precompiled header only under this sloppiness (its manual,
 # "Precompiled headers"); without it every such file would be compiled afresh each time.
