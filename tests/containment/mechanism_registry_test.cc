@@ -15,6 +15,13 @@ namespace {
 
 using Kinds = std::vector<MechanismKind>;
 
+// The mechanism of a known kind (a failure to make one fails the test).
+std::unique_ptr<Mechanism> made(MechanismKind kind, const MechanismContext& context) {
+  auto m = make_mechanism(kind, context);
+  EXPECT_TRUE(m.ok()) << m.error().message();
+  return m.ok() ? std::move(*m) : nullptr;
+}
+
 TEST(MechanismRegistry, EveryKindIsMadeAndNamedRoundTrip) {
   EXPECT_EQ(all_mechanisms().size(), kMechanismKinds.size());
   for (MechanismKind kind : kMechanismKinds) {
@@ -42,8 +49,8 @@ TEST(MechanismRegistry, AnUnknownKindIsAnErrorNotAnotherMechanism) {
 
 // What the controller asks of a mechanism instead of comparing its name (docs/architecture.md).
 TEST(MechanismRegistry, EachMechanismSaysHowARunIsPrepared) {
-  auto bwrap = *make_mechanism(MechanismKind::kBwrap, MechanismContext{});
-  auto podman = *make_mechanism(MechanismKind::kPodman, MechanismContext{});
+  auto bwrap = made(MechanismKind::kBwrap, MechanismContext{});
+  auto podman = made(MechanismKind::kPodman, MechanismContext{});
   EXPECT_EQ(bwrap->view_root(), ViewRoot::kEmptyTmpfs);
   EXPECT_EQ(podman->view_root(), ViewRoot::kImage);
   EXPECT_TRUE(bwrap->unpacks_image());
@@ -58,12 +65,12 @@ TEST(MechanismRegistry, EachMechanismSaysHowARunIsPrepared) {
 // The bwrap binary a test substitutes comes from the context, never from the environment.
 TEST(MechanismRegistry, TheTestBwrapComesFromTheContext) {
   ::setenv("SEALRUN_TEST_BWRAP", "/nonexistent/from-env/bwrap", 1);
-  auto from_env = (*make_mechanism(MechanismKind::kBwrap, MechanismContext{}))->probe();
+  auto from_env = made(MechanismKind::kBwrap, MechanismContext{})->probe();
   ::unsetenv("SEALRUN_TEST_BWRAP");
   EXPECT_EQ(from_env.path.find("/nonexistent/"), std::string::npos) << from_env.path;
   MechanismContext c;
   c.test_bwrap_path = "/nonexistent/from-context/bwrap";
-  auto from_context = (*make_mechanism(MechanismKind::kBwrap, c))->probe();
+  auto from_context = made(MechanismKind::kBwrap, c)->probe();
   EXPECT_FALSE(from_context.available);
   const bool named =
       from_context.path.find("/nonexistent/from-context/") != std::string::npos ||
@@ -92,7 +99,7 @@ TEST(MechanismRegistry, RequestsMustAgreeWithTheAdmissionAndTheJob) {
 }
 
 TEST(MechanismRegistry, PodmanRecordsWhereSweepFindsItsLeftoversAndRefusesForeignOnes) {
-  auto podman = *make_mechanism(MechanismKind::kPodman, MechanismContext{});
+  auto podman = made(MechanismKind::kPodman, MechanismContext{});
   ContainmentSpec spec;
   spec.run_id = "r1";
   spec.owned_root = "/state/owned/r1";
@@ -106,7 +113,7 @@ TEST(MechanismRegistry, PodmanRecordsWhereSweepFindsItsLeftoversAndRefusesForeig
   EXPECT_TRUE(steps[0].left);
   EXPECT_NE(steps[0].outcome.find("refused"), std::string::npos);
   // bwrap keeps nothing outside the owned root: nothing to sweep.
-  auto bwrap = *make_mechanism(MechanismKind::kBwrap, MechanismContext{});
+  auto bwrap = made(MechanismKind::kBwrap, MechanismContext{});
   EXPECT_TRUE(bwrap->journal_locators(spec).empty());
   EXPECT_TRUE(bwrap->sweep_leftovers({"r1", "/state/owned/r1", "", {}}).empty());
 }
