@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // copy_result_tree(): see result_copy.h.
 #include "controller/result_copy.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Taking the outputs off the run's result space. Where /out is a file system of the run's own
 // (run_result_space.h), what the job left there is copied, after the job has ended, into
 // results/<id>/out (on the state directory's file system) before the output walk records it: the

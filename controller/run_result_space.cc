@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // make_result_space(), take_result_space(), remove_result_space(), sweep_result_space(): see
 // run_result_space.h.
 #include "controller/run_result_space.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The run's result space (docs/growth.md): where the host can make the owned space a file system of
 // its own, /out is one too — a second ext4 image on a loop device, sized to limits.result_max_bytes
 // with limits.result_max_inodes inodes, mounted (nosuid, nodev) at STATE/owned/<id>+out and bound
