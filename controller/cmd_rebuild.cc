@@ -241,8 +241,8 @@ void register_rebuild(CLI::App& app, int* exit_code) {
                   "admission_sha256)")
       ->required();
   cmd->add_option("--vary", opt->vary,
-                  "comma-separated, reprotest's names: hostname, umask, locale, timezone, "
-                  "build_path, num_cpus, user_id, or all")
+                  "what to vary: comma-separated, reprotest's names (docs/rebuild.md), or all")
+      ->type_name("LIST")
       ->check(name_list_of([] {  // completion and the man page offer reprotest's names
         std::vector<std::string> names(std::begin(run::kVariationNames),
                                        std::end(run::kVariationNames));

@@ -94,6 +94,7 @@ void Buildbot::SetUp() {
                       "sealrun-worker", "worker-secret"});
   ASSERT_EQ(worker.status.code, 0) << worker.out << worker.err;
   // The state directory signs its receipts: its key is STATE/keys/sealrun.key.
+  fs::create_directories(bb_state_);
   auto key = sealrun({"key", "generate", "--out-dir", bb_state_ + "/keys"});
   ASSERT_EQ(key.status.code, 0) << key.out << key.err;
 }

@@ -30,7 +30,8 @@ TEST_F(Buildbot, AdmittedChangeBuildsAndATamperedAdmissionTurnsTheBuildRed) {
   ASSERT_FALSE(first.is_null());
   EXPECT_EQ(first["results"], kBuildSuccess) << first.dump(2);
   EXPECT_EQ(step_result(first, "sealrun run"), kBuildSuccess);
-  for (const char* step : {"keep run directory", "receipt report", "keep report", "keep admission"})
+  for (const char* step : {"keep receipt", "keep envelope", "keep run directory", "receipt report",
+                           "keep report", "keep admission"})
     EXPECT_EQ(step_result(first, step), kBuildSuccess) << step;
   nlohmann::json receipt = kept_receipt(first);
   EXPECT_EQ(receipt["state"], "built") << receipt.dump(2);
@@ -74,6 +75,8 @@ TEST_F(Buildbot, AdmittedChangeBuildsAndATamperedAdmissionTurnsTheBuildRed) {
   EXPECT_NE(second["run_log"].get<std::string>().find("program finished with exit code 3"),
             std::string::npos)
       << second["run_log"];
+  EXPECT_EQ(step_result(second, "keep receipt"), kBuildSuccess);
+  EXPECT_EQ(step_result(second, "keep envelope"), kBuildSuccess);  // refusals are signed too
   nlohmann::json refused = kept_receipt(second);
   EXPECT_EQ(refused["exit"], 3) << refused.dump(2);
   EXPECT_NE(refused["state"], "built");

@@ -30,11 +30,13 @@ system_failure() {
   echo "sealrun executor: $*" >&2
   exit "${SYSTEM_FAILURE_EXIT_CODE:-1}"
 }
-# Keeps everything of a run in DEST (emptied first) for `artifacts:`: the run's directory whole
-# (receipt.json, receipt.dsse.json when signed, outputs.jsonl, logs/, out/: results/<id>/ or, for
-# a refused run, refusals/<id>/), the receipt's HTML report (report.html) and the admission
-# (admission.json, byte for byte). With these and the signer's public key an auditor runs
-# `sealrun receipt verify --key --outputs --strict` and `sealrun rebuild` (docs/ci.md).
+# Keeps everything of a run in DEST (emptied first) for `artifacts:`: receipt.json and
+# receipt.dsse.json (when signed); for a run that executed, its results/<id>/ directory whole
+# (those two, outputs.jsonl, logs/, out/); the receipt's HTML report (report.html); the admission
+# (admission.json, byte for byte). A refused run's receipt is refusals/<id>/<time>-<pid>.json
+# (beside earlier refusals of the id): it and its envelope are kept under the same two names.
+# With these and the signer's public key an auditor runs `sealrun receipt verify --key --outputs
+# --strict` and `sealrun rebuild` (docs/ci.md).
 keep_artifacts() {
   local receipt=$1 dest=$2 admission=$3
   rm -rf -- "$dest"
@@ -42,8 +44,15 @@ keep_artifacts() {
   cp -- "$admission" "$dest/admission.json" ||
     echo "sealrun executor: could not keep the admission $admission" >&2
   [[ $receipt == *.json && -f $receipt ]] || return 0
-  cp -R --preserve=mode,timestamps -- "$(dirname -- "$receipt")/." "$dest/" ||
-    echo "sealrun executor: could not keep all of $(dirname -- "$receipt")" >&2
+  if [[ $(basename -- "$receipt") == receipt.json ]]; then
+    cp -R --preserve=mode,timestamps -- "$(dirname -- "$receipt")/." "$dest/" ||
+      echo "sealrun executor: could not keep all of $(dirname -- "$receipt")" >&2
+  else
+    cp -- "$receipt" "$dest/receipt.json"
+    if [[ -f ${receipt%.json}.dsse.json ]]; then
+      cp -- "${receipt%.json}.dsse.json" "$dest/receipt.dsse.json"
+    fi
+  fi
   sealrun_cmd receipt report "$receipt" --html "$dest/report.html" >/dev/null ||
     echo "sealrun executor: no HTML report of $receipt (exit $?)" >&2
 }
