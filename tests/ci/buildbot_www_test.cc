@@ -98,6 +98,7 @@ TEST_F(BuildbotWww, TheBuildsPageShowsTheSealrunStepItsResultAndTheReceipt) {
   EXPECT_NE(rest.find("data-result=\"success\""), std::string::npos) << rest;
   EXPECT_NE(rest.find("href=\"" + receipt_link + "\""), std::string::npos) << rest;
   EXPECT_NE(rest.find("report.html"), std::string::npos) << rest;
+  EXPECT_NE(rest.find("sealrun: built (exit 0)"), std::string::npos) << rest;
   // The waterfall lists the build with its steps.
   auto waterfall = chromium("http://localhost:8010/", "--dump-dom");
   EXPECT_NE(waterfall.out.find("id=\"waterfall\""), std::string::npos) << waterfall.out;
