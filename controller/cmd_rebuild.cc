@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "attest/openssl_util.h"
+#include "controller/cli_name_list.h"
 #include "controller/commands.h"
 #include "controller/display_text.h"
 #include "controller/exit_codes.h"
@@ -25,6 +26,7 @@
 #include "controller/run_pipeline.h"
 #include "controller/run_plan.h"
 #include "controller/state_dir.h"
+#include "controller/variations.h"
 #include "core/bounded_file.h"
 #include "core/strict_json.h"
 
@@ -239,8 +241,14 @@ void register_rebuild(CLI::App& app, int* exit_code) {
                   "admission_sha256)")
       ->required();
   cmd->add_option("--vary", opt->vary,
-                  "comma-separated, reprotest's names: hostname, umask, locale, timezone, "
-                  "build_path, num_cpus, user_id, or all");
+                  "what to vary: comma-separated, reprotest's names (docs/rebuild.md), or all")
+      ->type_name("LIST")
+      ->check(name_list_of([] {  // completion and the man page offer reprotest's names
+        std::vector<std::string> names(std::begin(run::kVariationNames),
+                                       std::end(run::kVariationNames));
+        names.emplace_back("all");
+        return names;
+      }()));
   cmd->add_option("--id", opt->id, "the rebuild's run id; default: rebuild-<UTC time>-<pid>");
   std::vector<std::string> mechanisms = {"auto"};
   for (MechanismKind k : kMechanismKinds) mechanisms.emplace_back(mechanism_kind_name(k));

@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
-// `sealrun sweep [--state-dir DIR] [--json] [--images]`: finds what killed controllers left — grant
-// records, resource groups, job processes, what each mechanism left (through its own sweep),
-// verified source exports, the temporaries of dead controllers and what mechanisms kept there (a
-// probe's storage and pause process), stray short links — and removes it, reporting each action.
-// With
-// --images it also removes the unpacked image roots no run holds (image_sweep.h). A state
+// `sealrun sweep [--state-dir DIR] [--json] [--images] [--state-only]`: finds what killed
+// controllers left — grant records, resource groups, job processes, what each mechanism left
+// (through its own sweep), verified source exports, the temporaries of dead controllers and what
+// mechanisms kept there (a probe's storage and pause process), stray short links — and removes it,
+// reporting each action. With --images it also removes the unpacked image roots no run holds
+// (image_sweep.h). With --state-only it leaves alone what no record or temporary of this state
+// directory names (stray resource groups: they may be another state directory's). A state
 // directory anyone but root (or the caller) could write is refused (exit 2): sweep would act on
 // records such a user could forge.
 // A record whose controller is still alive (same pid and starttime) is never touched. A record that
@@ -38,6 +39,7 @@ struct SweepOptions {
   bool json = false;
   int64_t grace_ms = 1000;
   bool images = false;
+  bool state_only = false;  // leave what no record of this state directory names to others
 };
 
 SweepStep sweep_owned_root(const GrantRecord& r, const run::StateDir& state) {
@@ -170,7 +172,10 @@ int run_sweep(const SweepOptions& opt) {
   std::vector<StrayDir> dead = state ? run::dead_temp_dirs(*state) : std::vector<StrayDir>{};
   bool strays_left = stop_strays(dead, context, report);
   if (state) sweep_records(*state, opt, context, report, records_removed);
-  for (auto& s : resgroup::sweep_stray_groups(opt.grace_ms)) report.push_back({"", std::move(s)});
+  // Resource groups no record names may be another state directory's (another CI on this host):
+  // --state-only leaves them to that one's sweep.
+  if (!opt.state_only)
+    for (auto& s : resgroup::sweep_stray_groups(opt.grace_ms)) report.push_back({"", std::move(s)});
   if (state)
     for (auto& s : run::sweep_exports(*state)) report.push_back({"", std::move(s)});
   remove_dead_temporaries(state ? &*state : nullptr, dead, strays_left, report);
@@ -216,6 +221,9 @@ void register_sweep(CLI::App& app, int* exit_code) {
   cmd->add_flag("--images", opt->images,
                 "also remove the unpacked image roots (STATE/images/) no run is using; a later "
                 "bwrap run unpacks its image again");
+  cmd->add_flag("--state-only", opt->state_only,
+                "touch only what this state directory's records and temporaries name: leave "
+                "resource groups no record names (another state directory's) alone");
   cmd->add_option("--grace-ms", opt->grace_ms, "TERM-to-KILL grace per group, in milliseconds")
       ->capture_default_str()
       ->check(CLI::Range(int64_t{0}, int64_t{60000}));
