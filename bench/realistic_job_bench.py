@@ -185,36 +185,83 @@ def leftovers(shape):
     return found
 
 
+def start_all(argvs, env):
+    """Starts every argv at once; waits for all. (wall s, CPU s of all, [(rc, stderr)])."""
+    t = time.monotonic()
+    procs = [subprocess.Popen(a, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+             for a in argvs]
+    cpu = 0.0
+    errs = []
+    for p in procs:
+        err = p.stderr.read()
+        _, status, usage = os.wait4(p.pid, 0)
+        p.returncode = os.waitstatus_to_exitcode(status)
+        cpu += usage.ru_utime + usage.ru_stime
+        errs.append((p.returncode, err))
+    took = time.monotonic() - t
+    for (rc, err), a in zip(errs, argvs):
+        if rc != 0:
+            sys.exit(f"exit {rc}: {' '.join(a)}\n{err.decode(errors='replace')}")
+    return took, cpu, [p.pid for p in procs], t
+
+
 def many(args, shape):
     ns = [int(x) for x in args.ns.split(",")]
-    results = {n: {"sealrun": [], "bare": []} for n in ns}
-    # one untimed warm-up run (the bwrap probe, the pin's image, the digest cache)
+    kinds = ["sealrun", "bare"] + (["base"] if args.base else [])
+    results = {n: {k: [] for k in kinds} for n in ns}
+    cpus = {n: {k: [] for k in kinds} for n in ns}
+    env = dict(os.environ)
+    traces = {}
+    # one untimed warm-up run each (the bwrap probe, the pin's image, the digest cache)
     timed(shape.sealrun_argv("warm"))
+    if args.base:
+        timed(shape.sealrun_argv("warm", args.base, shape.state + "-base"))
     for r in range(args.rounds):
         for n in ns:
-            for kind in ("sealrun", "bare"):
+            for kind in kinds:
                 ids = [f"m{r}-{n}-{k}" for k in range(n)]
-                argvs = [shape.sealrun_argv(i) if kind == "sealrun" else shape.bare_argv(i)
-                         for i in ids]
-                t = time.monotonic()
-                procs = [subprocess.Popen(a, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-                         for a in argvs]
-                errs = [(p.wait(), p.stderr.read()) for p in procs]
-                took = time.monotonic() - t
-                for (rc, err), a in zip(errs, argvs):
-                    if rc != 0:
-                        sys.exit(f"exit {rc}: {' '.join(a)}\n{err.decode(errors='replace')}")
+                if kind == "sealrun":
+                    argvs = [shape.sealrun_argv(i) for i in ids]
+                elif kind == "base":
+                    argvs = [shape.sealrun_argv(i, args.base, shape.state + "-base") for i in ids]
+                else:
+                    argvs = [shape.bare_argv(i) for i in ids]
+                trace = None
+                if args.trace and kind != "bare":
+                    trace = os.path.join(shape.work, f"trace-{kind}-{n}.txt")
+                    env["SEALRUN_TRACE_STAGES"] = trace
+                took, cpu, pids, t0 = start_all(argvs, env)
+                env.pop("SEALRUN_TRACE_STAGES", None)
+                if trace:
+                    starts = traces.setdefault((kind, n), ({}, trace))[0]
+                    for pid in pids:  # the start of all, and the end of the last
+                        starts[pid] = t0 * 1000
+                        starts[("end", pid)] = (t0 + took) * 1000
                 results[n][kind].append(took)
+                cpus[n][kind].append(cpu / n)
             left = leftovers(shape)
             if left:
                 sys.exit(f"left behind after N={n}: {left}")
-    print(f"{args.rounds} round(s), job: {SCRIPT}; runs per second (median of rounds)")
-    print(f"{'N':>3} {'sealrun s':>10} {'bare s':>8} {'sealrun/s':>10} {'bare/s':>8} {'ratio':>6}")
+    print(f"{args.rounds} round(s), job: {SCRIPT}; runs per second and CPU per run (user + "
+          f"system of each whole process), medians of rounds")
+    head = f"{'N':>3} {'sealrun/s':>10} {'bare/s':>8} {'ratio':>6} {'cpu ms':>7} {'bare cpu':>8}"
+    if args.base:
+        head += f" {'base/s':>8} {'ratio':>6} {'base cpu':>8}"
+    print(head)
     for n in ns:
-        a = statistics.median(results[n]["sealrun"])
-        b = statistics.median(results[n]["bare"])
-        print(f"{n:3d} {a:10.3f} {b:8.3f} {n / a:10.1f} {n / b:8.1f} {b / a:6.2f}")
+        med = {k: statistics.median(results[n][k]) for k in kinds}
+        cpu = {k: statistics.median(cpus[n][k]) * 1000 for k in kinds}
+        line = (f"{n:3d} {n / med['sealrun']:10.1f} {n / med['bare']:8.1f} "
+                f"{med['bare'] / med['sealrun']:6.2f} {cpu['sealrun']:7.1f} {cpu['bare']:8.1f}")
+        if args.base:
+            line += (f" {n / med['base']:8.1f} {med['bare'] / med['base']:6.2f} "
+                     f"{cpu['base']:8.1f}")
+        print(line)
     print("every exit 0; nothing left behind")
+    for (kind, n), (starts, path) in sorted(traces.items()):
+        print(f"stages of {kind} with N = {n} at once (from the start of all; the last mark to "
+              f"the end of the last run):")
+        stage_table(path, starts)
 
 
 def main():
@@ -224,7 +271,7 @@ def main():
     parser.add_argument("--ns", default="1,2,4,8,16", help="runs at once (many)")
     parser.add_argument("--rounds", type=int, default=3, help="rounds (many)")
     parser.add_argument("--trace", action="store_true", help="per-stage medians (pair)")
-    parser.add_argument("--base", help="another sealrun binary, run in each round too (pair)")
+    parser.add_argument("--base", help="another sealrun binary, run in each round too")
     parser.add_argument("--short", action="store_true", help="a few rounds, for CI")
     parser.add_argument("--sealrun", default=os.environ.get("SEALRUN", "build/sealrun"))
     args = parser.parse_args()
