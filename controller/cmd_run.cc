@@ -14,9 +14,9 @@
 #include "controller/output.h"
 #include "controller/host_config.h"
 #include "controller/run_pipeline.h"
-#include "core/stage_trace.h"
 #include "controller/run_plan.h"
 #include "controller/state_dir.h"
+#include "core/stage_trace.h"
 #include "core/syscall.h"
 
 namespace sealrun::cli {

@@ -15,8 +15,8 @@
 #include "controller/run_pin_images.h"
 #include "controller/run_result_space.h"
 #include "controller/run_stages.h"
-#include "core/stage_trace.h"
 #include "core/proc.h"
+#include "core/stage_trace.h"
 #include "core/syscall.h"
 
 namespace sealrun::run {

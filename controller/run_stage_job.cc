@@ -12,8 +12,8 @@
 #include "controller/run_owned_space.h"
 #include "controller/run_result_space.h"
 #include "controller/run_stages.h"
-#include "core/stage_trace.h"
 #include "core/proc.h"
+#include "core/stage_trace.h"
 #include "core/syscall.h"
 
 namespace sealrun::run {

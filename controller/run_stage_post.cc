@@ -22,8 +22,8 @@
 #include "controller/run_progress.h"
 #include "controller/run_result_space.h"
 #include "controller/run_stages.h"
-#include "core/stage_trace.h"
 #include "controller/source_outputs.h"
+#include "core/stage_trace.h"
 #include "core/syscall.h"
 #include "fingerprint/cached_tree.h"
 

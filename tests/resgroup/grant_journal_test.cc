@@ -4,8 +4,8 @@
 // and controller liveness is told by pid + starttime.
 #include "containment/grant_journal.h"
 
-#include <gtest/gtest.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
