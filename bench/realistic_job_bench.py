@@ -98,32 +98,39 @@ def timed(argv, env=None):
 
 
 def stage_table(trace_path, starts):
-    """Median ms from each run's start (taken outside) to each mark, and between marks."""
+    """Median wall ms from each run's start (taken outside) to each mark and between marks, and
+    the median CPU ms of the controller process (all its threads, not bwrap) between marks."""
     per_pid = collections.defaultdict(list)
     with open(trace_path) as f:
         for line in f:
-            pid, ns, name = line.split()
-            per_pid[int(pid)].append((int(ns) / 1e6, name))
+            pid, ns, cpu, name = line.split()
+            per_pid[int(pid)].append((int(ns) / 1e6, int(cpu) / 1e6, name))
     gaps = collections.defaultdict(list)
+    cpus = collections.defaultdict(list)
     order = []
     for pid, marks in per_pid.items():
         start = starts.get(pid)
         marks.sort()
-        prev_t, prev_name = (start, "process start") if start is not None else marks[0]
-        for t, name in marks:
-            key = prev_name
-            if key not in order:
-                order.append(key)
-            gaps[key].append(t - prev_t)
-            prev_t, prev_name = t, name
-        ends = starts.get(("end", pid))
-        if ends is not None:
+        prev_t, prev_cpu, prev_name = (start, 0.0, "process start") if start is not None \
+            else marks[0]
+        for t, cpu, name in marks:
             if prev_name not in order:
                 order.append(prev_name)
-            gaps[prev_name].append(ends - prev_t)
-    print(f"{'from this mark to the next':<30} {'median ms':>9}")
+            gaps[prev_name].append(t - prev_t)
+            cpus[prev_name].append(cpu - prev_cpu)
+            prev_t, prev_cpu, prev_name = t, cpu, name
+        end = starts.get(("end", pid))
+        if end is not None:
+            if prev_name not in order:
+                order.append(prev_name)
+            gaps[prev_name].append(end - prev_t)
+    print(f"{'from this mark to the next':<30} {'wall ms':>8} {'cpu ms':>7}")
     for key in order:
-        print(f"{key:<30} {statistics.median(gaps[key]):9.2f}")
+        cpu = f"{statistics.median(cpus[key]):7.2f}" if cpus[key] else f"{'':>7}"
+        print(f"{key:<30} {statistics.median(gaps[key]):8.2f} {cpu}")
+    totals = [sum(v) for v in zip(*[cpus[k] for k in order if len(cpus[k]) == len(per_pid)])]
+    if totals:
+        print(f"{'controller CPU, start to last mark':<30} {'':>8} {statistics.median(totals):7.2f}")
 
 
 def pair(args, shape):

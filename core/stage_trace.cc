@@ -22,7 +22,12 @@ namespace {
 struct State {
   std::string path;
   std::mutex mu;
-  std::vector<std::pair<int64_t, const char*>> marks;
+  struct Mark {
+    int64_t wall_ns;  // CLOCK_MONOTONIC
+    int64_t cpu_ns;   // CLOCK_PROCESS_CPUTIME_ID: every thread of this process, not its children
+    const char* what;
+  };
+  std::vector<Mark> marks;
 };
 
 State* state() {
@@ -37,9 +42,9 @@ State* state() {
   return s;
 }
 
-int64_t now_ns() {
+int64_t now_ns(clockid_t clock) {
   timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
+  clock_gettime(clock, &ts);
   return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
 }
 
@@ -50,9 +55,10 @@ bool enabled() { return state() != nullptr; }
 void mark(const char* what) {
   State* s = state();
   if (s == nullptr) return;
-  int64_t t = now_ns();
+  const int64_t wall = now_ns(CLOCK_MONOTONIC);
+  const int64_t cpu = now_ns(CLOCK_PROCESS_CPUTIME_ID);
   std::lock_guard lock(s->mu);
-  s->marks.emplace_back(t, what);
+  s->marks.push_back({wall, cpu, what});
 }
 
 void flush() {
@@ -62,9 +68,10 @@ void flush() {
   {
     std::lock_guard lock(s->mu);
     const long pid = static_cast<long>(getpid());
-    for (auto& [t, what] : s->marks) {
+    for (const auto& m : s->marks) {
       char line[160];
-      std::snprintf(line, sizeof line, "%ld %lld %s\n", pid, static_cast<long long>(t), what);
+      std::snprintf(line, sizeof line, "%ld %lld %lld %s\n", pid, static_cast<long long>(m.wall_ns),
+                    static_cast<long long>(m.cpu_ns), m.what);
       out += line;
     }
     s->marks.clear();

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 // Per-stage timestamps for finding where a run's time goes (issue 31). With the environment
-// variable SEALRUN_TRACE_STAGES=FILE set, each mark() records its name and CLOCK_MONOTONIC in
-// nanoseconds, and flush() appends one line per mark to FILE: "<pid> <ns> <name>". The clock is
-// the one Python's time.monotonic() and `date`-free shell timers read, so a bench script can put
-// a process's start and end (taken outside) on the same line as its stages. Without the variable
+// variable SEALRUN_TRACE_STAGES=FILE set, each mark() records its name, CLOCK_MONOTONIC and the
+// process's CPU time (all its threads, CLOCK_PROCESS_CPUTIME_ID) in nanoseconds, and flush()
+// appends one line per mark to FILE: "<pid> <wall ns> <cpu ns> <name>". The wall clock is the one
+// Python's time.monotonic() reads, so a bench script can put a process's start and end (taken
+// outside) on the same line as its stages; the CPU time tells a stage's own work from its waiting
+// on a machine whose other load stretches every wall figure. Without the variable
 // mark() is one relaxed load and a branch: the trace changes nothing a run checks or writes.
 #pragma once
 
