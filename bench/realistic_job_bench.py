@@ -103,8 +103,9 @@ def stage_table(trace_path, starts):
     per_pid = collections.defaultdict(list)
     with open(trace_path) as f:
         for line in f:
-            pid, ns, cpu, name = line.split()
-            per_pid[int(pid)].append((int(ns) / 1e6, int(cpu) / 1e6, name))
+            fields = line.split()  # pid wall_ns [cpu_ns] name (an older build has no CPU time)
+            cpu = int(fields[2]) / 1e6 if len(fields) == 4 else float("nan")
+            per_pid[int(fields[0])].append((int(fields[1]) / 1e6, cpu, fields[-1]))
     gaps = collections.defaultdict(list)
     cpus = collections.defaultdict(list)
     order = []
@@ -140,12 +141,21 @@ def pair(args, shape):
         env["SEALRUN_TRACE_STAGES"] = trace
     rows = []
     starts = {}
+    base_starts = {}
     for i in range(args.n + 1):  # pair 0 is the warm-up
         base = None
         if args.base:
-            base = timed(shape.sealrun_argv(f"b{i}", args.base, shape.state + "-base"))
-        if trace and i == 0:
-            pass
+            base_env = dict(env)
+            if trace:
+                base_env["SEALRUN_TRACE_STAGES"] = trace + ".base"
+            t0 = time.monotonic()
+            p = subprocess.Popen(shape.sealrun_argv(f"b{i}", args.base, shape.state + "-base"),
+                                 env=base_env, stdout=subprocess.DEVNULL)
+            if p.wait() != 0:
+                sys.exit(f"the base sealrun run exited {p.returncode}")
+            base = (time.monotonic() - t0) * 1000
+            base_starts[p.pid] = t0 * 1000
+            base_starts[("end", p.pid)] = t0 * 1000 + base
         t0 = time.monotonic()
         p = subprocess.Popen(shape.sealrun_argv(f"r{i}"), env=env, stdout=subprocess.DEVNULL)
         rc = p.wait()
@@ -161,8 +171,10 @@ def pair(args, shape):
         if i > 0:
             rows.append((a, b, base))
             print(f"{a:7.1f} {b:7.1f}" + (f" {base:7.1f}" if base is not None else ""))
-        elif trace and os.path.exists(trace):
-            os.unlink(trace)  # the warm-up's stages are not counted
+        elif trace:  # the warm-up's stages are not counted
+            for path in (trace, trace + ".base"):
+                if os.path.exists(path):
+                    os.unlink(path)
     med = lambda xs: statistics.median(xs)
     print(f"{args.n} pairs, job: {SCRIPT}")
     print(f"median sealrun run: {med([r[0] for r in rows]):.1f} ms")
@@ -173,7 +185,11 @@ def pair(args, shape):
         print(f"median base - bare: {med([r[2] - r[1] for r in rows]):+.1f} ms")
         print(f"median run - base:  {med([r[0] - r[2] for r in rows]):+.1f} ms")
     if trace:
+        print("stages of this sealrun:")
         stage_table(trace, starts)
+        if args.base:
+            print("stages of the base sealrun:")
+            stage_table(trace + ".base", base_starts)
 
 
 def leftovers(shape):
