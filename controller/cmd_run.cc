@@ -16,6 +16,7 @@
 #include "controller/run_pipeline.h"
 #include "controller/run_plan.h"
 #include "controller/state_dir.h"
+#include "core/stage_trace.h"
 #include "core/syscall.h"
 
 namespace sealrun::cli {
@@ -97,6 +98,7 @@ void register_run(CLI::App& app, int* exit_code) {
       ::setenv("TMPDIR", temp->c_str(), 1);
     req->live_output_fd = *quiet ? -1 : STDERR_FILENO;
     const int64_t started_ms = monotonic_ms();
+    trace::mark("run.parsed");
     run::RunOutcome o = run::run_pipeline(*req, run::default_pipeline_deps(mechanism_context()));
     if (!*quiet && !*json) print_run_summary(o.receipt, monotonic_ms() - started_ms);
     const auto& r = o.receipt;
@@ -122,6 +124,8 @@ void register_run(CLI::App& app, int* exit_code) {
       fmt::print("{}\n", o.receipt_path);
     }
     *exit_code = o.exit_code;
+    trace::mark("run.printed");
+    trace::flush();  // SEALRUN_TRACE_STAGES (core/stage_trace.h)
   });
 }
 

@@ -15,6 +15,7 @@
 #include "controller/exit_codes.h"
 #include "controller/json_failure.h"
 #include "controller/output.h"
+#include "core/stage_trace.h"
 #include "core/version.h"
 
 namespace {
@@ -62,6 +63,7 @@ bool is_run_command(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  sealrun::trace::mark("main");  // SEALRUN_TRACE_STAGES (core/stage_trace.h)
   // A closed pipe on stdout (`sealrun ... | head`) should give a write error, not kill us.
   ::signal(SIGPIPE, SIG_IGN);
   // Asked for JSON: stdout carries one JSON document on every path (json_failure.h).

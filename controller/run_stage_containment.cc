@@ -16,6 +16,7 @@
 #include "controller/run_result_space.h"
 #include "controller/run_stages.h"
 #include "core/proc.h"
+#include "core/stage_trace.h"
 #include "core/syscall.h"
 
 namespace sealrun::run {
@@ -62,6 +63,7 @@ StageStatus stage_claim_owned_roots(RunContext& run) {
   }
   first.created_at = utc_timestamp_now();
   // Record before create: without a record, `sweep` could not find what follows.
+  trace::mark("claim.journal_open");
   if (auto st = run.journal.open(*run.state, std::move(first)); !st) {
     (void)give_back_job_ids(run);  // nothing was given to them
     return stage_fail(kExitContainmentUnavailable,
@@ -71,9 +73,12 @@ StageStatus stage_claim_owned_roots(RunContext& run) {
   if (auto st = claim_run_dirs(*run.state, run.layout, run.req.id); !st)
     return stage_fail(kExitUsage, st.error().message());
   run.owned_claimed = true;
+  trace::mark("claim.owned_space");
   make_owned_space(run);
+  trace::mark("claim.result_space");
   if (auto st = make_result_space(run); !st)
     return stage_fail(kExitContainmentUnavailable, st.error().message());
+  trace::mark("claim.job_dirs");
   if (auto st = prepare_job_dirs(*run.state, run.layout, *mine); !st)
     return stage_fail(kExitContainmentUnavailable,
                       "cannot prepare the job's directories: " + st.error().message());

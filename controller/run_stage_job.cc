@@ -13,6 +13,7 @@
 #include "controller/run_result_space.h"
 #include "controller/run_stages.h"
 #include "core/proc.h"
+#include "core/stage_trace.h"
 #include "core/syscall.h"
 
 namespace sealrun::run {
@@ -101,7 +102,9 @@ StageStatus stage_run_job(RunContext& run) {
   std::optional<Status> bound;  // the closure as bound, when it was looked at
   io.on_sandbox_ready = sandbox_ready_hook(run, bound);
   if (run.req.learning) io.traced_syscalls = run.req.learning->traced_syscalls;
+  trace::mark("job.spawn");
   auto job = run.chosen->spawn(*run.grant, run.group.get(), io);
+  trace::mark("job.spawned");
   if (bound) {
     const std::string expected =
         fmt::format("{} file(s), each the file hashed", run.closure_identities.size());
@@ -133,13 +136,16 @@ StageStatus stage_run_job(RunContext& run) {
       !st)
     run.warn("grant journal: " + st.error().message());
 
+  trace::mark("job.census_start");
   if (auto st = run.census->start(); !st)
     run.stop.request(
         {"the growth census could not start, so guards were unenforced: " + st.error().message(),
          kExitJobFailed});
   run.stop.arm([&run] { stop_job_now(run); });
 
+  trace::mark("job.wait");
   auto exit = run.job->wait();
+  trace::mark("job.exited");
   if (run.req.learning && run.req.learning->on_job_end) run.req.learning->on_job_end();
   cmd.finished = utc_timestamp_now();
   if (live) live->stop();

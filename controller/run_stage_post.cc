@@ -23,6 +23,7 @@
 #include "controller/run_result_space.h"
 #include "controller/run_stages.h"
 #include "controller/source_outputs.h"
+#include "core/stage_trace.h"
 #include "core/syscall.h"
 #include "fingerprint/cached_tree.h"
 
@@ -210,8 +211,11 @@ StageStatus stage_post_run(RunContext& run) {
   explain_job_end(run);
   StopCheck stop = post_run_stop_check(run);
   check_log_sizes(run);
+  trace::mark("post.outputs");
   uint64_t used = take_result_space(run, stop) ? record_outputs(run, stop) : 0;
+  trace::mark("post.keep_logs");
   keep_logs(run, used);
+  trace::mark("post.recheck_view");
   recheck_view(run, stop);
   return stage_ok();
 }
