@@ -55,15 +55,24 @@ std::string mib(uint64_t bytes) {
   return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / (1 << 20));
 }
 
-// The progress of freezing's long steps (run_progress.h): the toolchain hashed, then a closure
-// pinned. Ended (the terminal line erased, the plain lines closed) before the result is printed.
+// The progress of freezing's long steps (run_progress.h): the toolchain and each --tree hashed,
+// then a closure pinned. Ended (the terminal line erased, the plain lines closed) before the result
+// is printed.
 struct FreezeProgress {
+  FreezeRequest& request;
   std::optional<run::TerminalProgress> toolchain, closure;
-  explicit FreezeProgress(const char* closure_label) {
+  FreezeProgress(const char* closure_label, FreezeRequest& r) : request(r) {
     toolchain.emplace("toolchain");
     closure.emplace(closure_label);
+    request.toolchain_progress = toolchain->on_bytes();
+    request.tree_progress = run::per_tree_progress();
   }
+  ~FreezeProgress() { end(); }
+  FreezeProgress(const FreezeProgress&) = delete;
+  FreezeProgress& operator=(const FreezeProgress&) = delete;
   void end() {
+    request.toolchain_progress = nullptr;
+    request.tree_progress = nullptr;  // the last tree's line ends with its hook
     toolchain.reset();
     closure.reset();
   }
@@ -85,8 +94,7 @@ int run_learned_freeze(FreezeArgs& args) {
       print_error("admit freeze --learn", st.error());
       return kExitUsage;
     }
-  FreezeProgress progress("learned closure");
-  args.request.toolchain_progress = progress.toolchain->on_bytes();
+  FreezeProgress progress("learned closure", args.request);
   args.learn_options.hash_progress = progress.closure->on_bytes();
   args.learn_options.live_output_fd = args.quiet ? -1 : STDERR_FILENO;
   auto learned = freeze_learned(args.request, args.learn_options);
@@ -131,14 +139,12 @@ int run_freeze(FreezeArgs& args) {
     return kExitUsage;
   }
   if (!args.closure_from.empty()) {
-    FreezeProgress progress("closure");
-    args.request.toolchain_progress = progress.toolchain->on_bytes();
+    FreezeProgress progress("closure", args.request);
     return closure_from_command(
         args.request,
         {args.closure_from, args.learn_options.max_bytes, progress.closure->on_bytes()}, args.json);
   }
-  FreezeProgress progress("closure");
-  args.request.toolchain_progress = progress.toolchain->on_bytes();
+  FreezeProgress progress("closure", args.request);
   auto frozen = admission::freeze_admission(args.request);
   progress.end();
   if (!frozen.ok()) {
