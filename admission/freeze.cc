@@ -167,12 +167,12 @@ Result<json> tree_pin(
     options.on_progress = [&progress, label = "tree " + real](const HashProgress& p) {
       progress(label, p);
     };
-  TreeSummary summary = SEALRUN_TRY(
-      said_unreadable((is_directory(state_dir)
-                           ? tree_digest_reporting({real, state_dir, std::nullopt, false, options}, {})
-                           : tree_digest(real, options))
-                          .context("--tree " + given),
-                      real));
+  TreeSummary summary = SEALRUN_TRY(said_unreadable(
+      (is_directory(state_dir)
+           ? tree_digest_reporting({real, state_dir, std::nullopt, false, options}, {})
+           : tree_digest(real, options))
+          .context("--tree " + given),
+      real));
   return json{
       {"host_path", real}, {"job_path", job.empty() ? real : job}, {"tree_sha256", summary.sha256}};
 }
@@ -295,7 +295,8 @@ Result<json> assemble(const FreezeRequest& r) {
           {{"host_path", t.host_path}, {"job_path", t.job_path}, {"tree_sha256", t.tree_sha256}});
   } else if (!trees.empty()) {
     json pinned = json::array();
-    for (const std::string& t : trees) pinned.push_back(SEALRUN_TRY(tree_pin(t, r.state_dir, r.tree_progress)));
+    for (const std::string& t : trees)
+      pinned.push_back(SEALRUN_TRY(tree_pin(t, r.state_dir, r.tree_progress)));
     doc["trees"] = std::move(pinned);
   }
   return doc;

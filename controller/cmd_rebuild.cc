@@ -178,8 +178,8 @@ void rebuild(const RebuildOptions& opt, int* exit_code) {
   if (auto temp = run::controller_temp_dir(run::state_dir_path(req.state_dir)); temp)
     ::setenv("TMPDIR", temp->c_str(), 1);
   // Shown as `run` shows it: the job's lines, progress, the summary (run_console.h).
-  run::RunOutcome o = run::run_with_console(
-      req, run::default_pipeline_deps(mechanism_context()), {"rebuild", opt.quiet, opt.json});
+  run::RunOutcome o = run::run_with_console(req, run::default_pipeline_deps(mechanism_context()),
+                                            {"rebuild", opt.quiet, opt.json});
   report["state"] = o.receipt.state;
   report["reason"] = o.receipt.reason;
   report["receipt_path"] = o.receipt_path.empty() ? json(nullptr) : json(o.receipt_path);

@@ -11,8 +11,8 @@
 
 #include "controller/commands.h"
 #include "controller/exit_codes.h"
-#include "controller/output.h"
 #include "controller/host_config.h"
+#include "controller/output.h"
 #include "controller/run_console.h"
 #include "controller/run_pipeline.h"
 #include "controller/run_plan.h"
@@ -68,8 +68,8 @@ void register_run(CLI::App& app, int* exit_code) {
     // directory, made by the run's first stage (docs/state-directory.md).
     if (auto temp = run::controller_temp_dir(run::state_dir_path(req->state_dir)); temp)
       ::setenv("TMPDIR", temp->c_str(), 1);
-    run::RunOutcome o = run::run_with_console(
-        *req, run::default_pipeline_deps(mechanism_context()), {"run", *quiet, *json});
+    run::RunOutcome o = run::run_with_console(*req, run::default_pipeline_deps(mechanism_context()),
+                                              {"run", *quiet, *json});
     const auto& r = o.receipt;
     *exit_code = o.exit_code;  // set first: a closed stdout below must not change it
     // Why it did not build, for the person at the terminal (the receipt says it too).

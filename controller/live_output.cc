@@ -214,10 +214,10 @@ void LiveOutput::heartbeat() {
   const int64_t now = now_ms();
   if (now - last_shown_ms_ < config_.heartbeat_ms) return;
   last_shown_ms_ = now;
-  if (!write_all(config_.out_fd,
-                 fmt::format("{} running {}\n", config_.heartbeat_what,
-                             elapsed_text(now - started_ms_)),
-                 "stderr"))
+  if (!write_all(
+          config_.out_fd,
+          fmt::format("{} running {}\n", config_.heartbeat_what, elapsed_text(now - started_ms_)),
+          "stderr"))
     out_failed_ = exhausted_ = true;
 }
 

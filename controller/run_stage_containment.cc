@@ -27,13 +27,14 @@ namespace {
 // What a person refused for want of containment can do about it: most refusals of a run started
 // without root come from what only root may set up (cgroups, the job user), and report-only mode
 // runs anyway with the shortfall recorded.
-// Under Slurm, when process_count is what is missing, the SPANK plugin that gives it (slurm_context.h).
+// Under Slurm, when process_count is what is missing, the SPANK plugin that gives it
+// (slurm_context.h).
 std::string ways_out(const RunContext& run, bool process_count_missing = false) {
   if (run.req.mode == GrantMode::kReportOnly) return "";
   const std::string slurm =
       slurm_spank_advice(environ_map(), process_count_missing, ::geteuid() == 0);
-  if (!slurm.empty()) return ". " + slurm + ". Else: pass --mode report-only to run with the "
-                             "shortfall recorded in the receipt";
+  if (!slurm.empty())
+    return ". " + slurm + ". Else: pass --mode report-only to run with the shortfall recorded";
   std::string out = ". Ways out: ";
   if (::geteuid() != 0)
     out +=
@@ -201,13 +202,12 @@ StageStatus stage_create_group(RunContext& run) {
   auto group = run.deps.make_group(run.req.id, group_limits(run.doc().limits), run.group_probes);
   if (!group) {
     if (memory_required && enforcing)
-      return stage_fail(kExitContainmentUnavailable,
-                        "no resource group for the required memory limits (required: " +
-                            (g.required & DimensionSet{Dimension::kMemory,
-                                                       Dimension::kProcessCount})
-                                .joined() +
-                            "): " + group.error().message() +
-                            ways_out(run, g.required.contains(Dimension::kProcessCount)));
+      return stage_fail(
+          kExitContainmentUnavailable,
+          "no resource group for the required memory limits (required: " +
+              (g.required & DimensionSet{Dimension::kMemory, Dimension::kProcessCount}).joined() +
+              "): " + group.error().message() +
+              ways_out(run, g.required.contains(Dimension::kProcessCount)));
     run.warn("running without a resource group: " + group.error().message());
     return stage_ok();
   }

@@ -42,7 +42,9 @@ struct Elf {
   uint64_t phoff_field = 0;  // non-zero: the header says this, the headers stay where they are
 
   std::string bytes() const {
-    std::string b = "\x7f" "ELF";
+    std::string b =
+        "\x7f"
+        "ELF";
     b.resize(is64 ? 64 : 52, '\0');
     b[4] = is64 ? 2 : 1;
     b[5] = be ? 2 : 1;
@@ -136,7 +138,9 @@ TEST_F(ExecHeaderTest, ScriptLines) {
 
 TEST_F(ExecHeaderTest, NeitherIsOther) {
   for (const std::string& bytes : {std::string(), std::string("plain text\n"),
-                                   std::string("\x7f" "EL"), std::string("#")}) {
+                                   std::string("\x7f"
+                                               "EL"),
+                                   std::string("#")}) {
     auto h = read(bytes);
     ASSERT_TRUE(h.ok()) << h.error().message();
     EXPECT_EQ(h->kind, ExecHeader::Kind::kOther);
@@ -198,7 +202,9 @@ TEST_F(ExecHeaderTest, HostileFilesAreErrors) {
     cases.emplace_back("file ends inside the interpreter name", b);
   }
   {
-    std::string b = "\x7f" "ELF";
+    std::string b =
+        "\x7f"
+        "ELF";
     b.resize(64, '\0');
     b[4] = 3;
     cases.emplace_back("unknown class", b);

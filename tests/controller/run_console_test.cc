@@ -60,8 +60,8 @@ TEST_F(RunTest, ConsoleRebuildStreamsTheJobsLines) {
   auto a = freeze("echo rebuilt-line; echo out > /out/a", kBackstop);
   ASSERT_EQ(run(a, "orig").status.code, 0);
   const std::string receipt = state_ + "/results/orig/receipt.json";
-  std::vector<std::string> args = {"rebuild", receipt,  "--admission", a.path,   "--state-dir",
-                                   state_,    "--id",   "again",       "--mechanism", "bwrap"};
+  std::vector<std::string> args = {"rebuild", receipt, "--admission", a.path,        "--state-dir",
+                                   state_,    "--id",  "again",       "--mechanism", "bwrap"};
   auto loud = sealrun(args);
   ASSERT_EQ(loud.status.code, 0) << loud.err;
   EXPECT_TRUE(has(loud.err, "job| rebuilt-line\n")) << loud.err;
