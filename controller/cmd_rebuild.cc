@@ -23,6 +23,7 @@
 #include "controller/output_compare.h"
 #include "controller/rebuild_explain.h"
 #include "controller/receipt.h"
+#include "controller/run_console.h"
 #include "controller/run_pipeline.h"
 #include "controller/run_plan.h"
 #include "controller/state_dir.h"
@@ -41,7 +42,7 @@ constexpr size_t kMaxAdmissionBytes = 1024 * 1024;  // as `run` reads admissions
 
 struct RebuildOptions {
   std::string receipt_path, admission_path, vary, id, mechanism = "auto", state_dir;
-  bool json = false, explain = false;
+  bool json = false, explain = false, quiet = false;
 };
 
 // What a rebuild knows about the receipt it rebuilds, once it has proven it usable.
@@ -178,7 +179,9 @@ void rebuild(const RebuildOptions& opt, int* exit_code) {
   // As `run` does: every temporary goes where `sealrun sweep` finds it.
   if (auto temp = run::controller_temp_dir(run::state_dir_path(req.state_dir)); temp)
     ::setenv("TMPDIR", temp->c_str(), 1);
-  run::RunOutcome o = run::run_pipeline(req, run::default_pipeline_deps(mechanism_context()));
+  // Shown as `run` shows it: the job's lines, progress, the summary (run_console.h).
+  run::RunOutcome o = run::run_with_console(req, run::default_pipeline_deps(mechanism_context()),
+                                            {"rebuild", opt.quiet, opt.json});
   report["state"] = o.receipt.state;
   report["reason"] = o.receipt.reason;
   report["receipt_path"] = o.receipt_path.empty() ? json(nullptr) : json(o.receipt_path);
@@ -259,6 +262,9 @@ void register_rebuild(CLI::App& app, int* exit_code) {
                   "where the rebuild runs; default: the state directory holding RECEIPT "
                   "(STATE/results/<id>/receipt.json), else ./sealrun-state");
   cmd->add_flag("--json", opt->json, "print one JSON document on stdout");
+  cmd->add_flag("--quiet,-q", opt->quiet,
+                "do not show the job's output (`job| `), the progress of long steps nor the "
+                "summary on stderr; errors and the comparison are still printed");
   cmd->add_flag("--explain", opt->explain,
                 "show how differing outputs differ: diffoscope when installed, else sizes and "
                 "the first differing byte");

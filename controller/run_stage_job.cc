@@ -10,6 +10,7 @@
 #include "controller/run_closure_bound.h"
 #include "controller/run_outputs.h"
 #include "controller/run_owned_space.h"
+#include "controller/run_progress.h"
 #include "controller/run_result_space.h"
 #include "controller/run_stages.h"
 #include "core/proc.h"
@@ -34,6 +35,10 @@ std::unique_ptr<LiveOutput> open_live_output(RunContext& run, int logs_fd) {
   config.out_fd = run.req.live_output_fd;
   config.max_bytes = kLogReadMaxBytes;
   config.kept_where = run.layout.results_root + "/logs/";
+  // Without a terminal the job's wall time is said when it has been silent (run_progress.h).
+  if (progress_style() == ProgressStyle::kPlain) config.heartbeat_ms = kPlainProgressIntervalMs;
+  if (run.req.learning && !run.req.learning->host_trees.empty())
+    config.heartbeat_what = "learning job";
   auto live = std::make_unique<LiveOutput>(std::move(config));
   for (const char* name : {"job.stdout", "job.stderr"})
     if (auto st = live->add_stream(logs_fd, name); !st) {

@@ -108,7 +108,7 @@ uint64_t record_outputs(RunContext& run, const StopCheck& stop) {
   OutputLimits limits;
   limits.max_bytes = run.doc().limits.result_max_bytes;
   const bool from_source = run.doc().mounts.outputs_from == admission::OutputsFrom::kSource;
-  TerminalProgress progress("outputs");  // quiet unless stderr is a terminal
+  TerminalProgress progress("outputs");  // redrawn, plain every 5 s, or none (run_progress.h)
   auto walk = walk_outputs(from_source ? run.admitted->source_root() : run.layout.output_dir,
                            limits, stop, progress.on_progress());
   if (!walk) {
