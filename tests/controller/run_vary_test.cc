@@ -152,5 +152,32 @@ TEST_F(RunVaryTest, BuildPathMovesSrcAndScratchAndAJobNamingSrcRuns) {
   EXPECT_EQ(differing, (std::set<std::string>{"scratch", "src"}));
 }
 
+// Under rootless podman too: the personality passes through podman, conmon and the OCI runtime
+// (none is set-id), the container's UTS namespace copies the domain name, and the reordered copy
+// of the source is what podman binds (busybox's find lists in directory order).
+TEST_F(RunVaryTest, UnderPodmanPersonalityDomainNameAndFileOrderReachTheJob) {
+  for (const char* name : {"alpha", "bravo", "charlie", "delta", "echo"})
+    write_text(src_ + "/" + name, std::string(name) + "\n");
+  Frozen a = freeze_for("podman",
+                        "cat /proc/self/personality > /out/personality; uname -r > /out/uname_r; "
+                        "cat /proc/sys/kernel/domainname > /out/domainname; "
+                        "find /src -mindepth 1 > /out/order",
+                        "podman.json");
+  auto c = run(a, "orig", {"--mechanism", "podman"});
+  ASSERT_EQ(c.status.code, 0) << c.out << c.err;
+  auto r = sealrun(
+      {"rebuild", receipt_path("orig"), "--admission", a.path, "--state-dir", state_, "--mechanism",
+       "podman", "--vary", "kernel,aslr,domain_host,fileordering", "--id", "varied"},
+      std::nullopt, 300000);
+  ASSERT_EQ(r.status.code, 1) << r.out << r.err;
+  EXPECT_EQ(out("orig", "personality"), "00000000\n");
+  EXPECT_EQ(out("varied", "personality"), "00060000\n");
+  EXPECT_EQ(out("varied", "uname_r").rfind("2.6.", 0), 0u) << out("varied", "uname_r");
+  EXPECT_EQ(out("varied", "domainname"), "sealrun-rebuild.invalid\n");
+  EXPECT_NE(out("orig", "domainname"), out("varied", "domainname"));
+  EXPECT_NE(out("orig", "order"), out("varied", "order"));
+  EXPECT_EQ(out("orig", "order").size(), out("varied", "order").size());
+}
+
 }  // namespace
 }  // namespace sealrun::testing
