@@ -154,20 +154,22 @@ TEST_F(RunVaryTest, BuildPathMovesSrcAndScratchAndAJobNamingSrcRuns) {
 
 // Under rootless podman too: the personality passes through podman, conmon and the OCI runtime
 // (none is set-id), the container's UTS namespace copies the domain name, and the reordered copy
-// of the source is what podman binds (busybox's find lists in directory order).
+// of the source is what podman binds (busybox's find lists in directory order); build_path moves
+// the source while /src and /scratch still answer (bound a second time: no links in an image).
 TEST_F(RunVaryTest, UnderPodmanPersonalityDomainNameAndFileOrderReachTheJob) {
   for (const char* name : {"alpha", "bravo", "charlie", "delta", "echo"})
     write_text(src_ + "/" + name, std::string(name) + "\n");
-  Frozen a = freeze_for("podman",
-                        "cat /proc/self/personality > /out/personality; uname -r > /out/uname_r; "
-                        "cat /proc/sys/kernel/domainname > /out/domainname; "
-                        "find /src -mindepth 1 > /out/order",
-                        "podman.json");
+  Frozen a =
+      freeze_for("podman",
+                 "cat /proc/self/personality > /out/personality; uname -r > /out/uname_r; "
+                 "cat /proc/sys/kernel/domainname > /out/domainname; "
+                 "find /src -mindepth 1 > /out/order; pwd > /out/pwd; ls /scratch/ > /out/scratch",
+                 "podman.json");
   auto c = run(a, "orig", {"--mechanism", "podman"});
   ASSERT_EQ(c.status.code, 0) << c.out << c.err;
   auto r = sealrun(
       {"rebuild", receipt_path("orig"), "--admission", a.path, "--state-dir", state_, "--mechanism",
-       "podman", "--vary", "kernel,aslr,domain_host,fileordering", "--id", "varied"},
+       "podman", "--vary", "kernel,aslr,domain_host,fileordering,build_path", "--id", "varied"},
       std::nullopt, 300000);
   ASSERT_EQ(r.status.code, 1) << r.out << r.err;
   EXPECT_EQ(out("orig", "personality"), "00000000\n");
@@ -177,6 +179,9 @@ TEST_F(RunVaryTest, UnderPodmanPersonalityDomainNameAndFileOrderReachTheJob) {
   EXPECT_NE(out("orig", "domainname"), out("varied", "domainname"));
   EXPECT_NE(out("orig", "order"), out("varied", "order"));
   EXPECT_EQ(out("orig", "order").size(), out("varied", "order").size());
+  // build_path: the job starts in the moved source, and /src and /scratch still answer.
+  EXPECT_EQ(out("orig", "pwd"), "/src\n");
+  EXPECT_EQ(out("varied", "pwd"), "/build/sealrun-rebuild/src\n");
 }
 
 }  // namespace
