@@ -30,6 +30,7 @@
 #include "controller/variations.h"
 #include "core/bounded_file.h"
 #include "core/strict_json.h"
+#include "fingerprint/file_hash.h"
 
 namespace sealrun::cli {
 
@@ -135,6 +136,13 @@ unsigned narrow_cpus() {
   return ::sched_setaffinity(0, sizeof narrowed, &narrowed) == 0 ? kept : 0;
 }
 
+// time: the SHA-256 of the host's libfaketime, the pin the job's view binds it by; empty when it
+// is not installed (the variation then says so).
+std::string faketime_sha256() {
+  auto d = hash_file(std::string(run::kFaketimeHostPath));
+  return d ? d->sha256 : std::string();
+}
+
 uint32_t current_umask() {
   mode_t m = ::umask(0);
   ::umask(m);
@@ -171,6 +179,7 @@ void rebuild(const RebuildOptions& opt, int* exit_code) {
   req.vary = *vary;
   req.vary.base_umask = current_umask();
   if (req.vary.num_cpus) req.vary.cpus_used = narrow_cpus();
+  if (req.vary.time) req.vary.faketime_sha256 = faketime_sha256();
   req.rebuild_of = {{"receipt_sha256", original->sha256},
                     {"id", receipt::member_text(original->doc, "id")},
                     {"variations", run::describe_variations(req.vary)}};
