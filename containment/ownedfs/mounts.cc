@@ -40,7 +40,7 @@ std::string comm_of(const std::string& proc_dir, const std::string& pid) {
 // copy of the mounts that existed when that namespace was made).
 bool other_mount_namespace(const std::string& proc_dir, const std::string& base) {
   struct stat mine {}, theirs {};
-  return ::stat((proc_dir + "/self/ns/mnt").c_str(), &mine) == 0 &&
+  return ::stat((own_entry(proc_dir) + "/ns/mnt").c_str(), &mine) == 0 &&
          ::stat((base + "/ns/mnt").c_str(), &theirs) == 0 && mine.st_ino != theirs.st_ino;
 }
 
@@ -54,11 +54,18 @@ bool mounts_device(const std::string& mountinfo, dev_t device) {
 
 }  // namespace
 
+std::string own_entry(const std::string& proc_dir) {
+  // The mount namespace is the thread's (private_ns.h): /proc/self would show the main thread's.
+  struct stat st {};
+  return ::stat((proc_dir + "/thread-self").c_str(), &st) == 0 ? proc_dir + "/thread-self"
+                                                                : proc_dir + "/self";
+}
+
 Result<std::optional<MountEntry>> mount_at(const std::string& proc_dir,
                                            const std::string& mount_point) {
   // /proc files report size 0: read_bounded_file reads until EOF within the cap.
   std::string text =
-      SEALRUN_TRY(read_bounded_file(AT_FDCWD, proc_dir + "/self/mountinfo", kMaxMountinfoBytes));
+      SEALRUN_TRY(read_bounded_file(AT_FDCWD, own_entry(proc_dir) + "/mountinfo", kMaxMountinfoBytes));
   std::optional<MountEntry> found;
   std::istringstream in(text);
   std::string line;

@@ -18,6 +18,9 @@ namespace sealrun::ownedfs {
 // (fsopen(2): read(2) on it yields its messages), as " (msg; msg)", or "" when it has none.
 std::string fs_context_messages(int fsfd);
 
+// PROC/thread-self where it exists (the calling thread's namespaces), else PROC/self.
+std::string own_entry(const std::string& proc_dir);
+
 struct MountEntry {
   dev_t device = 0;  // maj:min of the mounted file system
   std::string fstype;

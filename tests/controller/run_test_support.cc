@@ -198,8 +198,18 @@ Result<std::string> busybox_fixture_dir() {
 }
 
 std::string live_out_dir(const std::string& state, const std::string& id) {
-  std::string space = state + "/owned/" + id + "+out/out";
+  // The result space is mounted in the controller's private mount namespace
+  // (containment/ownedfs/private_ns.h): it is reached through the controller's /proc/PID/root,
+  // the controller named by the file system's record.
   std::error_code ec;
+  auto record = nlohmann::json::parse(read_text(state + "/ownedfs/" + id + "+out.json"), nullptr,
+                                      false);
+  if (record.is_object() && record.contains("controller_pid") && record.contains("mount_point")) {
+    std::string space = "/proc/" + std::to_string(record["controller_pid"].get<int64_t>()) +
+                        "/root" + record["mount_point"].get<std::string>() + "/out";
+    if (fs::is_directory(space, ec)) return space;
+  }
+  std::string space = state + "/owned/" + id + "+out/out";
   return fs::is_directory(space, ec) ? space : state + "/results/" + id + "/out";
 }
 
