@@ -27,6 +27,11 @@ struct MountEntry {
   std::string source;
 };
 
+// The mount points directly below `dir` (an absolute, canonical path: DIR/<name>), with the
+// topmost mount at each; what `sweep` looks at when no record names a mount.
+Result<std::vector<std::pair<std::string, MountEntry>>> mounts_below(const std::string& proc_dir,
+                                                                     const std::string& dir);
+
 // The topmost mount at exactly `mount_point` (an absolute, canonical path), if any.
 Result<std::optional<MountEntry>> mount_at(const std::string& proc_dir,
                                            const std::string& mount_point);
