@@ -110,8 +110,7 @@ void stage_cleanup(RunContext& run) {
   stop_job_and_group(run);
   clean_mechanism(run);
   record_limits_hit(run);
-  remove_result_space(run);
-  remove_owned_space(run);
+  remove_result_and_owned_space(run);  // at once (run_result_space.h)
   hand_over_outputs(run);
   if (run.owned_claimed && !run.owned_fs)
     run.cleanup_action("remove the owned root",

@@ -71,8 +71,9 @@ StageStatus stage_claim_owned_roots(RunContext& run) {
   if (auto st = claim_run_dirs(*run.state, run.layout, run.req.id); !st)
     return stage_fail(kExitUsage, st.error().message());
   run.owned_claimed = true;
+  PendingResultSpace result_space = begin_result_space(run);  // made meanwhile, on a thread
   make_owned_space(run);
-  if (auto st = make_result_space(run); !st)
+  if (auto st = make_result_space(run, std::move(result_space)); !st)
     return stage_fail(kExitContainmentUnavailable, st.error().message());
   if (auto st = prepare_job_dirs(*run.state, run.layout, *mine); !st)
     return stage_fail(kExitContainmentUnavailable,
