@@ -41,7 +41,8 @@ class CensusFailureTest : public RunTest {
     std::thread controller([&] { result = run(a, id, {"--mode", mode}); });
     bool seen = false;
     for (int64_t deadline = monotonic_ms() + 60000; monotonic_ms() < deadline && !seen;) {
-      seen = fs::exists(live_out_dir(state_, id) + "/started");
+      std::error_code ec;
+      seen = fs::exists(live_out_dir(state_, id) + "/started", ec);
       if (!seen) std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
     // The owned file system is mounted in the controller's own mount namespace (private_ns.h):
@@ -49,7 +50,8 @@ class CensusFailureTest : public RunTest {
     int64_t pid = owned_fs_controller(state_, id);
     if (seen && pid > 0) {
       SpawnOptions o;
-      o.argv = {"nsenter", "-t", std::to_string(pid), "-m", "umount", "-l", owned};
+      o.argv = {
+          "/usr/bin/nsenter", "-t", std::to_string(pid), "-m", "/usr/bin/umount", "-l", owned};
       auto u = run_capture(o, 30000);
       EXPECT_TRUE(u.ok() && u->status.code == 0) << owned << (u.ok() ? u->err : "");
       unmounted_ = u.ok() && u->status.code == 0;

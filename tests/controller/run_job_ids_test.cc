@@ -193,9 +193,9 @@ TEST_P(JobIdsByMechanism, TwoRunsAtOnceHaveUidsOfTheirOwn) {
   // root, then as the first job's uid (which reaches the directory, but may not write in it).
   auto in_second = [&](const std::string& script) {
     return as_ids(0, 0,
-                  {"nsenter", "-t", std::to_string(owned_fs_controller(state_, second)), "-m",
-                   "setpriv", "--reuid=" + std::to_string(uid1), "--regid=" + std::to_string(gid1),
-                   "--clear-groups", "/bin/sh", "-c", script});
+                  {"/usr/bin/nsenter", "-t", std::to_string(owned_fs_controller(state_, second)),
+                   "-m", "/usr/bin/setpriv", "--reuid=" + std::to_string(uid1),
+                   "--regid=" + std::to_string(gid1), "--clear-groups", "/bin/sh", "-c", script});
   };
   EXPECT_EQ(in_second("test -d " + scratch2 + "/."), 0) << scratch2;
   EXPECT_NE(in_second("echo x > " + scratch2 + "/planted"), 0) << scratch2;
@@ -271,13 +271,11 @@ TEST_F(JobIds, EveryUidOfThePoolHeldIsAClearRefusal) {
   EXPECT_NE(c.err.find("no free job uid"), std::string::npos) << c.err;
   EXPECT_NE(c.err.find("sealrun sweep"), std::string::npos) << c.err;
   EXPECT_FALSE(fs::exists(state_ + "/results/refused"));
-  ASSERT_TRUE(
-      write_all(
-          open_at(AT_FDCWD, live(state_, state_ + "/owned/holder/scratch/go"), O_WRONLY | O_CREAT,
-                  0644)
-              ->get(),
-          "", "go")
-          .ok());
+  ASSERT_TRUE(write_all(open_at(AT_FDCWD, live(state_, state_ + "/owned/holder/scratch/go"),
+                                O_WRONLY | O_CREAT, 0644)
+                            ->get(),
+                        "", "go")
+                  .ok());
   auto st = holder.wait_for(120000);
   ASSERT_TRUE(st.ok() && st->has_value());
   EXPECT_EQ((*st)->code, 0) << log("holder");

@@ -48,11 +48,12 @@ struct ClosureDir {
 // `path` under STATE/owned/ is in the controller's mount namespace: `resolve` gives where it is
 // seen from here (live(), run_test_support.h), again at each look.
 bool wait_for_path(const std::function<std::string()>& resolve, const std::atomic<bool>& done) {
+  std::error_code ec;  // a controller gone meanwhile: its /proc/PID/root is unreachable
   for (int i = 0; i < 6000 && !done; ++i) {  // at most 120 s
-    if (fs::exists(resolve())) return true;
+    if (fs::exists(resolve(), ec)) return true;
     ::usleep(20 * 1000);
   }
-  return fs::exists(resolve());
+  return fs::exists(resolve(), ec);
 }
 
 // The digest cache records a file only once its last change lies before the second in which it
