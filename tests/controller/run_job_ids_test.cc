@@ -190,15 +190,15 @@ TEST_P(JobIdsByMechanism, TwoRunsAtOnceHaveUidsOfTheirOwn) {
   const std::string scratch2 = state_ + "/owned/" + second + "/scratch";
   EXPECT_NE(as_ids(uid1, gid1, {"/bin/sh", "-c", "echo x > " + out2 + "/planted"}), 0);
   // The second run's scratch is in its controller's mount namespace (private_ns.h): entered as
-  // root, then as the first job's uid (which reaches the directory, but may not write in it).
-  auto in_second = [&](const std::string& script) {
+  // root (where it is there), then as the first job's uid (which may not write in it).
+  auto in_second = [&](uid_t uid, gid_t gid, const std::string& script) {
     return as_ids(0, 0,
                   {"/usr/bin/nsenter", "-t", std::to_string(owned_fs_controller(state_, second)),
-                   "-m", "/usr/bin/setpriv", "--reuid=" + std::to_string(uid1),
-                   "--regid=" + std::to_string(gid1), "--clear-groups", "/bin/sh", "-c", script});
+                   "-m", "/usr/bin/setpriv", "--reuid=" + std::to_string(uid),
+                   "--regid=" + std::to_string(gid), "--clear-groups", "/bin/sh", "-c", script});
   };
-  EXPECT_EQ(in_second("test -d " + scratch2 + "/."), 0) << scratch2;
-  EXPECT_NE(in_second("echo x > " + scratch2 + "/planted"), 0) << scratch2;
+  EXPECT_EQ(in_second(0, 0, "test -d " + scratch2 + "/."), 0) << scratch2;
+  EXPECT_NE(in_second(uid1, gid1, "echo x > " + scratch2 + "/planted"), 0) << scratch2;
   EXPECT_NE(as_ids(uid1, gid1, {"/bin/rm", "-f", out2 + "/mine"}), 0);
   EXPECT_NE(as_ids(uid1, gid1, {"/bin/chmod", "777", out2}), 0);
   // The second job's processes, seen from the host: the first's uid cannot enter them.
