@@ -19,7 +19,13 @@
 // are in it. /proc/thread-self (not /proc/self) is what shows this thread's mounts.
 #pragma once
 
+#include <sys/types.h>
+
+#include <memory>
+#include <string>
+
 #include "core/result.h"
+#include "core/unique_fd.h"
 
 namespace sealrun::ownedfs {
 
@@ -30,5 +36,32 @@ Status enter_private_mount_namespace();
 // Whether the calling thread is in a mount namespace other than pid 1's (the host's, seen from
 // here): what the receipt's owned space reports as where it was mounted. False when unknown.
 bool in_private_mount_namespace();
+
+// For `sweep`: a killed controller's namespace outlives it while a process of its run does (its
+// podman, conmon), and the run's owned file systems with it, out of sight of the host's namespace.
+// Visiting it lets sweep see what the controller saw. Entered only when the namespace belongs to
+// the host's user namespace (only root can make such a one: a job user's namespace is never
+// entered) and has a mount at exactly `mount_point`; the calling thread returns to its own
+// namespace and working directory when the visit ends.
+class MountNamespaceVisit {
+ public:
+  MountNamespaceVisit(const MountNamespaceVisit&) = delete;
+  MountNamespaceVisit& operator=(const MountNamespaceVisit&) = delete;
+  ~MountNamespaceVisit();
+  pid_t pid() const { return pid_; }  // the process whose namespace this is
+
+ private:
+  friend Result<std::unique_ptr<MountNamespaceVisit>> visit_namespace_with_mount(
+      const std::string&, const std::string&);
+  MountNamespaceVisit() = default;
+  UniqueFd back_;
+  std::string cwd_;
+  pid_t pid_ = 0;
+};
+
+// Enters the mount namespace of a process (other than ours) that has a mount at `mount_point` (an
+// absolute, canonical path); null when no process has one.
+Result<std::unique_ptr<MountNamespaceVisit>> visit_namespace_with_mount(
+    const std::string& mount_point, const std::string& proc_dir = "/proc");
 
 }  // namespace sealrun::ownedfs
