@@ -14,11 +14,14 @@
 #include <fmt/format.h>
 #include <sys/stat.h>
 
+#include <filesystem>
+
 #include <nlohmann/json.hpp>
 #include <optional>
 
 #include "containment/grant_journal.h"
 #include "containment/ownedfs/ownedfs.h"
+#include "containment/ownedfs/private_ns.h"
 #include "containment/resgroup/cgroupfs_sweep.h"
 #include "containment/sweep_run.h"
 #include "controller/commands.h"
@@ -92,13 +95,26 @@ void sweep_records(const run::StateDir& state, const SweepOptions& opt,
             false}});
       continue;
     }
-    std::vector<SweepStep> steps = sweep_recorded_run(r, opt.grace_ms, context);
-    // Its processes are stopped: the owned file system is no longer held, and the owned root is
-    // a plain directory again once it is gone.
-    for (auto& s : ownedfs::sweep_owned_fs_of_run(state.path(), r.id))
-      steps.push_back(std::move(s));
-    for (auto& s : run::sweep_result_space(state, r.id)) steps.push_back(std::move(s));
-    steps.push_back(sweep_owned_root(r, state));
+    std::vector<SweepStep> steps;
+    {
+      // The run's owned file systems live on in its dead controller's mount namespace while a
+      // process of the run does (containment/ownedfs/private_ns.h): swept from inside it.
+      std::error_code ec;
+      auto visit = ownedfs::visit_namespace_with_mount(
+          std::filesystem::weakly_canonical(r.owned_root, ec).string());
+      if (!visit)
+        steps.push_back({"mount namespace of run " + r.id, visit.error().message(), false});
+      else if (*visit)
+        steps.push_back({"mount namespace of run " + r.id,
+                         fmt::format("entered (kept by pid {})", (*visit)->pid()), false});
+      for (auto& s : sweep_recorded_run(r, opt.grace_ms, context)) steps.push_back(std::move(s));
+      // Its processes are stopped: the owned file system is no longer held, and the owned root is
+      // a plain directory again once it is gone.
+      for (auto& s : ownedfs::sweep_owned_fs_of_run(state.path(), r.id))
+        steps.push_back(std::move(s));
+      for (auto& s : run::sweep_result_space(state, r.id)) steps.push_back(std::move(s));
+      steps.push_back(sweep_owned_root(r, state));
+    }
     bool left = false;
     for (const auto& s : steps) left |= s.left;
     // A run killed before its job started gives its id back when it left nothing in results/.

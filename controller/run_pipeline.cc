@@ -4,10 +4,12 @@
 #include "controller/run_pipeline.h"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
 
+#include "containment/ownedfs/private_ns.h"
 #include "controller/exit_codes.h"
 #include "controller/receipt_signing.h"
 #include "controller/run_dirs.h"
@@ -148,6 +150,12 @@ RunOutcome run_pipeline(const RunRequest& request, const PipelineDeps& deps) {
   const SealrunVersion version = sealrun_version();
   run.receipt.sealrun_version = {
       {"version", version.version}, {"commit", version.commit}, {"dirty", version.dirty}};
+  // Before any thread exists: the run's owned file systems are mounted in a mount namespace of
+  // this controller's own, where no other run's namespace can copy them (private_ns.h).
+  if (::geteuid() == 0)
+    if (auto st = ownedfs::enter_private_mount_namespace(); !st)
+      run.warn("the owned file systems are mounted in the host's mount namespace, where other runs "
+               "can hold copies of them: " + st.error().message());
   // Before any thread exists: block the stop signals and watch them on a thread of our own. The
   // outer deadline is provisional until the admission's outer_s is known.
   run.watch.emplace(run.stop, run.started_ms + 1800 * 1000);

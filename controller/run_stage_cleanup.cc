@@ -113,10 +113,8 @@ void stage_cleanup(RunContext& run) {
   trace::mark("cleanup.mechanism");
   clean_mechanism(run);
   record_limits_hit(run);
-  trace::mark("cleanup.result_space");
-  remove_result_space(run);
-  trace::mark("cleanup.owned_space");
-  remove_owned_space(run);
+  trace::mark("cleanup.result_and_owned_space");
+  remove_result_and_owned_space(run);  // at once (run_result_space.h)
   trace::mark("cleanup.hand_over");
   hand_over_outputs(run);
   trace::mark("cleanup.roots_and_temps");

@@ -82,10 +82,10 @@ StageStatus stage_claim_owned_roots(RunContext& run) {
   if (auto st = claim_run_dirs(*run.state, run.layout, run.req.id); !st)
     return stage_fail(kExitUsage, st.error().message());
   run.owned_claimed = true;
-  trace::mark("claim.owned_space");
+  trace::mark("claim.owned_and_result_space");
+  PendingResultSpace result_space = begin_result_space(run);  // made meanwhile, on a thread
   make_owned_space(run);
-  trace::mark("claim.result_space");
-  if (auto st = make_result_space(run); !st)
+  if (auto st = make_result_space(run, std::move(result_space)); !st)
     return stage_fail(kExitContainmentUnavailable, st.error().message());
   trace::mark("claim.job_dirs");
   if (auto st = prepare_job_dirs(*run.state, run.layout, *mine); !st)

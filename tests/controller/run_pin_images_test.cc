@@ -20,6 +20,7 @@
 #include <atomic>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <thread>
 
 #include "containment/ownedfs/loop_device.h"
@@ -34,12 +35,15 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-bool wait_for_path(const std::string& path, const std::atomic<bool>& done) {
+// `path` under STATE/owned/ is in the controller's mount namespace: `resolve` gives where it is
+// seen from here (live(), run_test_support.h), again at each look.
+bool wait_for_path(const std::function<std::string()>& resolve, const std::atomic<bool>& done) {
+  std::error_code ec;
   for (int i = 0; i < 6000 && !done; ++i) {  // at most 120 s
-    if (fs::exists(path)) return true;
+    if (fs::exists(resolve(), ec)) return true;
     ::usleep(20 * 1000);
   }
-  return fs::exists(path);
+  return fs::exists(resolve(), ec);
 }
 
 void open_gate(const std::string& fifo) {
@@ -151,18 +155,19 @@ TEST_F(PinImages, AChangeMadeAndUndoneOnTheHostDuringTheJobNeverReachesIt) {
     done = true;
   });
   const std::string scratch = state_ + "/owned/" + id + "/scratch";
-  bool at_gate = wait_for_path(scratch + "/g2", done);
+  auto in_scratch = [&](const std::string& name) { return live(state_, scratch + "/" + name); };
+  bool at_gate = wait_for_path([&] { return in_scratch("g2"); }, done);
   bool read = false;
   if (at_gate) {
     auto t = change_in_place(tree_ + "/a.txt", "TREE CHANGED\n");
     auto tc = change_in_place(toolchain_ + "/tool.txt", "A TOOLCHAIN CHANGE\n");
     auto cl = change_in_place(closure_file_, "CLOSURE CHANGE\n");
-    open_gate(scratch + "/g1");
-    read = wait_for_path(scratch + "/read", done);
+    open_gate(in_scratch("g1"));
+    read = wait_for_path([&] { return in_scratch("read"); }, done);
     restore(tree_ + "/a.txt", "tree pinned\n", t);
     restore(toolchain_ + "/tool.txt", "a toolchain file\n", tc);
     restore(closure_file_, "closure pinned\n", cl);
-    if (read) open_gate(scratch + "/g2");
+    if (read) open_gate(in_scratch("g2"));
   }
   runner.join();
   ASSERT_TRUE(at_gate && read) << "the job never reached its gates: " << c.out << c.err;

@@ -248,7 +248,8 @@ TEST_P(SweepKilled, RemovesTheOutputsOfAKilledRun) {
   ASSERT_TRUE(controller.ok()) << controller.error().message();
   bool seen = false;
   for (int i = 0; i < 1200 && !seen; ++i) {
-    seen = fs::exists(written);
+    std::error_code ec;  // the result space is in the controller's mount namespace (live())
+    seen = fs::exists(live(state_, written), ec);
     if (!seen) ::usleep(100 * 1000);
   }
   (void)controller->signal(SIGKILL);
