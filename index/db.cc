@@ -18,12 +18,12 @@ std::string redact_url(std::string_view url) {
   return out.substr(0, colon + 1) + "***" + out.substr(at);
 }
 
-Result<std::unique_ptr<Db>> open_db(const std::string& url) {
+Result<std::unique_ptr<Db>> open_db(const std::string& url, bool create) {
   if (url.rfind("sqlite:", 0) == 0) {
     std::string path = url.substr(7);
     if (path.empty())
       return Error::make("--db sqlite:: no file named (write sqlite:/path/to/index.sqlite)");
-    return open_sqlite(path);
+    return open_sqlite(path, create);
   }
   if (url.rfind("postgresql://", 0) == 0 || url.rfind("postgres://", 0) == 0)
     return open_postgres(url);

@@ -49,15 +49,16 @@ class Db {
                              const std::vector<Row>& rows) = 0;
 };
 
-// Opens `url`: "sqlite:PATH" (the file is created when missing; WAL, a busy timeout) or
+// Opens `url`: "sqlite:PATH" (created when missing if `create`, else a missing file is an error
+// saying to ingest first; WAL, a busy timeout) or
 // "postgresql://..." / "postgres://..." (libpq's connection URI). The error names the URL without
 // its password.
-Result<std::unique_ptr<Db>> open_db(const std::string& url);
+Result<std::unique_ptr<Db>> open_db(const std::string& url, bool create);
 
 // The URL with any password replaced by "***", for messages.
 std::string redact_url(std::string_view url);
 
-Result<std::unique_ptr<Db>> open_sqlite(const std::string& path);
+Result<std::unique_ptr<Db>> open_sqlite(const std::string& path, bool create);
 Result<std::unique_ptr<Db>> open_postgres(const std::string& url);
 
 }  // namespace sealrun::index

@@ -10,6 +10,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <system_error>
+#include <thread>
 
 #include "attest/dsse.h"
 #include "attest/ledger.h"
@@ -109,7 +111,7 @@ std::string envelope_name(const std::string& receipt_name) {
 
 // Verifies one ledger line's receipt and reads it into a record. An Error is a refusal.
 Result<RunRecord> verify_line(int state_fd, const NodeSource& src, const attest::PublicKey& key,
-                              const attest::LedgerEntry& e, bool* signed_seen) {
+                              const attest::LedgerEntry& e) {
   auto found = find_receipt(state_fd, e);
   if (!found)
     return Error::make(fmt::format(
@@ -134,14 +136,9 @@ Result<RunRecord> verify_line(int state_fd, const NodeSource& src, const attest:
           fmt::format("{}: the signature does not verify with node {}'s key {}", found->rel,
                       src.node, key.key_id()));
     rec.signer = ok->key_id;
-    *signed_seen = true;
   } else if (claims_signed) {
     return Error::make(found->rel + ": the receipt says it is signed but its envelope " + env +
                        " is missing");
-  } else if (*signed_seen) {
-    return Error::make(found->rel +
-                       ": unsigned, after a signed receipt of this node (a signature was removed, "
-                       "or the key was taken away)");
   }
   SEALRUN_TRY_CTX(read_receipt_fields(*doc, &rec), found->rel);
   if (rec.id != e.id)
@@ -242,8 +239,17 @@ class NodeIngest {
       }
       std::vector<RunRecord> batch;
       bool stopped = false;
-      for (const auto& e : w.lines) {
-        auto rec = verify_line(state_fd_.get(), src_, *key_, e, &signed_seen_);
+      std::vector<std::optional<Result<RunRecord>>> verified;
+      for (size_t i = 0; i < w.lines.size(); ++i) {
+        const auto& e = w.lines[i];
+        if (i % opt_.batch == 0) verified = verify_lines(w, i);
+        auto& rec = *verified[i % opt_.batch];
+        // Unsigned receipts only before the node's first signed one (in ledger order).
+        if (rec && rec->signer) signed_seen_ = true;
+        if (rec && !rec->signer && signed_seen_)
+          rec = Error::make(rec->receipt_path.substr(src_.state_dir.size() + 1) +
+                            ": unsigned, after a signed receipt of this node (a signature was "
+                            "removed, or the key was taken away)");
         if (!rec) {
           SEALRUN_TRY(flush(std::move(batch), w));
           batch.clear();
@@ -265,6 +271,31 @@ class NodeIngest {
   }
 
  private:
+  // Verifies lines [first, first + batch) of the window on every core: the signature checks and
+  // hashing are the ingest's cost, and each line's check is independent of the others.
+  std::vector<std::optional<Result<RunRecord>>> verify_lines(const Window& w, size_t first) {
+    size_t n = std::min(opt_.batch, w.lines.size() - first);
+    std::vector<std::optional<Result<RunRecord>>> out(n);
+    size_t threads = std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 8);
+    threads = std::min(threads, (n + 63) / 64);  // a few lines are not worth a thread
+    auto work = [&](size_t t) {
+      for (size_t k = t; k < n; k += threads)
+        out[k] = verify_line(state_fd_.get(), src_, *key_, w.lines[first + k]);
+    };
+    std::vector<std::thread> pool;
+    std::vector<size_t> here = {0};  // shares this thread runs itself
+    for (size_t t = 1; t < threads; ++t) {
+      try {
+        pool.emplace_back(work, t);
+      } catch (const std::system_error&) {
+        here.push_back(t);  // no thread to be had: the work is done here instead
+      }
+    }
+    for (size_t t : here) work(t);
+    for (auto& th : pool) th.join();
+    return out;
+  }
+
   bool choose_key(const std::optional<Head>& head) {
     if (head && src_.key && src_.key->key_id() != head->key_id) {
       refuse(fmt::format(

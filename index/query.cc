@@ -36,8 +36,9 @@ Result<std::vector<IndexedRun>> query_runs(Db& db, const QueryFilter& f, const Q
   std::string sql = fmt::format(
       "SELECT r.node, r.seq, r.id, r.state, r.exit_code, r.reason, r.started, r.finished, "
       "r.ledger_at, r.signer, r.admission_sha256, r.command, r.receipt_sha256, r.receipt_path "
-      "FROM {}{}{} ORDER BY r.finished, r.node, r.seq",
-      from, where.empty() ? "" : " WHERE ", fmt::join(where, " AND "));
+      "FROM {}{}{} ORDER BY r.finished{}, r.node, r.seq",
+      from, where.empty() ? "" : " WHERE ", fmt::join(where, " AND "),
+      f.newest_first ? " DESC" : "");
   if (f.limit) sql += fmt::format(" LIMIT {}", f.limit);
   auto rows = SEALRUN_TRY(db.query(sql, params));
   std::vector<IndexedRun> out;

@@ -26,6 +26,7 @@ struct QueryFilter {
   std::optional<std::string> node;
   std::optional<std::string> since;  // "YYYY-MM-DDTHH:MM:SS.mmmZ": finished at or after
   size_t limit = 0;                  // 0: no limit
+  bool newest_first = false;
 };
 
 struct QueryOptions {

@@ -6,6 +6,9 @@
 // then deadlock upgrading it. Placeholders `$N` become SQLite's `?N`. Statements are prepared once
 // and kept, by their text, for the life of the connection (a batch reuses them row after row).
 #include <fcntl.h>
+#include <sys/stat.h>
+
+#include <cerrno>
 #include <fmt/format.h>
 #include <sqlite3.h>
 
@@ -124,11 +127,16 @@ class SqliteDb final : public Db {
 
 }  // namespace
 
-Result<std::unique_ptr<Db>> open_sqlite(const std::string& path) {
+Result<std::unique_ptr<Db>> open_sqlite(const std::string& path, bool create) {
   sqlite3* raw = nullptr;
   // NOFOLLOW: the index file is never reached through a symlink someone else placed.
-  int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX |
-              SQLITE_OPEN_NOFOLLOW | SQLITE_OPEN_EXRESCODE;
+  int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_NOFOLLOW |
+              SQLITE_OPEN_EXRESCODE | (create ? SQLITE_OPEN_CREATE : 0);
+  struct stat st {};
+  if (!create && ::stat(path.c_str(), &st) != 0)
+    return Error::with_errno(errno, fmt::format("sqlite:{}: no index there (run `sealrun index "
+                                                "ingest` first, or give --db)",
+                                                path));
   int rc = sqlite3_open_v2(path.c_str(), &raw, flags, nullptr);
   if (rc != SQLITE_OK) {
     std::string msg = raw ? sqlite3_errmsg(raw) : sqlite3_errstr(rc);
