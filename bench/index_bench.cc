@@ -72,35 +72,42 @@ void fill(index::Db& db, uint64_t n) {
       runs.push_back({"bulk", s, "run-" + s, seq % 17 ? "built" : "failed", "0", "ok",
                       fmt::format("2026-11-01T00:00:{:02}.000Z", seq % 60),
                       fmt::format("2026-11-{:02}T00:00:00.{:03}Z", 1 + seq % 28, seq % 1000),
-                      "2026-11-01T00:00:00.000Z", hex_of("key"), hex_of(fmt::format("adm {}", seq % 100)),
-                      "[\"/bin/sh\",\"-c\",\"make\"]", hex_of("receipt " + s), "/state/results/run-" + s + "/receipt.json"});
-      const char* kinds[] = {"admission", "source", "toolchain", "tree", "closure", "closure", "generated"};
+                      "2026-11-01T00:00:00.000Z", hex_of("key"),
+                      hex_of(fmt::format("adm {}", seq % 100)), "[\"/bin/sh\",\"-c\",\"make\"]",
+                      hex_of("receipt " + s), "/state/results/run-" + s + "/receipt.json"});
+      const char* kinds[] = {"admission", "source",  "toolchain", "tree",
+                             "closure",   "closure", "generated"};
       for (int i = 0; i < 7; ++i) {
-        std::string digest = i == 2 ? index::synthetic::toolchain_digest(seq % 10)
+        std::string digest = i == 2   ? index::synthetic::toolchain_digest(seq % 10)
                              : i == 3 ? hex_of("busybox")
                              : i == 4 ? index::synthetic::closure_digest("bulk", seq)
                                       : hex_of(fmt::format("{} {} {}", kinds[i], i, seq % 5000));
         inputs.push_back({"bulk", s, std::to_string(i), kinds[i], fmt::format("{}:{}", kinds[i], i),
                           "file:///x", "sha256", digest});
       }
-      outputs.push_back({"bulk", s, "bin/app", "4096", index::synthetic::output_digest("bulk", seq)});
+      outputs.push_back(
+          {"bulk", s, "bin/app", "4096", index::synthetic::output_digest("bulk", seq)});
       outputs.push_back({"bulk", s, "README", "120", hex_of("readme")});
     }
     must(db.begin_write(), "begin");
-    must(db.insert_rows("runs", {"node", "seq", "id", "state", "exit_code", "reason", "started",
-                                 "finished", "ledger_at", "signer", "admission_sha256", "command",
-                                 "receipt_sha256", "receipt_path"},
+    must(db.insert_rows("runs",
+                        {"node", "seq", "id", "state", "exit_code", "reason", "started", "finished",
+                         "ledger_at", "signer", "admission_sha256", "command", "receipt_sha256",
+                         "receipt_path"},
                         runs),
          "insert runs");
-    must(db.insert_rows("inputs", {"node", "seq", "ordinal", "kind", "name", "uri", "algorithm", "digest"},
+    must(db.insert_rows("inputs",
+                        {"node", "seq", "ordinal", "kind", "name", "uri", "algorithm", "digest"},
                         inputs),
          "insert inputs");
     must(db.insert_rows("outputs", {"node", "seq", "path", "size", "sha256"}, outputs),
          "insert outputs");
     must(db.commit(), "commit");
   }
-  if (db.backend() == index::Backend::kPostgres) must(db.exec("ANALYZE"), "analyze");
-  else must(db.exec("ANALYZE"), "analyze");
+  if (db.backend() == index::Backend::kPostgres)
+    must(db.exec("ANALYZE"), "analyze");
+  else
+    must(db.exec("ANALYZE"), "analyze");
   fmt::print("  filled {} runs ({} rows) in {:.1f} s\n", n, n * 10, ms_since(t0) / 1000);
 }
 
@@ -118,7 +125,8 @@ void bench_backend(const std::string& name, const std::function<std::string()>& 
   fmt::print("{}:\n", name);
   {
     auto db = open(new_url());
-    struct rusage r0 {}, r1 {};
+    struct rusage r0 {
+    }, r1{};
     ::getrusage(RUSAGE_SELF, &r0);
     auto t0 = Clock::now();
     auto o = must(index::ingest_node(*db, {"node", work, key.public_key()}), "ingest");
@@ -128,11 +136,13 @@ void bench_backend(const std::string& name, const std::function<std::string()>& 
       auto t = [](const timeval& v) { return v.tv_sec * 1000.0 + v.tv_usec / 1000.0; };
       return t(b.ru_utime) - t(a.ru_utime) + t(b.ru_stime) - t(a.ru_stime);
     };
-    if (!o.ok() || o.indexed != ingest_n) die("ingest refused: " + (o.problems.empty() ? "" : o.problems[0]));
+    if (!o.ok() || o.indexed != ingest_n)
+      die("ingest refused: " + (o.problems.empty() ? "" : o.problems[0]));
     double cpu = cpu_ms(r0, r1);
-    fmt::print("  ingest: {} signed receipts in {:.0f} ms = {:.0f} receipts/s (this process's CPU: "
-               "{:.0f} ms, {:.0f} receipts per CPU-second)\n",
-               ingest_n, ms, ingest_n / (ms / 1000), cpu, ingest_n / (cpu / 1000));
+    fmt::print(
+        "  ingest: {} signed receipts in {:.0f} ms = {:.0f} receipts/s (this process's CPU: "
+        "{:.0f} ms, {:.0f} receipts per CPU-second)\n",
+        ingest_n, ms, ingest_n / (ms / 1000), cpu, ingest_n / (cpu / 1000));
   }
   auto db = open(new_url());
   fill(*db, indexed_n);
@@ -154,10 +164,12 @@ void bench_backend(const std::string& name, const std::function<std::string()>& 
     if (runs.size() != 1) die("query by output found the wrong runs");
   }
   auto a = stats(by_input), b = stats(by_output);
-  fmt::print("  query at {} runs, by input digest: median {:.2f} ms, p99 {:.2f} ms, max {:.2f} ms\n",
-             indexed_n, a.median, a.p99, a.max);
-  fmt::print("  query at {} runs, by output digest: median {:.2f} ms, p99 {:.2f} ms, max {:.2f} ms\n",
-             indexed_n, b.median, b.p99, b.max);
+  fmt::print(
+      "  query at {} runs, by input digest: median {:.2f} ms, p99 {:.2f} ms, max {:.2f} ms\n",
+      indexed_n, a.median, a.p99, a.max);
+  fmt::print(
+      "  query at {} runs, by output digest: median {:.2f} ms, p99 {:.2f} ms, max {:.2f} ms\n",
+      indexed_n, b.median, b.p99, b.max);
 }
 
 }  // namespace
@@ -190,12 +202,14 @@ int main(int argc, char** argv) {
   fmt::print("made {} signed receipts in {:.1f} s\n", ingest_n, ms_since(t0) / 1000);
   int dbs = 0;
   if (backend == "sqlite" || backend == "both")
-    bench_backend("sqlite", [&] { return fmt::format("sqlite:{}/index-{}.sqlite", tmp.path(), ++dbs); },
-                  work, key, ingest_n, indexed_n);
+    bench_backend(
+        "sqlite", [&] { return fmt::format("sqlite:{}/index-{}.sqlite", tmp.path(), ++dbs); }, work,
+        key, ingest_n, indexed_n);
   if (backend == "postgresql" || backend == "both") {
     std::unique_ptr<testing::PgCluster> cluster(must(testing::PgCluster::start(), "postgresql"));
-    bench_backend("postgresql", [&] { return must(cluster->new_database(), "database"); }, work,
-                  key, ingest_n, indexed_n);
+    bench_backend(
+        "postgresql", [&] { return must(cluster->new_database(), "database"); }, work, key,
+        ingest_n, indexed_n);
   }
   return 0;
 }

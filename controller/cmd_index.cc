@@ -16,8 +16,8 @@
 #include "attest/keys.h"
 #include "controller/cmd_index_common.h"
 #include "controller/commands.h"
-#include "controller/exit_codes.h"
 #include "controller/display_text.h"
+#include "controller/exit_codes.h"
 #include "controller/output.h"
 #include "index/ingest.h"
 #include "index/schema.h"
@@ -50,9 +50,10 @@ Result<std::vector<index::NodeSource>> plan_nodes(const IngestArgs& a) {
   for (const auto& k : a.keys) {
     auto eq = k.find('=');
     if (eq == std::string::npos || eq == 0 || eq + 1 == k.size())
-      return Error::make(fmt::format("--key {:?}: expected NODE=PUB (a node's name and its "
-                                     "public key file, sealrun.pub)",
-                                     k));
+      return Error::make(
+          fmt::format("--key {:?}: expected NODE=PUB (a node's name and its "
+                      "public key file, sealrun.pub)",
+                      k));
     std::string node = k.substr(0, eq);
     auto pub = attest::load_public_key(k.substr(eq + 1));
     if (!pub) return std::move(pub).error().context("--key " + node);
@@ -66,8 +67,8 @@ Result<std::vector<index::NodeSource>> plan_nodes(const IngestArgs& a) {
     std::string node = basename_of(dir);
     if (a.state_dirs.size() == 1 && keys.size() == 1) node = key_order.front();
     if (node.empty())
-      return Error::make(fmt::format("{:?}: no basename to name the node by: give --key NODE=PUB",
-                                     dir));
+      return Error::make(
+          fmt::format("{:?}: no basename to name the node by: give --key NODE=PUB", dir));
     if (!names.insert(node).second)
       return Error::make(fmt::format(
           "two state directories are both node {:?}: ingest them separately, or rename one", node));
@@ -160,8 +161,7 @@ void register_index(CLI::App& app, int* exit_code) {
       "index", "The fleet index: every node's verified receipts in one database, asked by digest");
   index->require_subcommand(1);
   auto* cmd = index->add_subcommand(
-      "ingest",
-      "Verify and index the receipts of state directories (signature, ledger head, ids)");
+      "ingest", "Verify and index the receipts of state directories (signature, ledger head, ids)");
   auto a = std::make_shared<IngestArgs>();
   cmd->add_option("STATE_DIR", a->state_dirs, "state directories (a node's, or copies of them)")
       ->required();

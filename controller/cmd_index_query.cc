@@ -128,8 +128,7 @@ void run_query(const QueryArgs& a, int* exit_code) {
   }
   std::string url = a.db.empty() ? kDefaultIndexUrl : a.db;
   auto db = open_index(url, /*create=*/false);
-  auto runs = db ? index::query_runs(**db, f)
-                 : Result<std::vector<index::IndexedRun>>(db.error());
+  auto runs = db ? index::query_runs(**db, f) : Result<std::vector<index::IndexedRun>>(db.error());
   if (!runs) {
     print_error(kCmd, runs.error());
     *exit_code = kExitFailure;
@@ -151,7 +150,8 @@ void add_index_query(CLI::App& parent, int* exit_code) {
   auto* cmd = parent.add_subcommand(
       "query", "Ask the index: the runs that produced or consumed a digest, by node, state, time");
   auto a = std::make_shared<QueryArgs>();
-  cmd->add_option("--output-sha256", a->output_sha256, "runs that produced a file with this SHA-256")
+  cmd->add_option("--output-sha256", a->output_sha256,
+                  "runs that produced a file with this SHA-256")
       ->type_name("HEX");
   cmd->add_option("--input-sha256", a->input_sha256,
                   "runs that pinned this digest (toolchain, tree, closure file, source, image...)")

@@ -46,15 +46,17 @@ struct ReportArgs {
 std::string generated_by() { return "sealrun " + version_text(sealrun_version()); }
 
 std::string short_hex(const std::string& hex) {
-  return hex.empty() ? "-" : "<code title=\"" + html::text(hex) + "\">" +
-                                 html::text(hex.substr(0, 12)) + "</code>";
+  return hex.empty() ? "-"
+                     : "<code title=\"" + html::text(hex) + "\">" + html::text(hex.substr(0, 12)) +
+                           "</code>";
 }
 
 std::string command_words(const std::string& argv_json) {
   json argv = json::parse(argv_json, nullptr, false);
   if (!argv.is_array()) return argv_json;
   std::string out;
-  for (const auto& a : argv) out += (out.empty() ? "" : " ") + (a.is_string() ? a.get<std::string>() : a.dump());
+  for (const auto& a : argv)
+    out += (out.empty() ? "" : " ") + (a.is_string() ? a.get<std::string>() : a.dump());
   return out;
 }
 
@@ -62,10 +64,11 @@ std::string command_words(const std::string& argv_json) {
 std::string index_only_page(const index::IndexedRun& r, const std::string& why) {
   std::string inputs;
   for (const auto& i : r.inputs)
-    inputs += fmt::format("<tr><td>{}</td><td><code>{}</code></td><td>{}</td><td><code>{}</code>"
-                          "</td></tr>\n",
-                          html::text(i.kind), html::text_cut(i.name, 512),
-                          html::text(i.algorithm), html::text(i.digest));
+    inputs += fmt::format(
+        "<tr><td>{}</td><td><code>{}</code></td><td>{}</td><td><code>{}</code>"
+        "</td></tr>\n",
+        html::text(i.kind), html::text_cut(i.name, 512), html::text(i.algorithm),
+        html::text(i.digest));
   std::string body = fmt::format(
       "<section id=\"run\"><h1>Run <code>{}</code> of node <code>{}</code> (ledger line {})</h1>\n"
       "<p>{} exit {} — {}</p>\n<p>Started {}, finished {}; signed by {}; admission {}.</p>\n"
@@ -85,8 +88,9 @@ std::string run_page(const index::IndexedRun& r) {
   auto bytes = read_bounded_file(AT_FDCWD, r.receipt_path, 1024 * 1024);
   if (!bytes) return index_only_page(r, "The receipt is not at hand: " + bytes.error().message());
   if (attest::sha256_hex_of(*bytes) != r.receipt_sha256)
-    return index_only_page(r, r.receipt_path + " is no longer the receipt that was indexed (its "
-                                               "SHA-256 differs): shown from the index");
+    return index_only_page(r, r.receipt_path +
+                                  " is no longer the receipt that was indexed (its "
+                                  "SHA-256 differs): shown from the index");
   auto doc = parse_strict_json(*bytes);
   if (!doc || !doc->is_object()) return index_only_page(r, r.receipt_path + ": not a receipt");
   report::ReceiptPage page;
@@ -112,7 +116,8 @@ std::string index_page(const std::vector<index::NodeSummary>& nodes,
         "</tr>\n",
         html::text(n.node), short_hex(n.key_id), n.ledger_length, short_hex(n.head_sha256), n.runs,
         html::text(n.ingested_at),
-        problems.empty() ? report::parts::badge("pass") : report::parts::badge("FAIL") + "<ul>" + problems + "</ul>");
+        problems.empty() ? report::parts::badge("pass")
+                         : report::parts::badge("FAIL") + "<ul>" + problems + "</ul>");
   }
   std::string run_rows;
   for (size_t i = 0; i < runs.size(); ++i) {
@@ -172,8 +177,9 @@ Result<json> write_report(const ReportArgs& a) {
 
 void add_index_report(CLI::App& parent, int* exit_code) {
   auto* cmd = parent.add_subcommand(
-      "report", "Write the index as HTML pages: DIR/index.html (nodes, refusals, runs) and a page "
-                "per run");
+      "report",
+      "Write the index as HTML pages: DIR/index.html (nodes, refusals, runs) and a page "
+      "per run");
   auto a = std::make_shared<ReportArgs>();
   cmd->add_option("--html", a->html, "the directory to write the pages into")
       ->type_name("DIR")
@@ -193,9 +199,9 @@ void add_index_report(CLI::App& parent, int* exit_code) {
     if (a->json)
       print_json(*done);
     else
-      fmt::print("{}: {} node(s), {} run(s) indexed, {} page(s)\n", (*done)["html"].get<std::string>(),
-                 (*done)["nodes"].get<size_t>(), (*done)["runs"].get<uint64_t>(),
-                 (*done)["pages"].get<size_t>());
+      fmt::print("{}: {} node(s), {} run(s) indexed, {} page(s)\n",
+                 (*done)["html"].get<std::string>(), (*done)["nodes"].get<size_t>(),
+                 (*done)["runs"].get<uint64_t>(), (*done)["pages"].get<size_t>());
     *exit_code = kExitOk;
   });
 }

@@ -27,9 +27,9 @@ Result<std::unique_ptr<Db>> open_db(const std::string& url, bool create) {
   }
   if (url.rfind("postgresql://", 0) == 0 || url.rfind("postgres://", 0) == 0)
     return open_postgres(url);
-  return Error::make(fmt::format(
-      "--db {:?}: expected sqlite:PATH or postgresql://USER@HOST/DB (libpq's URI)",
-      redact_url(url)));
+  return Error::make(
+      fmt::format("--db {:?}: expected sqlite:PATH or postgresql://USER@HOST/DB (libpq's URI)",
+                  redact_url(url)));
 }
 
 }  // namespace sealrun::index

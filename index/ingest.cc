@@ -29,7 +29,7 @@ using nlohmann::json;
 
 namespace {
 
-constexpr size_t kMaxReceiptBytes = 1024 * 1024;          // docs/receipt.md: a receipt's bound
+constexpr size_t kMaxReceiptBytes = 1024 * 1024;            // docs/receipt.md: a receipt's bound
 constexpr size_t kMaxOutputsListBytes = 256 * 1024 * 1024;  // outputs.jsonl of a large tree
 
 struct Head {
@@ -47,9 +47,9 @@ Result<std::optional<Head>> read_head(Db& db, const std::string& node, bool for_
   auto rows = SEALRUN_TRY(db.query(sql, {node}));
   if (rows.rows.empty()) return std::optional<Head>();
   const auto& r = rows.rows[0];
-  return std::optional<Head>(
-      Head{r[0].value_or(""), r[1].value_or(""), std::stoull(r[2].value_or("0")),
-           r[3].value_or(""), r[4].value_or("0") != "0"});
+  return std::optional<Head>(Head{r[0].value_or(""), r[1].value_or(""),
+                                  std::stoull(r[2].value_or("0")), r[3].value_or(""),
+                                  r[4].value_or("0") != "0"});
 }
 
 // Remembers a refusal for `index report` (once per node and text). Best effort: the refusal is
@@ -65,9 +65,9 @@ bool exists_at(int dirfd, const std::string& name) {
 }
 
 struct Found {
-  UniqueFd dir;       // the receipt's directory
-  std::string name;   // the receipt's file name in it
-  std::string rel;    // results/<id>/receipt.json, for messages and the index
+  UniqueFd dir;      // the receipt's directory
+  std::string name;  // the receipt's file name in it
+  std::string rel;   // results/<id>/receipt.json, for messages and the index
   std::string bytes;
 };
 
@@ -171,21 +171,21 @@ Status insert_records(Db& db, const std::vector<RunRecord>& recs) {
     auto opt = [](const std::string& s) { return s.empty() ? Value() : Value(s); };
     runs.push_back({r.node, seq, r.id, r.state,
                     r.exit_code ? Value(std::to_string(*r.exit_code)) : Value(), opt(r.reason),
-                    opt(r.started), opt(r.finished), r.ledger_at, r.signer,
-                    opt(r.admission_sha256), opt(r.command), r.receipt_sha256, r.receipt_path});
+                    opt(r.started), opt(r.finished), r.ledger_at, r.signer, opt(r.admission_sha256),
+                    opt(r.command), r.receipt_sha256, r.receipt_path});
     for (size_t i = 0; i < r.inputs.size(); ++i) {
       const auto& in = r.inputs[i];
-      inputs.push_back({r.node, seq, std::to_string(i), in.kind, in.name, opt(in.uri),
-                        in.algorithm, in.digest});
+      inputs.push_back(
+          {r.node, seq, std::to_string(i), in.kind, in.name, opt(in.uri), in.algorithm, in.digest});
     }
     for (const auto& o : r.outputs)
       outputs.push_back({r.node, seq, o.path, std::to_string(o.size), o.sha256});
   }
-  SEALRUN_TRY(db.insert_rows("runs",
-                             {"node", "seq", "id", "state", "exit_code", "reason", "started",
-                              "finished", "ledger_at", "signer", "admission_sha256", "command",
-                              "receipt_sha256", "receipt_path"},
-                             runs));
+  SEALRUN_TRY(db.insert_rows(
+      "runs",
+      {"node", "seq", "id", "state", "exit_code", "reason", "started", "finished", "ledger_at",
+       "signer", "admission_sha256", "command", "receipt_sha256", "receipt_path"},
+      runs));
   SEALRUN_TRY(db.insert_rows(
       "inputs", {"node", "seq", "ordinal", "kind", "name", "uri", "algorithm", "digest"}, inputs));
   SEALRUN_TRY(db.insert_rows("outputs", {"node", "seq", "path", "size", "sha256"}, outputs));
@@ -309,9 +309,10 @@ class NodeIngest {
       return true;
     }
     if (!head) {
-      refuse(fmt::format("node {} has no key registered in the index: give --key {}=PUB (the "
-                         "node's public key, sealrun.pub)",
-                         src_.node, src_.node));
+      refuse(
+          fmt::format("node {} has no key registered in the index: give --key {}=PUB (the "
+                      "node's public key, sealrun.pub)",
+                      src_.node, src_.node));
       return false;
     }
     auto k = attest::public_key_from_pem(head->pem, "the key registered for node " + src_.node);
@@ -333,17 +334,17 @@ class NodeIngest {
   Result<bool> read_window(const Head& h, Window* w) {
     w->base = h.length;
     uint64_t last = h.length + opt_.window;
-    auto report = attest::verify_ledger(state_fd_.get(), [&](const attest::LedgerEntry& e,
-                                                             uint64_t n) {
-      if (n < h.length || n > last) return;
-      std::string sha = attest::sha256_hex_of(attest::format_ledger_line(e));
-      if (n == h.length) {
-        w->sha_at_base = std::move(sha);
-        return;
-      }
-      w->lines.push_back(e);
-      w->sha.push_back(std::move(sha));
-    });
+    auto report =
+        attest::verify_ledger(state_fd_.get(), [&](const attest::LedgerEntry& e, uint64_t n) {
+          if (n < h.length || n > last) return;
+          std::string sha = attest::sha256_hex_of(attest::format_ledger_line(e));
+          if (n == h.length) {
+            w->sha_at_base = std::move(sha);
+            return;
+          }
+          w->lines.push_back(e);
+          w->sha.push_back(std::move(sha));
+        });
     uint64_t lines = 0;
     if (!report) {
       if (report.error().err() != ENOENT) {
@@ -367,10 +368,11 @@ class NodeIngest {
     if (h.length == 0) w->sha_at_base = attest::kGenesisPrevSha256;
     attest::LedgerCheckpoint seen{h.length, h.sha256, ""};
     if (auto wrong = attest::ledger_extends(seen, lines, w->sha_at_base)) {
-      refuse(fmt::format("{}/ledger.jsonl does not extend what the index verified of node {} "
-                         "({} line(s), head sha256 {}): {}; truncated, rolled back or rewritten "
-                         "since — refused, nothing indexed",
-                         src_.state_dir, src_.node, h.length, h.sha256, *wrong));
+      refuse(
+          fmt::format("{}/ledger.jsonl does not extend what the index verified of node {} "
+                      "({} line(s), head sha256 {}): {}; truncated, rolled back or rewritten "
+                      "since — refused, nothing indexed",
+                      src_.state_dir, src_.node, h.length, h.sha256, *wrong));
       w->lines.clear();
       return false;
     }
@@ -400,9 +402,9 @@ class NodeIngest {
     auto head = SEALRUN_TRY(read_head(db_, src_.node, true));
     if (!head) return Error::make("node " + src_.node + ": its row vanished during ingest");
     if (head->key_id != key_->key_id()) {
-      out_->problems.push_back(fmt::format(
-          "node {} was registered meanwhile with key {}, not {}: refused", src_.node,
-          head->key_id, key_->key_id()));
+      out_->problems.push_back(
+          fmt::format("node {} was registered meanwhile with key {}, not {}: refused", src_.node,
+                      head->key_id, key_->key_id()));
       return ok_status();
     }
     if (recs.empty()) return ok_status();

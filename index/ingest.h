@@ -38,30 +38,31 @@
 namespace sealrun::index {
 
 struct NodeSource {
-  std::string node;       // the node's name in the index
-  std::string state_dir;  // its state directory (or a copy of it)
+  std::string node;                      // the node's name in the index
+  std::string state_dir;                 // its state directory (or a copy of it)
   std::optional<attest::PublicKey> key;  // --key NODE=PUB; nullopt: the registered key
 };
 
 struct NodeOutcome {
   std::string node, state_dir;
-  uint64_t indexed = 0;        // runs added now
-  uint64_t already = 0;        // ledger lines the index held before
-  uint64_t ledger_lines = 0;   // complete lines of the ledger read
-  uint64_t head_length = 0;    // the index's head for the node afterwards
+  uint64_t indexed = 0;       // runs added now
+  uint64_t already = 0;       // ledger lines the index held before
+  uint64_t ledger_lines = 0;  // complete lines of the ledger read
+  uint64_t head_length = 0;   // the index's head for the node afterwards
   std::string head_sha256;
-  std::string key_id;          // the node's registered key
+  std::string key_id;                 // the node's registered key
   std::vector<std::string> problems;  // why something was refused (empty: all indexed)
   bool ok() const { return problems.empty(); }
 };
 
 struct IngestOptions {
-  size_t batch = 1000;          // receipts per transaction
-  size_t window = 50'000;       // ledger lines held in memory per pass
+  size_t batch = 1000;     // receipts per transaction
+  size_t window = 50'000;  // ledger lines held in memory per pass
 };
 
 // Ingests one node. A verification failure is not an Error but a problem in the outcome; an
 // Error is a failure of the database or of reading at all.
-Result<NodeOutcome> ingest_node(Db& db, const NodeSource& source, const IngestOptions& options = {});
+Result<NodeOutcome> ingest_node(Db& db, const NodeSource& source,
+                                const IngestOptions& options = {});
 
 }  // namespace sealrun::index

@@ -38,7 +38,8 @@ class PostgresDb final : public Db {
     std::string text(sql);
     PgResult r(PQexec(conn_, text.c_str()));
     auto st = r ? PQresultStatus(r.get()) : PGRES_FATAL_ERROR;
-    if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) return Error::make(pg_error(conn_, r.get()));
+    if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
+      return Error::make(pg_error(conn_, r.get()));
     return ok_status();
   }
 
@@ -53,9 +54,9 @@ class PostgresDb final : public Db {
       Row row;
       row.reserve(cols);
       for (int c = 0; c < cols; ++c)
-        row.push_back(PQgetisnull(r.get(), i, c)
-                          ? std::nullopt
-                          : Value(std::string(PQgetvalue(r.get(), i, c), PQgetlength(r.get(), i, c))));
+        row.push_back(PQgetisnull(r.get(), i, c) ? std::nullopt
+                                                 : Value(std::string(PQgetvalue(r.get(), i, c),
+                                                                     PQgetlength(r.get(), i, c))));
       out.rows.push_back(std::move(row));
     }
     return out;
@@ -69,8 +70,7 @@ class PostgresDb final : public Db {
     size_t per = std::min(kMaxRowsPerInsert, kMaxParams / columns.size());
     for (size_t start = 0; start < rows.size(); start += per) {
       size_t end = std::min(rows.size(), start + per);
-      std::string sql =
-          fmt::format("INSERT INTO {} ({}) VALUES ", table, fmt::join(columns, ","));
+      std::string sql = fmt::format("INSERT INTO {} ({}) VALUES ", table, fmt::join(columns, ","));
       std::vector<Value> params;
       params.reserve((end - start) * columns.size());
       for (size_t i = start; i < end; ++i) {
@@ -100,7 +100,8 @@ class PostgresDb final : public Db {
     PgResult r(PQexecParams(conn_, text.c_str(), static_cast<int>(params.size()), nullptr,
                             values.data(), lengths.data(), nullptr, 0));
     auto st = r ? PQresultStatus(r.get()) : PGRES_FATAL_ERROR;
-    if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) return Error::make(pg_error(conn_, r.get()));
+    if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
+      return Error::make(pg_error(conn_, r.get()));
     return r;
   }
 

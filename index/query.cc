@@ -21,13 +21,15 @@ Result<std::vector<IndexedRun>> query_runs(Db& db, const QueryFilter& f, const Q
   std::string from = "runs r";
   // Digest filters join a DISTINCT set of (node, seq) found through the digest's own index.
   if (f.output_sha256)
-    from += fmt::format(" JOIN (SELECT DISTINCT node, seq FROM outputs WHERE sha256 = {}) o"
-                        " ON o.node = r.node AND o.seq = r.seq",
-                        param(*f.output_sha256));
+    from += fmt::format(
+        " JOIN (SELECT DISTINCT node, seq FROM outputs WHERE sha256 = {}) o"
+        " ON o.node = r.node AND o.seq = r.seq",
+        param(*f.output_sha256));
   if (f.input_sha256)
-    from += fmt::format(" JOIN (SELECT DISTINCT node, seq FROM inputs WHERE digest = {}) i"
-                        " ON i.node = r.node AND i.seq = r.seq",
-                        param(*f.input_sha256));
+    from += fmt::format(
+        " JOIN (SELECT DISTINCT node, seq FROM inputs WHERE digest = {}) i"
+        " ON i.node = r.node AND i.seq = r.seq",
+        param(*f.input_sha256));
   std::vector<std::string> where;
   if (f.admission_sha256) where.push_back("r.admission_sha256 = " + param(*f.admission_sha256));
   if (f.state) where.push_back("r.state = " + param(*f.state));
@@ -84,17 +86,23 @@ Result<std::vector<IndexedRun>> query_runs(Db& db, const QueryFilter& f, const Q
 }
 
 Result<std::vector<NodeSummary>> list_nodes(Db& db) {
-  auto rows = SEALRUN_TRY(db.query(
-      "SELECT n.node, n.key_id, n.ledger_head_sha256, n.registered_at, n.ingested_at, "
-      "n.ledger_length, (SELECT count(*) FROM runs r WHERE r.node = n.node) FROM nodes n "
-      "ORDER BY n.node",
-      {}));
+  auto rows = SEALRUN_TRY(
+      db.query("SELECT n.node, n.key_id, n.ledger_head_sha256, n.registered_at, n.ingested_at, "
+               "n.ledger_length, (SELECT count(*) FROM runs r WHERE r.node = n.node) FROM nodes n "
+               "ORDER BY n.node",
+               {}));
   std::vector<NodeSummary> out;
   for (const auto& r : rows.rows) {
-    NodeSummary n{text(r[0]), text(r[1]), text(r[2]), text(r[3]), text(r[4]),
-                  std::stoull(text(r[5])), std::stoull(text(r[6])), {}};
-    auto problems = SEALRUN_TRY(db.query(
-        "SELECT what FROM ingest_problems WHERE node = $1 ORDER BY first_seen", {n.node}));
+    NodeSummary n{text(r[0]),
+                  text(r[1]),
+                  text(r[2]),
+                  text(r[3]),
+                  text(r[4]),
+                  std::stoull(text(r[5])),
+                  std::stoull(text(r[6])),
+                  {}};
+    auto problems = SEALRUN_TRY(
+        db.query("SELECT what FROM ingest_problems WHERE node = $1 ORDER BY first_seen", {n.node}));
     for (const auto& p : problems.rows) n.problems.push_back(text(p[0]));
     out.push_back(std::move(n));
   }

@@ -86,7 +86,8 @@ Status read_receipt_fields(const json& r, RunRecord* out) {
         std::string name = str(d, "name"), uri = str(d, "uri");
         if (auto dg = d.find("digest"); dg != d.end() && dg->is_object())
           for (const auto& [alg, value] : dg->items())
-            if (value.is_string()) add({kind, name, uri, alg, normalize_digest(value.get<std::string>())});
+            if (value.is_string())
+              add({kind, name, uri, alg, normalize_digest(value.get<std::string>())});
         if (kind != "image") continue;
         const auto& a = d["annotations"];
         if (auto id = a.find("image_id"); id != a.end() && id->is_string())

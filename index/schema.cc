@@ -55,13 +55,14 @@ Result<int> current_version(Db& db) {
 
 Result<int> migrate_locked(Db& db) {
   if (db.backend() == Backend::kPostgres) SEALRUN_TRY(db.query(kMigrationLock, {}));
-  SEALRUN_TRY(db.exec("CREATE TABLE IF NOT EXISTS schema_version ("
-                      " version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)"));
+  SEALRUN_TRY(
+      db.exec("CREATE TABLE IF NOT EXISTS schema_version ("
+              " version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)"));
   int found = SEALRUN_TRY(current_version(db));
   if (found > kSchemaVersion)
     return Error::make(fmt::format(
-        "the index has schema version {}, newer than this sealrun's {}: use a newer sealrun",
-        found, kSchemaVersion));
+        "the index has schema version {}, newer than this sealrun's {}: use a newer sealrun", found,
+        kSchemaVersion));
   const auto& all = migrations();
   for (int v = found + 1; v <= kSchemaVersion; ++v) {
     for (const char* sql : all[v - 1])

@@ -6,12 +6,11 @@
 // then deadlock upgrading it. Placeholders `$N` become SQLite's `?N`. Statements are prepared once
 // and kept, by their text, for the life of the connection (a batch reuses them row after row).
 #include <fcntl.h>
+#include <fmt/format.h>
+#include <sqlite3.h>
 #include <sys/stat.h>
 
 #include <cerrno>
-#include <fmt/format.h>
-#include <sqlite3.h>
-
 #include <map>
 
 #include "index/db.h"
@@ -91,8 +90,8 @@ class SqliteDb final : public Db {
       int rc = sqlite3_step(s);
       sqlite3_reset(s);
       if (rc != SQLITE_DONE)
-        return Error::make(fmt::format("sqlite: inserting into {}: {}", table,
-                                       sqlite3_errmsg(db_)));
+        return Error::make(
+            fmt::format("sqlite: inserting into {}: {}", table, sqlite3_errmsg(db_)));
     }
     return ok_status();
   }

@@ -18,7 +18,9 @@ namespace sealrun::index::synthetic {
 using nlohmann::json;
 namespace fs = std::filesystem;
 
-std::string toolchain_digest(int k) { return attest::sha256_hex_of(fmt::format("toolchain {}", k)); }
+std::string toolchain_digest(int k) {
+  return attest::sha256_hex_of(fmt::format("toolchain {}", k));
+}
 std::string closure_digest(const std::string& node, uint64_t seq) {
   return attest::sha256_hex_of(fmt::format("closure {} {}", node, seq));
 }
@@ -39,7 +41,7 @@ Status write(const std::string& path, const std::string& bytes) {
 std::string timestamp(uint64_t seq, int offset_ms) {
   // 2026-11-01 plus one minute per run: stays in the ledger's format.
   return attest::ledger_timestamp(1'793'491'200 + static_cast<int64_t>(seq) * 60)
-             .replace(20, 3, fmt::format("{:03}", offset_ms));
+      .replace(20, 3, fmt::format("{:03}", offset_ms));
 }
 
 json receipt_of(const std::string& node, uint64_t seq, const std::string& key_id,
@@ -69,14 +71,30 @@ json receipt_of(const std::string& node, uint64_t seq, const std::string& key_id
         {"annotations", {{"kind", "closure"}}}}});
   json verifications = json::array();
   for (const char* t : {"admission", "source", "toolchain", "tree /bin", "host_files"})
-    verifications.push_back(
-        {{"target", t}, {"expected", "sha256:" + tc}, {"observed", "sha256:" + tc}, {"result", "pass"}});
-  json view = json::array(
-      {{{"job_path", "/src"}, {"kind", "source"}, {"host_path", "/srv/src"}, {"pin", "sha256:" + source}, {"writable", false}},
-       {{"job_path", "/opt/tc"}, {"kind", "toolchain"}, {"host_path", "/opt/tc"}, {"pin", "sha256:" + tc}, {"writable", false}},
-       {{"job_path", "/etc/passwd"}, {"kind", "generated"}, {"host_path", "/run/x/passwd"},
-        {"pin", "sha256:" + attest::sha256_hex_of("passwd")}, {"writable", false}},
-       {{"job_path", "/out"}, {"kind", "out"}, {"host_path", "/state/out"}, {"pin", nullptr}, {"writable", true}}});
+    verifications.push_back({{"target", t},
+                             {"expected", "sha256:" + tc},
+                             {"observed", "sha256:" + tc},
+                             {"result", "pass"}});
+  json view = json::array({{{"job_path", "/src"},
+                            {"kind", "source"},
+                            {"host_path", "/srv/src"},
+                            {"pin", "sha256:" + source},
+                            {"writable", false}},
+                           {{"job_path", "/opt/tc"},
+                            {"kind", "toolchain"},
+                            {"host_path", "/opt/tc"},
+                            {"pin", "sha256:" + tc},
+                            {"writable", false}},
+                           {{"job_path", "/etc/passwd"},
+                            {"kind", "generated"},
+                            {"host_path", "/run/x/passwd"},
+                            {"pin", "sha256:" + attest::sha256_hex_of("passwd")},
+                            {"writable", false}},
+                           {{"job_path", "/out"},
+                            {"kind", "out"},
+                            {"host_path", "/state/out"},
+                            {"pin", nullptr},
+                            {"writable", true}}});
   json outputs = json::array();
   for (size_t s = 0, e; (e = outputs_jsonl.find('\n', s)) != std::string::npos; s = e + 1)
     outputs.push_back(json::parse(outputs_jsonl.substr(s, e - s)));
@@ -88,7 +106,8 @@ json receipt_of(const std::string& node, uint64_t seq, const std::string& key_id
           {"admission_sha256", admission},
           {"admission",
            {{"sha256", admission},
-            {"command", {{"argv", {"/bin/sh", "-c", "make -j2 && cp app /out/bin/app"}}, {"cwd", "/src"}}},
+            {"command",
+             {{"argv", {"/bin/sh", "-c", "make -j2 && cp app /out/bin/app"}}, {"cwd", "/src"}}},
             {"inputs", inputs}}},
           {"signing", {{"key_id", key_id}, {"envelope", "receipt.dsse.json"}}},
           {"started", timestamp(seq, 0)},
@@ -140,8 +159,8 @@ Status add_runs(const std::string& state_dir, const std::string& node,
     SEALRUN_TRY(write(rdir + "/receipt.json", receipt));
     SEALRUN_TRY(write(rdir + "/receipt.dsse.json", envelope));
     SEALRUN_TRY(write(rdir + "/outputs.jsonl", outputs_jsonl));
-    attest::LedgerEntry e{seq, id, "built", attest::sha256_hex_of(receipt), prev,
-                          timestamp(seq, 600)};
+    attest::LedgerEntry e{
+        seq, id, "built", attest::sha256_hex_of(receipt), prev, timestamp(seq, 600)};
     std::string line = attest::format_ledger_line(e);
     prev = attest::sha256_hex_of(line);
     lines += line;

@@ -67,21 +67,21 @@ class IndexCliTest : public ::testing::Test {
     EXPECT_EQ(q["runs"][0]["id"], "run-5");
     EXPECT_EQ(q["runs"][0]["signer"], keys_[1].key_id());
     EXPECT_EQ(q["runs"][0]["command"][0], "/bin/sh");
-    auto table = sealrun({"index", "query", "--input-sha256",
-                          index::synthetic::toolchain_digest(4), "--db", url});
+    auto table = sealrun(
+        {"index", "query", "--input-sha256", index::synthetic::toolchain_digest(4), "--db", url});
     EXPECT_EQ(table.status.code, 0) << table.err;
     EXPECT_NE(table.out.find("run-4"), std::string::npos) << table.out;
     EXPECT_NE(table.out.find("2 run(s)"), std::string::npos) << table.out;  // run-4 of c1 and c2
-    auto by_state = sealrun_json({"index", "query", "--state", "built", "--node", "c1", "--db", url}, 0);
+    auto by_state =
+        sealrun_json({"index", "query", "--state", "built", "--node", "c1", "--db", url}, 0);
     EXPECT_EQ(by_state["count"], 12);
     // Again: nothing new, still exit 0.
     auto again = sealrun_json({"index", "ingest", dir_ / "c1", "--db", url}, 0);
     EXPECT_EQ(again["nodes"][0]["indexed"], 0);
     EXPECT_EQ(again["nodes"][0]["node"], "c1");
     // The wrong key for a registered node: refused, exit 1, said in the document.
-    auto wrong = sealrun_json({"index", "ingest", dir_ / "c1", "--db", url, "--key",
-                               "c1=" + pubs_[1]},
-                              1);
+    auto wrong =
+        sealrun_json({"index", "ingest", dir_ / "c1", "--db", url, "--key", "c1=" + pubs_[1]}, 1);
     EXPECT_EQ(wrong["exit"], 1);
     EXPECT_NE(wrong["error"].get<std::string>().find("not the key registered"), std::string::npos)
         << wrong.dump();
@@ -120,12 +120,12 @@ TEST_F(IndexCliTest, DefaultDatabaseAndNodeNames) {
   EXPECT_EQ(in["nodes"][0]["node"], "gpu-07");
   EXPECT_TRUE(fs::exists(dir_ / "c1/index.sqlite"));
   // A --key for no node given, a malformed --key, a malformed digest: usage errors (exit 2).
-  auto stray = sealrun_json({"index", "ingest", dir_ / "c1", dir_ / "c2", "--key",
-                             "c9=" + pubs_[0]},
-                            2);
+  auto stray =
+      sealrun_json({"index", "ingest", dir_ / "c1", dir_ / "c2", "--key", "c9=" + pubs_[0]}, 2);
   EXPECT_NE(stray["error"].get<std::string>().find("c9"), std::string::npos) << stray.dump();
   sealrun_json({"index", "ingest", dir_ / "c1", "--key", "c1"}, 2);
-  sealrun_json({"index", "query", "--input-sha256", "abc", "--db", "sqlite:" + dir_ / "c1/index.sqlite"}, 2);
+  sealrun_json(
+      {"index", "query", "--input-sha256", "abc", "--db", "sqlite:" + dir_ / "c1/index.sqlite"}, 2);
   // No index there: exit 1, nothing created.
   sealrun_json({"index", "query", "--db", "sqlite:" + dir_ / "none.sqlite"}, 1);
   EXPECT_FALSE(fs::exists(dir_ / "none.sqlite"));

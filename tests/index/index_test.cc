@@ -12,12 +12,12 @@
 
 #include "attest/keys.h"
 #include "attest/ledger.h"
+#include "core/temp_dir.h"
 #include "index/db.h"
 #include "index/ingest.h"
 #include "index/query.h"
 #include "index/schema.h"
 #include "index/synthetic.h"
-#include "core/temp_dir.h"
 #include "tests/index/pg_cluster.h"
 #include "tests/support/temp_dir.h"
 
@@ -63,7 +63,10 @@ BigNode& big_node() {
     std::string keep = old ? old : "";
     if (fs::is_directory("/dev/shm")) ::setenv("TMPDIR", "/dev/shm", 1);
     auto dir = ScopedTempDir::create("index-big");
-    if (old) ::setenv("TMPDIR", keep.c_str(), 1); else ::unsetenv("TMPDIR");
+    if (old)
+      ::setenv("TMPDIR", keep.c_str(), 1);
+    else
+      ::unsetenv("TMPDIR");
     if (!dir) return n;
     n.dir = std::make_unique<ScopedTempDir>(std::move(*dir));
     auto pair = attest::generate_key_pair(n.dir->path() + "/keys");
@@ -202,8 +205,10 @@ TEST_P(IndexTest, FourNodesIngestingAtOnce) {
       for (size_t k : {w, (w + 1) % nodes.size()}) {
         auto o = index::ingest_node(*db, {nodes[k], node_dir(nodes[k]), key_a_->public_key()},
                                     {.batch = 50});
-        if (!o) failures[w] += o.error().message() + "\n";
-        else if (!o->ok()) failures[w] += o->problems[0] + "\n";
+        if (!o)
+          failures[w] += o.error().message() + "\n";
+        else if (!o->ok())
+          failures[w] += o->problems[0] + "\n";
       }
     });
   for (auto& t : workers) t.join();
@@ -236,9 +241,8 @@ TEST_P(IndexTest, TamperedReceiptIsRefusedAndNothingPastItIndexed) {
   auto dir = attest::open_state_dir(node_dir("t1"));
   ASSERT_TRUE(dir);
   std::vector<attest::LedgerEntry> lines;
-  ASSERT_TRUE(attest::verify_ledger(dir->get(), [&](const attest::LedgerEntry& e, uint64_t) {
-    lines.push_back(e);
-  }));
+  ASSERT_TRUE(attest::verify_ledger(
+      dir->get(), [&](const attest::LedgerEntry& e, uint64_t) { lines.push_back(e); }));
   std::string rechained, prev = attest::kGenesisPrevSha256;
   for (auto& e : lines) {
     if (e.seq == 6) e.receipt_sha256 = attest::sha256_hex_of(bytes);
@@ -273,7 +277,8 @@ TEST_P(IndexTest, RolledBackLedgerIsRefused) {
   // Rolled back and written again: 7 lines kept, 6 new ones — longer than what the index saw, but
   // its line 10 is not the one the index verified.
   // (Signed with another key, so lines 8.. name other receipts than before.)
-  for (int i = 8; i <= 10; ++i) fs::remove_all(node_dir("r1") + "/results/run-" + std::to_string(i));
+  for (int i = 8; i <= 10; ++i)
+    fs::remove_all(node_dir("r1") + "/results/run-" + std::to_string(i));
   add_runs("r1", 6, *key_b_);
   auto o2 = ingest(*db_, "r1", std::nullopt);
   ASSERT_EQ(o2.problems.size(), 1u);
