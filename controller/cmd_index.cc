@@ -72,7 +72,12 @@ Result<std::vector<index::NodeSource>> plan_nodes(const IngestArgs& a) {
     if (!names.insert(node).second)
       return Error::make(fmt::format(
           "two state directories are both node {:?}: ingest them separately, or rename one", node));
-    index::NodeSource s{node, dir, std::nullopt};
+    // Absolute: the index records where each receipt was read, for the report to find it again.
+    std::error_code ec;
+    std::string absolute = std::filesystem::absolute(dir, ec).lexically_normal().string();
+    if (ec || absolute.empty()) absolute = dir;
+    if (absolute.size() > 1 && absolute.back() == '/') absolute.pop_back();
+    index::NodeSource s{node, absolute, std::nullopt};
     if (auto it = keys.find(node); it != keys.end()) {
       s.key = it->second;
       used_keys.insert(node);
