@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <memory>
@@ -175,6 +176,7 @@ void bench_backend(const std::string& name, const std::function<std::string()>& 
 }  // namespace
 
 int main(int argc, char** argv) {
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // each figure as soon as it is known
   uint64_t ingest_n = 5000, indexed_n = 1'000'000;
   std::string backend = "both";
   for (int i = 1; i < argc; ++i) {
