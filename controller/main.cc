@@ -33,6 +33,7 @@ int run_cli(CLI::App& app, int argc, char** argv) {
   sealrun::cli::register_key(app, &exit_code);
   sealrun::cli::register_ledger(app, &exit_code);
   sealrun::cli::register_rebuild(app, &exit_code);
+  sealrun::cli::register_index(app, &exit_code);
   sealrun::cli::register_runner(app, &exit_code);
   sealrun::cli::register_generate(app, &exit_code);  // hidden; walks the commands above
   sealrun::cli::load_crypto_before_commands(app);
