@@ -53,8 +53,17 @@ bool below_usr(const std::string& path) { return path.rfind("/usr/", 0) == 0; }
 Result<std::string> contained_diffoscope(const MechanismContext& context,
                                          const std::string& program, int fa, int fb,
                                          const std::string& name, const SandboxLimits& limits) {
+  // $TMPDIR is the rebuild's controller temporaries (STATE/tmp/<pid>.<start>), which each run of
+  // the pipeline makes and removes: made again here when gone, and removed again after.
   const char* tmp = ::getenv("TMPDIR");
-  std::string templ = fmt::format("{}/sealrun-explain-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+  std::string parent = tmp && *tmp ? tmp : "/tmp";
+  struct RemoveMade {
+    std::string path;
+    ~RemoveMade() {
+      if (!path.empty()) (void)::rmdir(path.c_str());
+    }
+  } made{::mkdir(parent.c_str(), 0700) == 0 ? parent : ""};
+  std::string templ = parent + "/sealrun-explain-XXXXXX";
   if (::mkdtemp(templ.data()) == nullptr) return Error::from_errno("make " + templ);
   const std::string dir = templ;
   struct Remove {
@@ -97,6 +106,11 @@ Result<std::string> contained_diffoscope(const MechanismContext& context,
   spec.mounts.push_back({dir + "/b", "/explain/b", Access::kReadOnly, ViewKind::kTree, "copy"});
   if (!below_usr(program))
     spec.files_and_links.push_back({program, ViewKind::kClosure, program, "host", false, {}, -1});
+  // The dynamic linker's cache: diffoscope's libarchive binding finds its library through it
+  // (ctypes asks `ldconfig -p`). The rest of its /etc is the generated files (passwd, hosts).
+  for (const char* file : {"/etc/ld.so.cache"})
+    if (::access(file, R_OK) == 0)
+      spec.files_and_links.push_back({file, ViewKind::kClosure, file, "host", false, {}, -1});
   add_compat_links(read_host_compat_links(), &spec);
   spec.requested = DimensionSet::all();
   spec.required = spec.requested;
