@@ -309,8 +309,9 @@ void register_rebuild(CLI::App& app, int* exit_code) {
                   "(STATE/results/<id>/receipt.json), else ./sealrun-state");
   cmd->add_flag("--json", opt->json, "print one JSON document on stdout");
   cmd->add_flag("--explain", opt->explain,
-                "show how differing outputs differ: diffoscope when installed, else sizes and "
-                "the first differing byte");
+                "show how differing outputs differ (diffoscope, when installed, in a sandbox of its "
+                "own; else sizes and the first differing byte), and which variations alone make "
+                "the difference (more rebuilds: a bisection)");
   cmd->callback([opt, exit_code] { rebuild(*opt, exit_code); });
 }
 
