@@ -54,8 +54,8 @@ admit() {
   shift 3
   "$SEALRUN" admit freeze --out "$W/$name.json" --source "$source" --state-dir "$W/state" \
     --env PATH=/usr/bin:/bin --set limits.wall_clock_s=1200 "$@" -- /bin/sh -c "$script" \
-    >"$W/$name.freeze" 2>&1 ||
-    { tail -n 20 "$W/$name.freeze" >&2; echo "repro_bench.sh: admitting $name failed" >&2; exit 1; }
+    >"$W/$name.freeze" 2>"$W/$name.freeze-err" ||
+    { tail -n 20 "$W/$name.freeze-err" >&2; echo "repro_bench.sh: admitting $name failed" >&2; exit 1; }
   sha=$(head -c 64 "$W/$name.freeze")
   [ -n "${LEARNED:-}" ] && sha=$(/usr/bin/python3 -c \
     'import json,sys; print(json.load(open(sys.argv[1]))["sha256"])' "$W/$name.freeze")
