@@ -283,6 +283,10 @@ class PodmanMechanism final : public Mechanism {
     o.stdin_fd = io.stdin_fd;
     o.stdout_fd = io.stdout_fd;
     o.stderr_fd = io.stderr_fd;
+    // Inherited through podman, conmon and the OCI runtime (none is set-id) by the job; the
+    // container's UTS namespace copies the domain name, which only a root controller can set.
+    o.personality = spec.personality;
+    if (user.drop) o.domainname = spec.domainname;
     if (group != nullptr) resgroup::hold_for_group(o, *group);
     podman::Watchdog watchdog =
         SEALRUN_TRY(podman::start_watchdog(user, layout, facts_, spec.run_id));

@@ -30,6 +30,7 @@
 #include "controller/state_dir.h"
 #include "core/bounded_file.h"
 #include "core/strict_json.h"
+#include "fingerprint/file_hash.h"
 
 namespace sealrun::cli {
 
@@ -140,6 +141,13 @@ unsigned narrow_cpus(bool narrow = true) {
   return ::sched_setaffinity(0, sizeof narrowed, &narrowed) == 0 ? kept : 0;
 }
 
+// time: the SHA-256 of the host's libfaketime, the pin the job's view binds it by; empty when it
+// is not installed (the variation then says so).
+std::string faketime_sha256() {
+  auto d = hash_file(std::string(run::kFaketimeHostPath));
+  return d ? d->sha256 : std::string();
+}
+
 uint32_t current_umask() {
   mode_t m = ::umask(0);
   ::umask(m);
@@ -164,6 +172,7 @@ run::RebuildUnder cause_rebuilds(const run::RunRequest& base, const Original& or
     req.vary = SEALRUN_TRY(run::parse_variations(list));
     req.vary.base_umask = base.vary.base_umask;
     req.vary.cpus_used = narrow_cpus(req.vary.num_cpus);
+    req.vary.faketime_sha256 = base.vary.faketime_sha256;  // found once, for the whole set
     std::string suffix = fmt::format("-c{}", ++*n);
     req.id = base.id.substr(0, 64 - suffix.size()) + suffix;
     req.rebuild_of["variations"] = run::describe_variations(req.vary);
@@ -213,6 +222,7 @@ void rebuild(const RebuildOptions& opt, int* exit_code) {
   req.vary = *vary;
   req.vary.base_umask = current_umask();
   if (req.vary.num_cpus) req.vary.cpus_used = narrow_cpus();
+  if (req.vary.time) req.vary.faketime_sha256 = faketime_sha256();
   req.rebuild_of = {{"receipt_sha256", original->sha256},
                     {"id", receipt::member_text(original->doc, "id")},
                     {"variations", run::describe_variations(req.vary)}};
@@ -295,9 +305,9 @@ void register_rebuild(CLI::App& app, int* exit_code) {
                   "the admission that run used (its SHA-256 must be the receipt's "
                   "admission_sha256)")
       ->required();
-  cmd->add_option("--vary", opt->vary,
-                  "comma-separated, reprotest's names: hostname, umask, locale, timezone, "
-                  "build_path, num_cpus, user_id, or all");
+  std::string names;
+  for (auto n : run::kVariationNames) names += fmt::format("{}{}", names.empty() ? "" : ", ", n);
+  cmd->add_option("--vary", opt->vary, "comma-separated, reprotest's names: " + names + ", or all");
   cmd->add_option("--id", opt->id, "the rebuild's run id; default: rebuild-<UTC time>-<pid>");
   std::vector<std::string> mechanisms = {"auto"};
   for (MechanismKind k : kMechanismKinds) mechanisms.emplace_back(mechanism_kind_name(k));

@@ -128,6 +128,9 @@ struct RunContext {
   // What the mechanisms are made with: the deps' context, with this run's temporaries.
   MechanismContext mechanism_context;
   std::string export_dir;  // a git or bundle source's verified export (outside the owned root)
+  // `rebuild --vary fileordering`: the source's reordered copy (run_fileordering.h), removed with
+  // the run.
+  std::shared_ptr<void> reordered_source;
   UniqueFd image_lock;     // STATE/images/<hex> held shared while the job may see it (bwrap)
   // The pin images the job's view is served from and their STATE/pins/<key> locks
   // (run_pin_images.h): held until the job is gone.

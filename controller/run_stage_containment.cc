@@ -9,6 +9,7 @@
 #include "controller/exit_codes.h"
 #include "controller/receipt_admission.h"
 #include "controller/run_dirs.h"
+#include "controller/run_fileordering.h"
 #include "controller/run_handover.h"
 #include "controller/run_image_root.h"
 #include "controller/run_owned_space.h"
@@ -109,6 +110,8 @@ StageStatus stage_acquire_grant(RunContext& run) {
                                             run.job_ids->podman_user, run.job_user.uid,
                                             run.job_user.gid};
   if (run.req.learning) add_learning_mounts(*run.req.learning, spec);
+  if (auto st = vary_file_order(run, spec); !st)  // rebuild --vary fileordering
+    return stage_fail(kExitContainmentUnavailable, st.error().message());
   // A merged-/usr host's /bin, /lib64, ... links, where the view has what they point to.
   add_compat_links(read_host_compat_links(), &spec);
   if (run.doc().env.find("PATH") == run.doc().env.end())
