@@ -19,8 +19,11 @@ constexpr int kDirFlags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
 
 // Removes the copy when the last holder lets go.
 struct CopyHolder {
-  std::string path;
+  explicit CopyHolder(std::string p) : path(std::move(p)) {}
+  CopyHolder(const CopyHolder&) = delete;
+  CopyHolder& operator=(const CopyHolder&) = delete;
   ~CopyHolder() { remove_tree_forcibly(path); }
+  std::string path;
 };
 
 // Walks `a` and `b` (the same tree) together, counting directories of two entries or more and
@@ -50,7 +53,7 @@ Result<ReorderResult> reordered_copy(const std::string& source_root, const Manif
   std::string templ = fmt::format("{}/sealrun-fileordering-{}-XXXXXX", base, run_id);
   if (::mkdtemp(templ.data()) == nullptr)
     return Error::from_errno(fmt::format("mkdtemp {}", templ));
-  auto copy = std::make_shared<CopyHolder>(CopyHolder{templ});
+  auto copy = std::make_shared<CopyHolder>(templ);
   // Search-only for others: the job user (bwrap resolves binds as it; rootless podman) reaches
   // the copy by path, like the verified copy in STATE/exports.
   if (::chmod(templ.c_str(), 0711) != 0) return Error::from_errno("chmod " + templ);

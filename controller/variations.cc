@@ -174,7 +174,8 @@ nlohmann::json describe_variations(const Variations& v) {
                     "with them) and their admitted names are symlinks to there, so commands "
                     "naming /src still run while getcwd() answers with the varied path; /out "
                     "keeps its name; under podman, whose image root takes no links, the admitted "
-                    "names do not exist",
+                    "names are the same mounts bound a second time (getcwd() there answers "
+                    "with the admitted name)",
                     kVariedBuildRoot));
   if (v.num_cpus)
     add("num_cpus", v.cpus_used > 0

@@ -178,7 +178,7 @@ int lift_fd(int fd, int floor) { return ::fcntl(fd, F_DUPFD_CLOEXEC, floor); }
   if (mount_ns_fd >= 0 && ::setns(mount_ns_fd, CLONE_NEWNS) != 0)
     child_fail(report_fd, Step::kSetns);
   if (!o.domainname.empty() && (::unshare(CLONE_NEWUTS) != 0 ||
-                                 ::setdomainname(o.domainname.data(), o.domainname.size()) != 0))
+                                ::setdomainname(o.domainname.data(), o.domainname.size()) != 0))
     child_fail(report_fd, Step::kDomainname);
   if (o.gid || o.uid) {
     if (::setgroups(0, nullptr) != 0) child_fail(report_fd, Step::kSetgroups);

@@ -141,10 +141,16 @@ TEST(Variations, ApplyTable) {
     run::apply_variations(v, "/src", s);
     c.check(s);
     // What the variation does not own is untouched.
-    if (std::string(c.name) != "domain_host") EXPECT_EQ(s.hostname, "sealrun");
-    if (std::string(c.name) != "kernel" && std::string(c.name) != "aslr")
+    const std::string name = c.name;
+    if (name != "domain_host") {
+      EXPECT_EQ(s.hostname, "sealrun");
+    }
+    if (name != "kernel" && name != "aslr") {
       EXPECT_FALSE(s.personality.has_value());
-    if (std::string(c.name) != "build_path") EXPECT_EQ(s.cwd, "/scratch/x");
+    }
+    if (name != "build_path") {
+      EXPECT_EQ(s.cwd, "/scratch/x");
+    }
   }
   // Both personalities at once; time without libfaketime changes nothing.
   ContainmentSpec s = base_spec();
