@@ -76,7 +76,7 @@ rebuild_script() {
   f="$W/rebuild-$1-${2:-none}.sh"
   cat >"$f" <<EOS
 "$SEALRUN" rebuild "$W/state/results/$1/receipt.json" --admission "$W/$1.json" \\
-  --mechanism bwrap --vary "$2" >/dev/null 2>&1
+  --mechanism bwrap --vary "$2" >>"$W/log" 2>&1
 [ \$? -le 1 ]
 EOS
   echo "$f"
@@ -84,7 +84,7 @@ EOS
 all=${VARY:-hostname,umask,locale,timezone,build_path,num_cpus,user_id,time,fileordering,kernel,aslr,exec_path,domain_host,home}
 cat >"$W/a.sh" <<EOS
 "$SEALRUN" run "$W/hello.json" --sha256 $(cat "$W/hello.sha") --state-dir "$W/state" \\
-  --mechanism bwrap >/dev/null 2>&1 || exit 1
+  --mechanism bwrap >>"$W/log" 2>&1 || exit 1
 sh "$(rebuild_script hello "$all")"
 EOS
 cat >"$W/b.sh" <<EOS
@@ -94,7 +94,8 @@ cd "$W" && reprotest --vary=+all,-environment,-user_group --no-diffoscope \\
 EOS
 echo
 echo "== 1. hello: sealrun run + rebuild --vary all (A) against reprotest (B), $RUNS pair(s)"
-$paired --vs "sh $W/b.sh" -- sh "$W/a.sh"
+# What the timed commands print goes to W/log: its end is shown when one of them fails.
+$paired --vs "sh $W/b.sh" -- sh "$W/a.sh" || { tail -n 30 "$W/log" >&2; exit 1; }
 
 # 2. Each variation's cost, against a rebuild with none.
 cost=$PROJECT
