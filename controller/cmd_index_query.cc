@@ -17,6 +17,7 @@
 #include "controller/display_text.h"
 #include "controller/exit_codes.h"
 #include "controller/output.h"
+#include "core/hex.h"
 #include "index/query.h"
 #include "index/record.h"
 
@@ -98,7 +99,7 @@ std::optional<std::string> digest_option(const std::string& value, const char* o
                                          std::string* bad) {
   if (value.empty()) return std::nullopt;
   std::string hex = index::normalize_digest(value);
-  if (!index::is_sha256_hex(hex))
+  if (!is_sha256_hex(hex))
     *bad = fmt::format("{} {:?}: expected a SHA-256, 64 hex digits (\"sha256:\" may precede it)",
                        option, value);
   return hex;

@@ -44,13 +44,6 @@ std::string normalize_digest(std::string_view text) {
   return out;
 }
 
-bool is_sha256_hex(std::string_view hex) {
-  if (hex.size() != 64) return false;
-  for (char c : hex)
-    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
-  return true;
-}
-
 Status read_receipt_fields(const json& r, RunRecord* out) {
   SEALRUN_TRY(expect(r.is_object(), "(the receipt)"));
   out->id = str(r, "id");

@@ -61,7 +61,6 @@ Status read_outputs_jsonl(std::string_view bytes, RunRecord* out);
 
 // "sha256:ABC..." / "ABC..." -> "abc...": the form digests are kept and looked up in.
 std::string normalize_digest(std::string_view text);
-// 64 hex digits (after normalize_digest).
-bool is_sha256_hex(std::string_view hex);
+// (Whether it is then a SHA-256: core/hex.h's is_sha256_hex.)
 
 }  // namespace sealrun::index
