@@ -124,7 +124,9 @@ bool is_directory(const std::string& path) {
 
 // Pins one --tree (or a draft's trees[] entry): refuses what is not a real directory to pin, and
 // what would expose the state directory.
-Result<json> tree_pin(const std::string& spec, const std::string& state_dir) {
+Result<json> tree_pin(
+    const std::string& spec, const std::string& state_dir,
+    const std::function<void(const std::string&, const HashProgress&)>& progress) {
   size_t eq = spec.find('=');
   std::string given = spec.substr(0, eq);
   std::string job = eq == std::string::npos ? "" : spec.substr(eq + 1);
@@ -160,12 +162,17 @@ Result<json> tree_pin(const std::string& spec, const std::string& state_dir) {
   }
   // Recorded in the digest cache as frozen (when there is one): the first run re-verifies by a
   // stat walk. A path in it this user may not read is said as `run` says it (unreadable.h).
-  TreeSummary summary = SEALRUN_TRY(
-      said_unreadable((is_directory(state_dir)
-                           ? tree_digest_reporting({real, state_dir, std::nullopt, false, {}}, {})
-                           : tree_digest(real))
-                          .context("--tree " + given),
-                      real));
+  TreeOptions options;
+  if (progress)
+    options.on_progress = [&progress, label = "tree " + real](const HashProgress& p) {
+      progress(label, p);
+    };
+  TreeSummary summary = SEALRUN_TRY(said_unreadable(
+      (is_directory(state_dir)
+           ? tree_digest_reporting({real, state_dir, std::nullopt, false, options}, {})
+           : tree_digest(real, options))
+          .context("--tree " + given),
+      real));
   return json{
       {"host_path", real}, {"job_path", job.empty() ? real : job}, {"tree_sha256", summary.sha256}};
 }
@@ -288,7 +295,8 @@ Result<json> assemble(const FreezeRequest& r) {
           {{"host_path", t.host_path}, {"job_path", t.job_path}, {"tree_sha256", t.tree_sha256}});
   } else if (!trees.empty()) {
     json pinned = json::array();
-    for (const std::string& t : trees) pinned.push_back(SEALRUN_TRY(tree_pin(t, r.state_dir)));
+    for (const std::string& t : trees)
+      pinned.push_back(SEALRUN_TRY(tree_pin(t, r.state_dir, r.tree_progress)));
     doc["trees"] = std::move(pinned);
   }
   return doc;

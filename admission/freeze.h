@@ -14,6 +14,7 @@
 
 #include "admission/document.h"
 #include "core/result.h"
+#include "fingerprint/hash_progress.h"
 
 namespace sealrun::admission {
 
@@ -43,6 +44,8 @@ struct FreezeRequest {
   std::vector<std::string> argv;  // the command
   // Called while the toolchain tree is hashed (bytes done, bytes in all).
   std::function<void(uint64_t, uint64_t)> toolchain_progress;
+  // Called while each --tree is hashed, with its label ("tree /usr") and the full picture.
+  std::function<void(const std::string& label, const HashProgress&)> tree_progress;
   // A toolchain pinned earlier (a long-running `sealrun runner` pins its toolchain once, at
   // start): written as it is instead of hashing `toolchain` again. `run` verifies it like any pin,
   // so a toolchain that changed since is refused, not silently re-pinned.

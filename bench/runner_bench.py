@@ -5,6 +5,7 @@
 Run as root after building `sealrun` and the harness stubs (target reapi_python_stubs):
 
     /usr/bin/python3 bench/runner_bench.py [--rounds 15] [--files 20] [--toolchain DIR] [--build build]
+    /usr/bin/python3 bench/runner_bench.py --short     # 2 rounds, no timing claims (ctest -L bench)
 
 Each round runs one action three ways, in turn (A B C A B C ...: drift on a shared machine hits
 every variant alike), each in a fresh action directory laid out as bb_worker lays it out, with
@@ -39,7 +40,12 @@ def main():
     parser.add_argument("--files", type=int, default=20)
     parser.add_argument("--build", default=os.path.join(HERE, "..", "build"))
     parser.add_argument("--toolchain", help="the runner's toolchain (default: a one-file tree)")
+    parser.add_argument("--census-ms", type=int, default=100,
+                        help="limits.census_interval_ms of both admissions (default 100)")
+    parser.add_argument("--short", action="store_true", help="2 rounds: a smoke test for CI")
     args = parser.parse_args()
+    if args.short:
+        args.rounds = 2
     build = os.path.abspath(args.build)
     sys.path[:0] = [os.path.join(build, "tests/remote/py"), os.path.join(HERE, "../tests/remote")]
     os.environ["SEALRUN_BINARY"] = os.path.join(build, "sealrun")
@@ -47,7 +53,8 @@ def main():
 
     files = {f"src/f{i}.txt": ("x" * 1023 + "\n") for i in range(args.files)}
     with tempfile.TemporaryDirectory(prefix="sealrun-runner-bench-") as tmp:
-        runner = reapi_harness.Runner(tmp, concurrency=1, toolchain=args.toolchain)
+        runner = reapi_harness.Runner(tmp, concurrency=1, toolchain=args.toolchain,
+                                      sets=[f"limits.census_interval_ms={args.census_ms}"])
         try:
             times = {"direct": [], "runner": [], "run": []}
             for i in range(args.rounds + 1):  # round 0 is a warm-up, not counted
@@ -67,14 +74,14 @@ def main():
                 via_runner = time.monotonic() - t
                 assert response.exit_code == 0, runner.log_text()
 
-                adm = frozen_admission(runner, f"p{i}", files)
+                adm = frozen_admission(runner, f"p{i}", files, args.census_ms)
                 t = time.monotonic()
                 rc = subprocess.run([os.environ["SEALRUN_BINARY"], "run", adm[0], "--sha256",
                                      adm[1], "--id", f"bench-{i}", "--state-dir",
                                      os.path.join(tmp, "cli-state")],
                                     capture_output=True).returncode
                 via_run = time.monotonic() - t
-                assert rc == 0
+                assert rc == 0, f"sealrun run exited {rc}"
                 if i > 0:
                     times["direct"].append(direct * 1000)
                     times["runner"].append(via_runner * 1000)
@@ -91,17 +98,20 @@ def main():
         print(f"{a} - {b}: median {statistics.median(diffs):.1f} ms per action")
 
 
-def frozen_admission(runner, name, files):
-    """An admission like the runner's for a fresh action directory: (path, sha256)."""
+def frozen_admission(runner, name, files, census_ms):
+    """An admission like the runner's for a fresh action directory: (path, sha256). Like the
+    runner's, it pins the actions' /bin (the harness's static busybox tree): a job sees no host
+    path that is not pinned, so without it `/bin/sh` is not there."""
     fields = runner.action(name, files, dirs=("out",))
     root = runner.path(fields["input_root_directory"])
     out = runner.path(name + "/admission.json")
     result = subprocess.run(
         [os.environ["SEALRUN_BINARY"], "admit", "freeze", "--out", out, "--set", "source.kind=tree",
          "--set", "source.path=" + root, "--toolchain", runner.toolchain, "--toolchain-mount",
-         "/opt/toolchain", "--env", "PATH=/usr/bin:/bin", "--env", "TMPDIR=/tmp",
+         "/opt/toolchain", "--tree", runner.bin + "=/bin",
+         "--env", "PATH=/usr/bin:/bin", "--env", "TMPDIR=/tmp",
          "--set", "mounts.source_writable=true", "--set", "mounts.outputs_from=source",
-         "--set", "limits.census_interval_ms=200", "--", "/bin/sh", "-c", SCRIPT],
+         "--set", f"limits.census_interval_ms={census_ms}", "--", "/bin/sh", "-c", SCRIPT],
         capture_output=True, text=True, check=True)
     return out, result.stdout.split()[0]
 

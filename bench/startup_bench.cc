@@ -116,6 +116,12 @@ int main(int argc, char** argv) {
   if (!pp.available) die("podman unavailable: " + pp.unavailable_reason);
 
   // A warm storage for plain podman, the image already loaded.
+  // The bwrap job's /bin: a static busybox (Debian's busybox-static) and its `true`.
+  const fs::path job_bin = scratch.root / "bin";
+  fs::create_directory(job_bin);
+  fs::copy_file("/bin/busybox", job_bin / "busybox");
+  fs::create_symlink("busybox", job_bin / "true");
+  fs::permissions(job_bin, fs::perms(0755));
   fs::create_directory(scratch.root / "warm");
   fs::permissions(scratch.root / "warm", fs::perms(0711));
   auto warm = podman::storage_layout((scratch.root / "warm").string());
@@ -145,7 +151,13 @@ int main(int argc, char** argv) {
     spec.env = {{"PATH", "/usr/bin:/bin"}};
     spec.mounts = {{(run / "src").string(), "/src", MountSpec::Access::kReadOnly},
                    {(run / "out").string(), "/out", MountSpec::Access::kWritable}};
-    spec.image = ImageRef{archive, image_id};
+    // The job sees only what its view names (docs/view.md): under bwrap, a static busybox as
+    // /bin/true (a bwrap run of an image needs its root unpacked by the controller first);
+    // podman runs the image itself.
+    if (mech.kind() == MechanismKind::kBwrap)
+      spec.mounts.push_back({job_bin.string(), "/bin", MountSpec::Access::kReadOnly});
+    else
+      spec.image = ImageRef{archive, image_id};
     spec.requested =
         DimensionSet{Dimension::kFilesystem, Dimension::kProcessTree, Dimension::kWallClock,
                      Dimension::kNetwork,    Dimension::kSyscalls,    Dimension::kCapabilities};

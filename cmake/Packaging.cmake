@@ -13,6 +13,9 @@ set(CMAKE_SKIP_INSTALL_ALL_DEPENDENCY TRUE)
 # What a site installs for CI (docs/ci.md), and the documentation.
 install(FILES ${CMAKE_SOURCE_DIR}/contrib/ci/buildbot/master.cfg
         DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/sealrun/buildbot)
+# The web UI master.cfg registers where Buildbot's own (buildbot-www) is not installed.
+install(DIRECTORY ${CMAKE_SOURCE_DIR}/contrib/ci/buildbot/sealrun_www
+        DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/sealrun/buildbot PATTERN __pycache__ EXCLUDE)
 install(DIRECTORY ${CMAKE_SOURCE_DIR}/contrib/ci/gitlab/custom-executor/
         DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/sealrun/gitlab-executor USE_SOURCE_PERMISSIONS)
 install(DIRECTORY ${CMAKE_SOURCE_DIR}/docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR})

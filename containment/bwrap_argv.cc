@@ -65,7 +65,9 @@ std::vector<std::string> build_bwrap_argv(const std::string& bwrap_path, const G
       case ViewKind::kClosure:
         // By path (bwrap resolves it as the job user): a closure has many files, and each was
         // verified by its SHA-256 just before the run; or from the closure's verified image.
-        add({"--ro-bind", fds.closure_stage.empty() ? e.host_path : fds.closure_stage + e.job_path,
+        // The image holds each file at its host path (the same as its job path but for a file
+        // a rebuild adds: libfaketime).
+        add({"--ro-bind", fds.closure_stage.empty() ? e.host_path : fds.closure_stage + e.host_path,
              e.job_path});
         break;
       default: {

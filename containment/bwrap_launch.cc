@@ -232,6 +232,10 @@ Result<Launched> launch(const std::string& bwrap_path, const std::optional<JobUs
   so.new_session = true;
   so.die_with_parent = true;
   if (spec.umask) so.umask = static_cast<mode_t>(*spec.umask);  // bwrap and the job inherit it
+  // bwrap is not set-id: the personality reaches the job; its --unshare-uts copies the domain
+  // name, which only a root controller can set (SpawnOptions::domainname).
+  so.personality = spec.personality;
+  if (run_as) so.domainname = spec.domainname;
   if (group != nullptr) resgroup::hold_for_group(so, *group);
 
   Launched l;

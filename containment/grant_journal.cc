@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The grant journal (grant_journal.h): one JSON record per run under <state>/grants (0700), and
 // its live version (<id>.json.live, never fsync'd) once an update adds only what a reboot destroys;
-// written atomically under an exclusive flock on <state>/grants/.lock, listed under a shared one.
+// written atomically under a shared flock on <state>/grants/.lock (each run writes only its own
+// records), listed under a shared one; a dead writer's temporary is removed under an exclusive one.
 // Records are parsed from bounded reads with nlohmann; a record that cannot be read or parsed is
 // listed with its problem, never skipped, because sweep must know that something is unaccounted
 // for.
@@ -192,7 +193,10 @@ Status GrantJournal::record(const GrantRecord& record, RecordDurability durabili
   if (!is_valid_run_id(record.id))
     return Error::make(
         fmt::format("grant journal: run id '{}' is not usable as a record name", record.id));
-  auto lock = SEALRUN_TRY_CTX(JournalLock::take(dirfd_.get(), dir_, true), "grant journal");
+  // Shared: each run writes and forgets only its own records (files of their own, replaced by an
+  // atomic rename), so runs in one state directory need not wait for one another's fsyncs; only
+  // the removal of a dead writer's temporary excludes every writer.
+  auto lock = SEALRUN_TRY_CTX(JournalLock::take(dirfd_.get(), dir_, false), "grant journal");
   GrantRecord stamped = record;
   if (stamped.boot_id.empty()) stamped.boot_id = boot_id_;
   std::string text = grant_record_to_json(stamped);
@@ -214,7 +218,7 @@ Status GrantJournal::record(const GrantRecord& record, RecordDurability durabili
 Status GrantJournal::forget(const std::string& id) {
   if (!is_valid_run_id(id))
     return Error::make(fmt::format("grant journal: run id '{}' is not a record name", id));
-  auto lock = SEALRUN_TRY_CTX(JournalLock::take(dirfd_.get(), dir_, true), "grant journal");
+  auto lock = SEALRUN_TRY_CTX(JournalLock::take(dirfd_.get(), dir_, false), "grant journal");
   // No directory fsync: a record is forgotten only once nothing it names is left, so one that a
   // crash brings back names only what is gone, and `sealrun sweep` finds it so and removes it.
   // The live version first: killed in between, the durable one alone is left, as a record.

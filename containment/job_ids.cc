@@ -191,8 +191,15 @@ Result<JobIds> allocate_job_ids(const JobUser& job_user, const JobIdPool& pool, 
   uint64_t first = std::min(pool.first, slice.count);
   uint64_t last = pool.count ? std::min(slice.count, first + *pool.count) : slice.count;
   if (auto boot = current_boot_id(); boot) holder.boot_id = *boot;
-  auto reg = SEALRUN_TRY(lock_registry(pool.registry));
+  // The pass over /proc comes before the lock, so that runs starting together do not queue behind
+  // one another's (it reads every process's status: milliseconds on a busy host). Nothing is
+  // missed by taking it early: a process gets a slot's ids only from the run that holds the slot,
+  // after that run's record exists (which the check under the lock then sees), and a run gives its
+  // slot back only once no process of it is left; a process seen here that has ended since only
+  // makes the slot look busy (another is taken). Processes outside sealrun that take such ids are
+  // not ordered by the lock either way.
   IdsInUse in_use = ids_in_use();
+  auto reg = SEALRUN_TRY(lock_registry(pool.registry));
   uint64_t held = 0, busy = 0;
   for (uint64_t slot = first; slot < last; ++slot) {
     uint64_t offset = slice.first + slot;
@@ -220,6 +227,11 @@ Result<JobIds> allocate_job_ids(const JobUser& job_user, const JobIdPool& pool, 
     }
     auto fd =
         SEALRUN_TRY(open_at(reg.dir.get(), name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0600));
+    // The O_EXCL file holds the slot from here on: the lock is let go before the record is written
+    // and made durable (two fsyncs), which no other allocation needs to wait for. Another
+    // allocation that reads this record half-written keeps the slot (an unreadable record is
+    // never guessed free), and only this run removes it until its controller has ended.
+    reg.lock.reset();
     Status wrote = write_all(fd.get(), record_json(holder, ids), pool.registry + "/" + name);
     if (wrote && ::fsync(fd.get()) != 0) wrote = Error::from_errno("fsync " + name);
     if (wrote && ::fsync(reg.dir.get()) != 0) wrote = Error::from_errno("fsync " + pool.registry);

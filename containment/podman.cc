@@ -287,6 +287,10 @@ class PodmanMechanism final : public Mechanism {
     o.stdin_fd = io.stdin_fd;
     o.stdout_fd = io.stdout_fd;
     o.stderr_fd = io.stderr_fd;
+    // Inherited through podman, conmon and the OCI runtime (none is set-id) by the job; the
+    // container's UTS namespace copies the domain name, which only a root controller can set.
+    o.personality = spec.personality;
+    if (user.drop) o.domainname = spec.domainname;
     if (group != nullptr) resgroup::hold_for_group(o, *group);
     podman::Watchdog watchdog =
         SEALRUN_TRY(podman::start_watchdog(user, layout, facts_, spec.run_id));
@@ -321,11 +325,16 @@ Result<std::vector<std::string>> podman::sweep_podman_storage(const std::string&
   StorageLayout layout = podman::storage_layout(owned_root, link_dir);
   std::vector<std::string> actions;
   std::error_code ec;
+  JobUser user = SEALRUN_TRY(podman::resolve_job_user(job_user.empty() ? kDefaultJobUser : job_user));
   if (!std::filesystem::exists(std::filesystem::symlink_status(layout.base, ec))) {
+    // Out of sight is not gone: on a killed controller's owned file system, which a process of the
+    // storage keeps alive in a mount namespace of its own (its pause process copied the
+    // controller's private one, containment/ownedfs/private_ns.h). Such processes are found by
+    // their XDG_RUNTIME_DIR; the file system goes with the last of them.
+    podman::stop_storage_processes(layout, user, not_before, actions);
     actions.push_back(fmt::format("podman storage {}: none", layout.base));
     return actions;
   }
-  JobUser user = SEALRUN_TRY(podman::resolve_job_user(job_user.empty() ? kDefaultJobUser : job_user));
   HostFacts facts = SEALRUN_TRY(podman::basic_host_facts(PodmanOptions{}));
   // The link is gone if the storage was half removed; podman needs it (or recreates a directory).
   (void)podman::ensure_runroot_link(layout, user);

@@ -156,6 +156,17 @@ Result<std::vector<std::string>> run_argv(const ContainmentSpec& spec,
     std::string opt = SEALRUN_TRY_CTX(mount_option(m), "podman run");
     add({"--mount", opt});
   }
+  // A link to a mount's place (`rebuild --vary build_path`: /src -> the moved source) is that
+  // mount bound a second time at the link's path: podman makes no links in an image root.
+  for (const ViewEntry& e : plan_view(spec, ViewRoot::kImage)) {
+    if (e.kind != ViewKind::kLink) continue;
+    for (const MountSpec& m : mounts) {
+      if (m.target != e.link_target) continue;
+      MountSpec again = m;
+      again.target = e.job_path;
+      add({"--mount", SEALRUN_TRY_CTX(mount_option(again), "podman run")});
+    }
+  }
   for (const ViewEntry& e : plan_view(spec, ViewRoot::kImage)) {
     // The init binary the view pinned (Mechanism::own_view_entries), by the path that was hashed.
     if (e.kind == ViewKind::kInit) {

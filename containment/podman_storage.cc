@@ -143,31 +143,6 @@ void kill_storage_process(pid_t pid, const char* what, const StorageLayout& layo
                          : fmt::format("podman {} {}: still alive after KILL", what, pid));
 }
 
-// Rootless podman keeps its user namespace alive with a pause process ("catatonit -P", or podman
-// itself) and records its pid in libpod's tmp dir (--tmpdir: layout.tmp_dir; without that flag,
-// $XDG_RUNTIME_DIR/libpod/tmp). Every storage has its own XDG_RUNTIME_DIR, hence its own pause
-// process, which would otherwise outlive the run. Then every other process still running from the
-// storage (a podman or conmon a killed controller left, the watchdog) goes the same way; /proc is
-// scanned for them because a controller killed early may not have learnt their pids.
-void stop_storage_processes(const StorageLayout& layout, const JobUser& user,
-                            const std::string& not_before, std::vector<std::string>& actions) {
-  auto text = read_bounded_file(AT_FDCWD, layout.tmp_dir + "/pause.pid", 64);
-  if (!text) text = read_bounded_file(AT_FDCWD, layout.runtime_dir + "/libpod/tmp/pause.pid", 64);
-  if (text) {
-    pid_t pid = static_cast<pid_t>(std::strtol(text->c_str(), nullptr, 10));
-    if (pid > 1) kill_storage_process(pid, "pause process", layout, user, not_before, actions);
-  }
-  auto proc = open_at(AT_FDCWD, "/proc", O_RDONLY | O_DIRECTORY);
-  if (!proc) return;
-  for (const std::string& name : list_dir_names(proc->get())) {
-    pid_t pid = 0;
-    auto [end, ec] = std::from_chars(name.data(), name.data() + name.size(), pid);
-    if (ec != std::errc() || end != name.data() + name.size() || pid <= 1 || pid == ::getpid())
-      continue;
-    kill_storage_process(pid, "process", layout, user, not_before, actions);
-  }
-}
-
 // The runroot link's directory: made when absent (0711: the job user passes through it, nobody
 // but its owner writes it) and checked like every directory root writes into.
 Result<UniqueFd> open_link_dir(const StorageLayout& layout) {
@@ -235,6 +210,47 @@ void remove_runroot_link(const StorageLayout& layout, std::vector<std::string>& 
 }
 
 }  // namespace
+
+// Rootless podman keeps its user namespace alive with a pause process ("catatonit -P", or podman
+// itself) and records its pid in libpod's tmp dir (--tmpdir: layout.tmp_dir; without that flag,
+// $XDG_RUNTIME_DIR/libpod/tmp). Every storage has its own XDG_RUNTIME_DIR, hence its own pause
+// process, which would otherwise outlive the run. Then every other process still running from the
+// storage (a podman or conmon a killed controller left, the watchdog) goes the same way; /proc is
+// scanned for them because a controller killed early may not have learnt their pids.
+void stop_storage_processes(const StorageLayout& layout, const JobUser& user,
+                            const std::string& not_before, std::vector<std::string>& actions) {
+  auto text = read_bounded_file(AT_FDCWD, layout.tmp_dir + "/pause.pid", 64);
+  if (!text) text = read_bounded_file(AT_FDCWD, layout.runtime_dir + "/libpod/tmp/pause.pid", 64);
+  // Out of our sight when the storage is on a killed controller's owned file system (it lives on
+  // in the namespace of the storage's processes, containment/ownedfs/private_ns.h): read through
+  // such a process's root. What it says is only a candidate: kill_storage_process() checks it.
+  if (auto proc = open_at(AT_FDCWD, "/proc", O_RDONLY | O_DIRECTORY); !text && proc) {
+    for (const std::string& name : list_dir_names(proc->get())) {
+      pid_t pid = 0;
+      auto [end, ec] = std::from_chars(name.data(), name.data() + name.size(), pid);
+      if (ec != std::errc() || end != name.data() + name.size() || pid <= 1 ||
+          !runs_from_storage(pid, layout, user, not_before))
+        continue;
+      text = read_bounded_file(AT_FDCWD, "/proc/" + name + "/root" + layout.tmp_dir + "/pause.pid",
+                               64);
+      if (text) break;
+    }
+  }
+  if (text) {
+    pid_t pid = static_cast<pid_t>(std::strtol(text->c_str(), nullptr, 10));
+    if (pid > 1) kill_storage_process(pid, "pause process", layout, user, not_before, actions);
+  }
+  auto proc = open_at(AT_FDCWD, "/proc", O_RDONLY | O_DIRECTORY);
+  if (!proc) return;
+  for (const std::string& name : list_dir_names(proc->get())) {
+    pid_t pid = 0;
+    auto [end, ec] = std::from_chars(name.data(), name.data() + name.size(), pid);
+    if (ec != std::errc() || end != name.data() + name.size() || pid <= 1 || pid == ::getpid())
+      continue;
+    kill_storage_process(pid, "process", layout, user, not_before, actions);
+  }
+}
+
 
 Status prepare_storage(const StorageLayout& layout, const JobUser& user) {
   for (const std::string& dir : storage_dirs(layout)) {
@@ -396,6 +412,11 @@ Status remove_storage(const StorageLayout& layout, const JobUser& user, const Ho
   std::error_code ec;
   if (!fs::exists(fs::symlink_status(layout.base, ec)) &&
       !fs::is_symlink(fs::symlink_status(layout.run_root_link, ec))) {
+    // Out of sight, not necessarily gone: on the owned file system of a killed controller, kept
+    // alive by a process of the storage in a namespace of its own (its pause process copied the
+    // controller's private mount namespace, containment/ownedfs/private_ns.h). Those processes
+    // are found by their XDG_RUNTIME_DIR all the same; the file system goes with the last of them.
+    stop_storage_processes(layout, user, not_before, actions);
     actions.push_back(fmt::format("storage {}: already absent", layout.base));
     return ok_status();
   }

@@ -77,6 +77,12 @@ Result<std::vector<MountSpec>> prepare_mounts(const ContainmentSpec& spec,
 Status remove_storage(const StorageLayout& layout, const JobUser& user, const HostFacts& facts,
                       const std::string& not_before, std::vector<std::string>& actions);
 
+// Kills the storage's rootless pause process (from its pid file) and every other process of the
+// job user running with the storage's XDG_RUNTIME_DIR that started no earlier than `not_before`,
+// each through a pidfd opened before the checks; each reported.
+void stop_storage_processes(const StorageLayout& layout, const JobUser& user,
+                            const std::string& not_before, std::vector<std::string>& actions);
+
 // For sweep: removes the links in `link_dir` whose target is gone (a killed run's or probe's
 // runroot link, once its storage was removed), then the directory if it is empty.
 std::vector<std::string> sweep_dangling_links(const std::string& link_dir);

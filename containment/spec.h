@@ -116,6 +116,12 @@ struct ContainmentSpec {
   std::string hostname = "sealrun";
   std::optional<uint32_t> umask;
   std::optional<uint32_t> uid_in_job;
+  // Also varied by a rebuild: the NIS domain name of the job's UTS namespace (empty: inherited from
+  // the controller's; set only where the controller is root) and the personality(2) flags of the
+  // process that starts the mechanism (UNAME26, ADDR_NO_RANDOMIZE), which the job inherits through
+  // every exec that is not set-id (nullopt: the controller's).
+  std::string domainname;
+  std::optional<unsigned long> personality;
   // The host ids this run's job runs as: a uid and gid of its own (job_ids.h), when the controller
   // is root; nullopt: the job user's (or the caller's). Inside, under bwrap, the job still sees
   // the job user's own ids (in_job_uid/gid); podman runs it with --user podman_user.

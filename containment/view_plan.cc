@@ -81,8 +81,15 @@ std::vector<ViewEntry> plan_view(const ContainmentSpec& spec, ViewRoot root) {
   // An image's root has its own /bin and /lib layout, and podman cannot make links in it: links
   // and closure directories are part of an empty-tmpfs view only (and so absent from a podman
   // run's recorded view).
+  // A link to a mount's own place is kept (podman binds that mount there again).
+  auto to_a_mount = [&spec](const ViewEntry& e) {
+    for (const MountSpec& m : spec.mounts)
+      if (e.kind == ViewKind::kLink && m.target == e.link_target) return true;
+    return false;
+  };
   for (const ViewEntry& e : spec.files_and_links)
-    if (root == ViewRoot::kEmptyTmpfs || (e.kind != ViewKind::kLink && e.kind != ViewKind::kDir)) {
+    if (root == ViewRoot::kEmptyTmpfs || (e.kind != ViewKind::kLink && e.kind != ViewKind::kDir) ||
+        to_a_mount(e)) {
       view.push_back(e);
       view.back().served = served_as(e.kind, e.writable, spec.closure_image_fd >= 0);
     }

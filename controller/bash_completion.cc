@@ -21,6 +21,8 @@ std::string kind_of(const CliOption& o) {
   switch (o.completion) {
     case ValueCompletion::kChoices:
       return "choices:" + join_words(o.choices, " ");
+    case ValueCompletion::kNameList:
+      return "list:" + join_words(o.choices, " ");
     case ValueCompletion::kDirectory:
       return "dir";
     case ValueCompletion::kFile:
@@ -63,7 +65,7 @@ void add_command(const CliCommand& cmd, Tables* t) {
 // The walker: finds the command path and the positional index of the word being completed, then
 // offers what the tables say. Fixed text; only the tables above it change with the commands.
 constexpr const char* kWalker = R"BASH(
-# Offers completions of kind $1 (flag|none|file|dir|choices:A B ...) for the word $2.
+# Offers completions of kind $1 (flag|none|file|dir|choices:A B ...|list:A B ...) for the word $2.
 _sealrun_complete_kind() {
   local kind=$1 cur=$2
   case $kind in
@@ -78,6 +80,12 @@ _sealrun_complete_kind() {
         mapfile -t COMPREPLY < <(compgen -d -- "$cur")
       fi ;;
     choices:*) mapfile -t COMPREPLY < <(compgen -W "${kind#choices:}" -- "$cur") ;;
+    list:*)
+      # A comma-separated list: complete the name after the last comma, keep what is before it.
+      local done="" name=$cur
+      if [[ $cur == *,* ]]; then done=${cur%,*},; name=${cur##*,}; fi
+      mapfile -t COMPREPLY < <(compgen -P "$done" -W "${kind#list:}" -- "$name")
+      compopt -o nospace 2>/dev/null ;;
     *) COMPREPLY=() ;;
   esac
 }

@@ -13,12 +13,17 @@ bool ends_with(const std::string& s, std::string_view suffix) {
 }
 
 // CLI11 appends each validator's description to the type name: "TEXT:{auto,bwrap,podman}" for an
-// IsMember check. Splits off the base type and the members of the first such set.
-void split_type_name(const std::string& full, std::string* base, std::vector<std::string>* set) {
+// IsMember check, "TEXT:[hostname,umask]" for a name_list_of. Splits off the base type and the
+// members of the first such set; `*list` says whether it was a list.
+void split_type_name(const std::string& full, std::string* base, std::vector<std::string>* set,
+                     bool* list) {
   *base = full.substr(0, full.find(':'));
   auto open = full.find(":{");
+  auto list_open = full.find(":[");
+  *list = list_open != std::string::npos && (open == std::string::npos || list_open < open);
+  if (*list) open = list_open;
   if (open == std::string::npos) return;
-  auto close = full.find('}', open);
+  auto close = full.find(*list ? ']' : '}', open);
   if (close == std::string::npos) return;
   std::string members = full.substr(open + 2, close - open - 2);
   size_t start = 0;
@@ -40,10 +45,12 @@ CliOption describe_option(const CLI::Option& o) {
   out.takes_value = o.get_items_expected_max() > 0;
   out.repeatable = o.get_expected_max() > 1 || o.get_items_expected_max() > 1;
   std::string base;
-  split_type_name(o.get_type_name(), &base, &out.choices);
+  split_type_name(o.get_type_name(), &base, &out.choices, &out.choice_list);
   out.metavar = o.get_positional() && !o.nonpositional() ? o.get_name(true) : base;
   if (out.takes_value)
     out.completion = classify_value(out.names, out.metavar, base, !out.choices.empty());
+  if (out.completion == ValueCompletion::kChoices && out.choice_list)
+    out.completion = ValueCompletion::kNameList;
   return out;
 }
 

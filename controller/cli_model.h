@@ -18,6 +18,7 @@ enum class ValueCompletion {
   kFile,       // any path
   kDirectory,  // a directory
   kChoices,    // one of `choices` (CLI::IsMember)
+  kNameList,   // a comma-separated list of `choices` (name_list_of, controller/cli_name_list.h)
 };
 
 struct CliOption {
@@ -29,6 +30,7 @@ struct CliOption {
   bool repeatable = false;    // may be given more than once / takes several values
   bool required = false;
   std::vector<std::string> choices;
+  bool choice_list = false;  // the value lists several of `choices`, comma-separated
   ValueCompletion completion = ValueCompletion::kNone;
 };
 

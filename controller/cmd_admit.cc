@@ -10,11 +10,13 @@
 #include <filesystem>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "admission/admitted.h"
 #include "admission/freeze.h"
+#include "containment/view_plan.h"
 #include "controller/closure_from.h"
 #include "controller/commands.h"
 #include "controller/exit_codes.h"
@@ -22,6 +24,7 @@
 #include "controller/output.h"
 #include "controller/run_plan.h"
 #include "controller/run_progress.h"
+#include "controller/view_exec_check.h"
 #include "core/bytes_text.h"
 #include "core/hex.h"
 
@@ -35,6 +38,7 @@ using admission::PinCheck;
 struct FreezeArgs {
   FreezeRequest request;
   bool json = false;
+  bool quiet = false;  // --quiet: no progress, no `job| ` lines
   bool learn = false;  // --learn: learn_freeze.h
   LearnOptions learn_options;
   std::string closure_from;  // --closure-from: closure_from.h
@@ -48,22 +52,28 @@ struct CheckArgs {
   bool json = false;
 };
 
-// "\rhashing toolchain: 12.0 MiB of 240.3 MiB (5%)" on a terminal; nothing otherwise.
-std::function<void(uint64_t, uint64_t)> terminal_progress(const char* what) {
-  if (!stderr_is_terminal()) return {};
-  return [what](uint64_t done, uint64_t total) {
-    int pct = total == 0 ? 100 : static_cast<int>(done * 100 / total);
-    fmt::print(stderr, "\rhashing {}: {} of {} ({}%)\033[K", what, binary_size_text(done),
-               binary_size_text(total), pct);
-    std::fflush(stderr);
-  };
-}
-
-void clear_progress_line() {
-  if (!stderr_is_terminal()) return;
-  fmt::print(stderr, "\r\033[K");
-  std::fflush(stderr);
-}
+// The progress of freezing's long steps (run_progress.h): the toolchain and each --tree hashed,
+// then a closure pinned. Ended (the terminal line erased, the plain lines closed) before the result
+// is printed.
+struct FreezeProgress {
+  FreezeRequest& request;
+  std::optional<run::TerminalProgress> toolchain, closure;
+  FreezeProgress(const char* closure_label, FreezeRequest& r) : request(r) {
+    toolchain.emplace("toolchain");
+    closure.emplace(closure_label);
+    request.toolchain_progress = toolchain->on_bytes();
+    request.tree_progress = run::per_tree_progress();
+  }
+  ~FreezeProgress() { end(); }
+  FreezeProgress(const FreezeProgress&) = delete;
+  FreezeProgress& operator=(const FreezeProgress&) = delete;
+  void end() {
+    request.toolchain_progress = nullptr;
+    request.tree_progress = nullptr;  // the last tree's line ends with its hook
+    toolchain.reset();
+    closure.reset();
+  }
+};
 
 // Each --learn-exclude and the closure entries it left out ("generated" ones are not the caller's).
 nlohmann::json exclusions_json(const std::vector<learn::Exclusion>& excluded) {
@@ -81,11 +91,11 @@ int run_learned_freeze(FreezeArgs& args) {
       print_error("admit freeze --learn", st.error());
       return kExitUsage;
     }
-  args.request.toolchain_progress = terminal_progress("toolchain");
-  args.learn_options.hash_progress = terminal_progress("learned closure");
-  args.learn_options.live_output_fd = STDERR_FILENO;
+  FreezeProgress progress("learned closure", args.request);
+  args.learn_options.hash_progress = progress.closure->on_bytes();
+  args.learn_options.live_output_fd = args.quiet ? -1 : STDERR_FILENO;
   auto learned = freeze_learned(args.request, args.learn_options);
-  clear_progress_line();
+  progress.end();
   if (!learned.ok()) {
     print_error("admit freeze --learn", learned.error());
     return kExitFailure;
@@ -107,9 +117,8 @@ int run_learned_freeze(FreezeArgs& args) {
     fmt::print(stderr,
                "learned {} host files ({}), {} links, {} directories ({} paths looked up, {} "
                "entries left to the pins); learning {} ms, hashing {} ms, proving {} ms\n",
-               learned->files, binary_size_text(learned->bytes), learned->links, learned->dirs,
-               learned->lookups, learned->dropped, learned->learn_ms, learned->hash_ms,
-               learned->prove_ms);
+               learned->files, binary_size_text(learned->bytes), learned->links, learned->dirs, learned->lookups,
+               learned->dropped, learned->learn_ms, learned->hash_ms, learned->prove_ms);
     for (const learn::Exclusion& e : learned->excluded)
       if (!e.generated)
         fmt::print(stderr, "--learn-exclude {}: left out {} files, {} links, {} directories\n",
@@ -120,20 +129,21 @@ int run_learned_freeze(FreezeArgs& args) {
 }
 
 int run_freeze(FreezeArgs& args) {
+  if (args.quiet) run::set_progress_quiet(true);
   if (args.learn) return run_learned_freeze(args);
   if (!args.learn_options.exclude.empty()) {
     print_error("admit freeze", "--learn-exclude: only with --learn");
     return kExitUsage;
   }
   if (!args.closure_from.empty()) {
-    args.request.toolchain_progress = terminal_progress("toolchain");
+    FreezeProgress progress("closure", args.request);
     return closure_from_command(
         args.request,
-        {args.closure_from, args.learn_options.max_bytes, terminal_progress("closure")}, args.json);
+        {args.closure_from, args.learn_options.max_bytes, progress.closure->on_bytes()}, args.json);
   }
-  args.request.toolchain_progress = terminal_progress("toolchain");
+  FreezeProgress progress("closure", args.request);
   auto frozen = admission::freeze_admission(args.request);
-  clear_progress_line();
+  progress.end();
   if (!frozen.ok()) {
     print_error("admit freeze", frozen.error());
     return kExitFailure;
@@ -167,7 +177,7 @@ int run_check(const CheckArgs& args) {
   std::vector<PinCacheRecord> pin_cache;
   options.on_pin_cache = [&pin_cache](const PinCacheRecord& r) { pin_cache.push_back(r); };
   AdmitOutcome out = admission::admit(args.path, args.sha256, options);
-  clear_progress_line();
+  options.tree_progress = nullptr;  // ends the last tree's progress before the report
   // What `run` checks of the job's view before any mechanism sees it (validate_spec, exit 4
   // there): an admission that passes here must not be refused there for its mounts.
   if (out.admitted) {
@@ -181,9 +191,12 @@ int run_check(const CheckArgs& args) {
       layout.job_source_dir = state + "/exports/admit-check/source";
     auto spec =
         run::containment_spec(*out.admitted, layout, "admit-check", GrantMode::kEnforcing, {});
+    add_compat_links(read_host_compat_links(), &spec);  // as `run` adds them
     if (auto st = validate_spec(spec); !st)
       out.report.refusal =
           Error::make("`sealrun run` would refuse its view: " + st.error().message());
+    else if (auto can = run::check_spec_can_exec(spec); !can)
+      out.report.refusal = Error::make("`sealrun run` would refuse it: " + can.error().message());
   }
   const admission::AdmissionReport& report = out.report;
   if (args.json) {
@@ -311,6 +324,9 @@ void register_admit(CLI::App& app, int* exit_code) {
       "host_dirs counts, lookups, dropped_under_pins, hashed_bytes, learn_ms, hash_ms, "
       "prove_ms, and excluded[]: {path, files, "
       "links, dirs} per --learn-exclude; with --closure-from also dropped and changed[])");
+  freeze->add_flag("--quiet,-q", f->quiet,
+                   "Show no progress on stderr (nor, with --learn, the learning and proving runs' "
+                   "`job| ` lines); errors and the result are still printed");
   freeze->add_option("ARGV", f->request.argv, "The command the job runs (after --)");
   freeze->callback([f, exit_code] { *exit_code = run_freeze(*f); });
 

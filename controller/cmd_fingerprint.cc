@@ -1,18 +1,20 @@
 // SPDX-License-Identifier: Apache-2.0
 // `sealrun fingerprint tree|file` (and, through add_fingerprint_image_and_source, `image` and
-// `source`): the user-facing side of fingerprint/. Parses the command line, shows progress on a
-// terminal, and turns a Result into output and an exit code: 0 done, 1 failed (message on
+// `source`): the user-facing side of fingerprint/. Parses the command line, shows progress
+// (run_progress.h), and turns a Result into output and an exit code: 0 done, 1 failed (message on
 // stderr naming the input), 2 usage.
 #include <fmt/format.h>
 
 #include <cstdio>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
 #include "controller/commands.h"
 #include "controller/exit_codes.h"
 #include "controller/output.h"
+#include "controller/run_progress.h"
 #include "core/bytes_text.h"
 #include "fingerprint/file_hash.h"
 #include "fingerprint/tree.h"
@@ -35,21 +37,13 @@ struct FileArgs {
 int run_tree(const TreeArgs& args) {
   TreeOptions options;
   options.threads = args.threads;
-  const bool show_progress = stderr_is_terminal();
-  if (show_progress) {
-    options.progress = [](uint64_t done, uint64_t total) {
-      // `total` grows while the walk is still discovering files.
-      int pct = total == 0 ? 100 : static_cast<int>(done * 100 / total);
-      fmt::print(stderr, "\rhashing: {} of {} ({}%)\033[K", binary_size_text(done),
-                 binary_size_text(total), pct);
-      std::fflush(stderr);
-    };
-  }
+  // Redrawn on a terminal, plain lines every 5 s elsewhere, none with --quiet (run_progress.h);
+  // ended before the summary is printed.
+  auto progress = std::make_optional<run::TerminalProgress>("tree " + args.dir);
+  options.on_progress = progress->on_progress();
   auto summary = write_tree_inventory(args.dir, args.out, options);
-  if (show_progress) {
-    fmt::print(stderr, "\r\033[K");
-    std::fflush(stderr);
-  }
+  options.on_progress = nullptr;
+  progress.reset();
   if (!summary.ok()) {
     print_error("fingerprint tree", summary.error());
     return kExitFailure;
@@ -109,6 +103,11 @@ void register_fingerprint(CLI::App& app, int* exit_code) {
   file->callback([file_args, exit_code] { *exit_code = run_file(*file_args); });
 
   add_fingerprint_image_and_source(*fp, exit_code);
+  // Every fingerprint command takes --quiet; only `tree` has progress to leave out today.
+  for (CLI::App* sub : fp->get_subcommands({}))
+    sub->add_flag_callback(
+        "--quiet,-q", [] { run::set_progress_quiet(true); },
+        "Show no progress on stderr; errors and the result are still printed");
 }
 
 }  // namespace sealrun::cli

@@ -11,22 +11,29 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 
+#include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "attest/openssl_util.h"
+#include "controller/cli_name_list.h"
 #include "controller/commands.h"
 #include "controller/display_text.h"
 #include "controller/exit_codes.h"
 #include "controller/host_config.h"
 #include "controller/output.h"
 #include "controller/output_compare.h"
+#include "controller/rebuild_causes.h"
 #include "controller/rebuild_explain.h"
 #include "controller/receipt.h"
+#include "controller/run_console.h"
 #include "controller/run_pipeline.h"
 #include "controller/run_plan.h"
 #include "controller/state_dir.h"
+#include "controller/variations.h"
 #include "core/bounded_file.h"
 #include "core/strict_json.h"
+#include "fingerprint/file_hash.h"
 
 namespace sealrun::cli {
 
@@ -39,7 +46,7 @@ constexpr size_t kMaxAdmissionBytes = 1024 * 1024;  // as `run` reads admissions
 
 struct RebuildOptions {
   std::string receipt_path, admission_path, vary, id, mechanism = "auto", state_dir;
-  bool json = false, explain = false;
+  bool json = false, explain = false, quiet = false;
 };
 
 // What a rebuild knows about the receipt it rebuilds, once it has proven it usable.
@@ -113,11 +120,16 @@ Status check_admission(const std::string& path, const Original& original,
 }
 
 // num_cpus: this controller (and so everything it starts, the job included) keeps half of the
-// CPUs it may use, at least one. Returns how many it kept, 0 when there was only one.
-unsigned narrow_cpus() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (::sched_getaffinity(0, sizeof set, &set) != 0) return 0;
+// CPUs it had when first asked, at least one; `narrow` false gives them all back (--explain's
+// rebuilds without num_cpus). Returns how many it kept, 0 when there was only one.
+unsigned narrow_cpus(bool narrow = true) {
+  static cpu_set_t set;
+  static bool saved = ::sched_getaffinity(0, sizeof set, &set) == 0;
+  if (!saved) return 0;
+  if (!narrow) {
+    (void)::sched_setaffinity(0, sizeof set, &set);
+    return 0;
+  }
   unsigned have = static_cast<unsigned>(CPU_COUNT(&set));
   if (have < 2) return 0;
   unsigned keep = have / 2;
@@ -132,10 +144,55 @@ unsigned narrow_cpus() {
   return ::sched_setaffinity(0, sizeof narrowed, &narrowed) == 0 ? kept : 0;
 }
 
+// time: the SHA-256 of the host's libfaketime, the pin the job's view binds it by; empty when it
+// is not installed (the variation then says so).
+std::string faketime_sha256() {
+  auto d = hash_file(std::string(run::kFaketimeHostPath));
+  return d ? d->sha256 : std::string();
+}
+
 uint32_t current_umask() {
   mode_t m = ::umask(0);
   ::umask(m);
   return static_cast<uint32_t>(m);
+}
+
+// A rebuild's own output list, through the same check as the original's.
+Result<std::vector<json>> rebuilt_outputs(const std::string& receipt_path) {
+  auto bytes = SEALRUN_TRY(read_bounded_file(AT_FDCWD, receipt_path, kMaxReceiptBytes));
+  auto doc = SEALRUN_TRY(parse_strict_json(bytes));
+  return receipt::load_output_list(receipt_path, doc);
+}
+
+// --explain: the rebuilds of the search for causes (rebuild_causes.h), each a rebuild of its own
+// (id ID-cN, its own receipt) under some of the variations, compared with the original.
+run::RebuildUnder cause_rebuilds(const run::RunRequest& base, const Original& original) {
+  auto n = std::make_shared<int>(0);
+  return [base, &original, n](const std::vector<std::string>& names) -> Result<run::CauseProbe> {
+    std::string list;
+    for (const auto& v : names) list += (list.empty() ? "" : ",") + v;
+    run::RunRequest req = base;
+    req.vary = SEALRUN_TRY(run::parse_variations(list));
+    req.vary.base_umask = base.vary.base_umask;
+    req.vary.cpus_used = narrow_cpus(req.vary.num_cpus);
+    req.vary.faketime_sha256 = base.vary.faketime_sha256;  // found once, for the whole set
+    std::string suffix = fmt::format("-c{}", ++*n);
+    req.id = base.id.substr(0, 64 - suffix.size()) + suffix;
+    req.rebuild_of["variations"] = run::describe_variations(req.vary);
+    fmt::print(stderr, "rebuild: explain: rebuilding as {} under {}\n", req.id,
+               list.empty() ? "no variation" : list);
+    run::RunOutcome o = run::run_pipeline(req, run::default_pipeline_deps(mechanism_context()));
+    run::CauseProbe p;
+    p.id = req.id;
+    if (o.exit_code != kExitOk) {
+      p.differs = true;
+      p.note = fmt::format("did not build (exit {}): {}", o.exit_code, o.receipt.reason);
+      return p;
+    }
+    auto outputs = SEALRUN_TRY_CTX(rebuilt_outputs(o.receipt_path), "the rebuild " + req.id);
+    p.differs = !receipt::compare_outputs(original.outputs, outputs).empty();
+    return p;
+  };
 }
 
 void rebuild(const RebuildOptions& opt, int* exit_code) {
@@ -168,6 +225,7 @@ void rebuild(const RebuildOptions& opt, int* exit_code) {
   req.vary = *vary;
   req.vary.base_umask = current_umask();
   if (req.vary.num_cpus) req.vary.cpus_used = narrow_cpus();
+  if (req.vary.time) req.vary.faketime_sha256 = faketime_sha256();
   req.rebuild_of = {{"receipt_sha256", original->sha256},
                     {"id", receipt::member_text(original->doc, "id")},
                     {"variations", run::describe_variations(req.vary)}};
@@ -176,7 +234,9 @@ void rebuild(const RebuildOptions& opt, int* exit_code) {
   // As `run` does: every temporary goes where `sealrun sweep` finds it.
   if (auto temp = run::controller_temp_dir(run::state_dir_path(req.state_dir)); temp)
     ::setenv("TMPDIR", temp->c_str(), 1);
-  run::RunOutcome o = run::run_pipeline(req, run::default_pipeline_deps(mechanism_context()));
+  // Shown as `run` shows it: the job's lines, progress, the summary (run_console.h).
+  run::RunOutcome o = run::run_with_console(req, run::default_pipeline_deps(mechanism_context()),
+                                            {"rebuild", opt.quiet, opt.json});
   report["state"] = o.receipt.state;
   report["reason"] = o.receipt.reason;
   report["receipt_path"] = o.receipt_path.empty() ? json(nullptr) : json(o.receipt_path);
@@ -188,12 +248,7 @@ void rebuild(const RebuildOptions& opt, int* exit_code) {
     return finish(o.exit_code, why);
   }
 
-  // The rebuild's own list, through the same check as the original's.
-  auto rebuilt_bytes = read_bounded_file(AT_FDCWD, o.receipt_path, kMaxReceiptBytes);
-  auto rebuilt_doc =
-      rebuilt_bytes ? parse_strict_json(*rebuilt_bytes) : Result<json>(rebuilt_bytes.error());
-  auto rebuilt = rebuilt_doc ? receipt::load_output_list(o.receipt_path, *rebuilt_doc)
-                             : Result<std::vector<json>>(rebuilt_doc.error());
+  auto rebuilt = rebuilt_outputs(o.receipt_path);
   if (!rebuilt)
     return finish(kExitStopUnconfirmed,
                   "the rebuild's own output list cannot be read: " + rebuilt.error().message());
@@ -206,8 +261,24 @@ void rebuild(const RebuildOptions& opt, int* exit_code) {
   report["differences"] = items;
   std::string original_root = dir_of_receipt(opt.receipt_path);
   std::string rebuilt_root = dir_of_receipt(o.receipt_path);
-  if (opt.explain && !changes.empty())
-    report["explain"] = run::explain_changes(changes, original_root, rebuilt_root);
+  if (opt.explain && !changes.empty()) {
+    MechanismContext context = mechanism_context();
+    context.probe_cache_dir = run::state_dir_path(req.state_dir) + "/probe-cache";
+    report["explain"] = run::explain_changes(changes, original_root, rebuilt_root, context);
+  }
+  std::optional<run::CauseSearch> causes;
+  if (opt.explain && !changes.empty()) {
+    std::vector<std::string> varied;
+    for (const auto& v : req.rebuild_of["variations"]) varied.push_back(v.value("name", ""));
+    auto found = run::find_causes(varied, cause_rebuilds(req, *original));
+    if (found) {
+      causes = std::move(*found);
+      report.update(run::causes_json(*causes));
+    } else {  // the difference stands (exit 1); only its cause is not known
+      report["causes_error"] = found.error().message();
+      print_error("rebuild", "--explain could not find the causes: " + found.error().message());
+    }
+  }
 
   if (!opt.json) {
     fmt::print("rebuild {} of {}: {} ({} output(s), {} differing)\n", req.id,
@@ -219,6 +290,7 @@ void rebuild(const RebuildOptions& opt, int* exit_code) {
                  receipt::member_text(v, "how"));
     for (const auto& c : changes) fmt::print("  {}\n", receipt::change_text(c));
     if (report.contains("explain")) fmt::print("{}", run::explain_text(report["explain"]));
+    if (causes) fmt::print("{}", run::causes_text(*causes));
     fmt::print("{}\n", o.receipt_path);
   }
   finish(changes.empty() ? kExitOk : kExitFailure, "");
@@ -239,8 +311,14 @@ void register_rebuild(CLI::App& app, int* exit_code) {
                   "admission_sha256)")
       ->required();
   cmd->add_option("--vary", opt->vary,
-                  "comma-separated, reprotest's names: hostname, umask, locale, timezone, "
-                  "build_path, num_cpus, user_id, or all");
+                  "what to vary: comma-separated, reprotest's names (docs/rebuild.md), or all")
+      ->type_name("LIST")
+      ->check(name_list_of([] {  // completion and the man page offer reprotest's names
+        std::vector<std::string> names(std::begin(run::kVariationNames),
+                                       std::end(run::kVariationNames));
+        names.emplace_back("all");
+        return names;
+      }()));
   cmd->add_option("--id", opt->id, "the rebuild's run id; default: rebuild-<UTC time>-<pid>");
   std::vector<std::string> mechanisms = {"auto"};
   for (MechanismKind k : kMechanismKinds) mechanisms.emplace_back(mechanism_kind_name(k));
@@ -251,9 +329,13 @@ void register_rebuild(CLI::App& app, int* exit_code) {
                   "where the rebuild runs; default: the state directory holding RECEIPT "
                   "(STATE/results/<id>/receipt.json), else ./sealrun-state");
   cmd->add_flag("--json", opt->json, "print one JSON document on stdout");
+  cmd->add_flag("--quiet,-q", opt->quiet,
+                "do not show the job's output (`job| `), the progress of long steps nor the "
+                "summary on stderr; errors and the comparison are still printed");
   cmd->add_flag("--explain", opt->explain,
-                "show how differing outputs differ: diffoscope when installed, else sizes and "
-                "the first differing byte");
+                "show how differing outputs differ (diffoscope, when installed, in a sandbox of its "
+                "own; else sizes and the first differing byte), and which variations alone make "
+                "the difference (more rebuilds: a bisection)");
   cmd->callback([opt, exit_code] { rebuild(*opt, exit_code); });
 }
 

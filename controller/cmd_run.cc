@@ -13,43 +13,14 @@
 #include "controller/exit_codes.h"
 #include "controller/host_config.h"
 #include "controller/output.h"
+#include "controller/run_console.h"
 #include "controller/run_pipeline.h"
 #include "controller/run_plan.h"
 #include "controller/state_dir.h"
-#include "core/bytes_text.h"
+#include "core/stage_trace.h"
 #include "core/syscall.h"
 
 namespace sealrun::cli {
-
-namespace {
-
-// After the live output, the job's end in a line or two (the verdict and the receipt's path are
-// on stdout, the reason of a failure was said above).
-void print_run_summary(const receipt::Receipt& r, int64_t elapsed_ms) {
-  if (r.state == "not_run") return;
-  std::string line = fmt::format("sealrun run: {}: ", r.id);
-  for (const auto& c : r.commands) {
-    if (c.label != "job") continue;
-    if (c.exit)
-      line += fmt::format("the job exited {}", *c.exit);
-    else if (c.signal != 0)
-      line += fmt::format("the job was killed by signal {}", c.signal);
-    else
-      line += "the job's end is unknown";
-    if (c.timed_out) line += " (its time limit was reached)";
-    line += ", ";
-  }
-  line += fmt::format("{} in {:.2f} s", r.state, elapsed_ms / 1000.0);
-  if (r.memory && r.memory->peak_bytes)
-    line += ", memory peak " + binary_size_text(*r.memory->peak_bytes);
-  fmt::print(stderr, "{}\n", line);
-  if (r.guard)
-    fmt::print(stderr,
-               "sealrun run: {}: growth guard {} tripped at {:.2f} s: {} observed, limit {}\n",
-               r.id, r.guard->name, r.guard->t_ms / 1000.0, binary_size_text(r.guard->observed),
-               binary_size_text(r.guard->limit));
-}
-}  // namespace
 
 void register_run(CLI::App& app, int* exit_code) {
   auto* cmd = app.add_subcommand(
@@ -87,7 +58,8 @@ void register_run(CLI::App& app, int* exit_code) {
                 "print one JSON document (id, state, exit, reason, receipt_path, ...) on stdout");
   cmd->add_flag("--quiet,-q", *quiet,
                 "do not show the job's output on stderr as it arrives (each line prefixed "
-                "`job| `, at most 16 MiB) nor the summary after it; errors are still shown");
+                "`job| `, at most 16 MiB), the progress of long steps, nor the summary after it; "
+                "errors are still shown");
   cmd->callback([=] {
     req->mode = *mode == "report-only" ? GrantMode::kReportOnly : GrantMode::kEnforcing;
     req->mechanism = parse_mechanism_kind(*mechanism);  // "auto": nullopt
@@ -97,10 +69,9 @@ void register_run(CLI::App& app, int* exit_code) {
     // directory, made by the run's first stage (docs/state-directory.md).
     if (auto temp = run::controller_temp_dir(run::state_dir_path(req->state_dir)); temp)
       ::setenv("TMPDIR", temp->c_str(), 1);
-    req->live_output_fd = *quiet ? -1 : STDERR_FILENO;
-    const int64_t started_ms = monotonic_ms();
-    run::RunOutcome o = run::run_pipeline(*req, run::default_pipeline_deps(mechanism_context()));
-    if (!*quiet && !*json) print_run_summary(o.receipt, monotonic_ms() - started_ms);
+    trace::mark("run.parsed");
+    run::RunOutcome o = run::run_with_console(*req, run::default_pipeline_deps(mechanism_context()),
+                                              {"run", *quiet, *json});
     const auto& r = o.receipt;
     *exit_code = o.exit_code;  // set first: a closed stdout below must not change it
     // Why it did not build, for the person at the terminal (the receipt says it too).
@@ -124,6 +95,8 @@ void register_run(CLI::App& app, int* exit_code) {
       fmt::print("{}\n", o.receipt_path);
     }
     *exit_code = o.exit_code;
+    trace::mark("run.printed");
+    trace::flush();  // SEALRUN_TRACE_STAGES (core/stage_trace.h)
   });
 }
 

@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
-// `sealrun sweep [--state-dir DIR] [--json] [--images]`: finds what killed controllers left — grant
-// records, resource groups, job processes, what each mechanism left (through its own sweep),
-// verified source exports, the temporaries of dead controllers and what mechanisms kept there (a
-// probe's storage and pause process), stray short links — and removes it, reporting each action.
-// With
-// --images it also removes the unpacked image roots no run holds (image_sweep.h). A state
+// `sealrun sweep [--state-dir DIR] [--json] [--images] [--state-only]`: finds what killed
+// controllers left — grant records, resource groups, job processes, what each mechanism left
+// (through its own sweep), verified source exports, the temporaries of dead controllers and what
+// mechanisms kept there (a probe's storage and pause process), stray short links — and removes it,
+// reporting each action. With --images it also removes the unpacked image roots no run holds
+// (image_sweep.h). With --state-only it leaves alone what no record or temporary of this state
+// directory names (stray resource groups: they may be another state directory's). A state
 // directory anyone but root (or the caller) could write is refused (exit 2): sweep would act on
 // records such a user could forge.
 // A record whose controller is still alive (same pid and starttime) is never touched. A record that
@@ -13,11 +14,14 @@
 #include <fmt/format.h>
 #include <sys/stat.h>
 
+#include <filesystem>
+
 #include <nlohmann/json.hpp>
 #include <optional>
 
 #include "containment/grant_journal.h"
 #include "containment/ownedfs/ownedfs.h"
+#include "containment/ownedfs/private_ns.h"
 #include "containment/resgroup/cgroupfs_sweep.h"
 #include "containment/sweep_run.h"
 #include "controller/commands.h"
@@ -38,6 +42,7 @@ struct SweepOptions {
   bool json = false;
   int64_t grace_ms = 1000;
   bool images = false;
+  bool state_only = false;  // leave what no record of this state directory names to others
 };
 
 SweepStep sweep_owned_root(const GrantRecord& r, const run::StateDir& state) {
@@ -90,13 +95,26 @@ void sweep_records(const run::StateDir& state, const SweepOptions& opt,
             false}});
       continue;
     }
-    std::vector<SweepStep> steps = sweep_recorded_run(r, opt.grace_ms, context);
-    // Its processes are stopped: the owned file system is no longer held, and the owned root is
-    // a plain directory again once it is gone.
-    for (auto& s : ownedfs::sweep_owned_fs_of_run(state.path(), r.id))
-      steps.push_back(std::move(s));
-    for (auto& s : run::sweep_result_space(state, r.id)) steps.push_back(std::move(s));
-    steps.push_back(sweep_owned_root(r, state));
+    std::vector<SweepStep> steps;
+    {
+      // The run's owned file systems live on in its dead controller's mount namespace while a
+      // process of the run does (containment/ownedfs/private_ns.h): swept from inside it.
+      std::error_code ec;
+      auto visit = ownedfs::visit_namespace_with_mount(
+          std::filesystem::weakly_canonical(r.owned_root, ec).string());
+      if (!visit)
+        steps.push_back({"mount namespace of run " + r.id, visit.error().message(), false});
+      else if (*visit)
+        steps.push_back({"mount namespace of run " + r.id,
+                         fmt::format("entered (kept by pid {})", (*visit)->pid()), false});
+      for (auto& s : sweep_recorded_run(r, opt.grace_ms, context)) steps.push_back(std::move(s));
+      // Its processes are stopped: the owned file system is no longer held, and the owned root is
+      // a plain directory again once it is gone.
+      for (auto& s : ownedfs::sweep_owned_fs_of_run(state.path(), r.id))
+        steps.push_back(std::move(s));
+      for (auto& s : run::sweep_result_space(state, r.id)) steps.push_back(std::move(s));
+      steps.push_back(sweep_owned_root(r, state));
+    }
     bool left = false;
     for (const auto& s : steps) left |= s.left;
     // A run killed before its job started gives its id back when it left nothing in results/.
@@ -170,7 +188,10 @@ int run_sweep(const SweepOptions& opt) {
   std::vector<StrayDir> dead = state ? run::dead_temp_dirs(*state) : std::vector<StrayDir>{};
   bool strays_left = stop_strays(dead, context, report);
   if (state) sweep_records(*state, opt, context, report, records_removed);
-  for (auto& s : resgroup::sweep_stray_groups(opt.grace_ms)) report.push_back({"", std::move(s)});
+  // Resource groups no record names may be another state directory's (another CI on this host):
+  // --state-only leaves them to that one's sweep.
+  if (!opt.state_only)
+    for (auto& s : resgroup::sweep_stray_groups(opt.grace_ms)) report.push_back({"", std::move(s)});
   if (state)
     for (auto& s : run::sweep_exports(*state)) report.push_back({"", std::move(s)});
   remove_dead_temporaries(state ? &*state : nullptr, dead, strays_left, report);
@@ -216,6 +237,9 @@ void register_sweep(CLI::App& app, int* exit_code) {
   cmd->add_flag("--images", opt->images,
                 "also remove the unpacked image roots (STATE/images/) no run is using; a later "
                 "bwrap run unpacks its image again");
+  cmd->add_flag("--state-only", opt->state_only,
+                "touch only what this state directory's records and temporaries name: leave "
+                "resource groups no record names (another state directory's) alone");
   cmd->add_option("--grace-ms", opt->grace_ms, "TERM-to-KILL grace per group, in milliseconds")
       ->capture_default_str()
       ->check(CLI::Range(int64_t{0}, int64_t{60000}));

@@ -26,6 +26,10 @@ void add_receipt_report(CLI::App& receipt, int* exit_code);  // controller/cmd_r
 void register_key(CLI::App& app, int* exit_code);  // controller/cmd_key.cc
 void register_ledger(CLI::App& app, int* exit_code);  // controller/cmd_ledger.cc
 void register_rebuild(CLI::App& app, int* exit_code);  // controller/cmd_rebuild.cc
+// `index ingest|query|report` (controller/cmd_index*.cc).
+void register_index(CLI::App& app, int* exit_code);
+void add_index_query(CLI::App& index, int* exit_code);
+void add_index_report(CLI::App& index, int* exit_code);
 void register_runner(CLI::App& app, int* exit_code);  // remote/cmd_runner.cc
 // Hidden `__generate man|bash-completion`: walks `app` (the root, register it last) at run time.
 void register_generate(CLI::App& app, int* exit_code);

@@ -4,6 +4,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/file.h>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -23,39 +24,98 @@ bool image_dir_name(const std::string& name) {
          });
 }
 
-}  // namespace
+// The names under pins/ that pin_images.h makes: tree-<hex> and closure-<hex>.
+bool pin_dir_name(const std::string& name) {
+  for (const char* kind : {"tree-", "closure-"}) {
+    std::string k = kind;
+    if (name.rfind(k, 0) == 0) return image_dir_name(name.substr(k.size()));
+  }
+  return false;
+}
 
-std::vector<SweepStep> sweep_images(const StateDir& state) {
-  std::vector<SweepStep> steps;
-  if (!state.exists("images")) return steps;
-  auto dir = state.open("images", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (!dir) return {{"images/", "unreadable: " + dir.error().message(), true}};
+// pins/<key> locked exclusively (no run holds it), or why not.
+Result<UniqueFd> lock_unused_pin(const StateDir& state, const std::string& rel) {
+  auto fd = SEALRUN_TRY(state.open(rel, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) {
+    if (errno == EWOULDBLOCK) return Error::make(rel + " is in use by another run");
+    return Error::with_errno(errno, "lock " + rel);
+  }
+  return fd;
+}
+
+// The entries of `sub` (images/ or pins/), sorted, or the step saying why they cannot be read.
+Result<std::vector<std::string>> entries_of(const StateDir& state, const std::string& sub) {
+  auto dir = state.open(sub, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (!dir) return Error::make("unreadable: " + dir.error().message());
   std::vector<std::string> names;
   DIR* d = ::fdopendir(::dup(dir->get()));
-  if (d == nullptr) return {{"images/", "unreadable", true}};
+  if (d == nullptr) return Error::make("unreadable");
   while (dirent* e = ::readdir(d)) {
     std::string name = e->d_name;
     if (name != "." && name != "..") names.push_back(name);
   }
   ::closedir(d);
   std::sort(names.begin(), names.end());
-  for (const auto& name : names) {
-    std::string rel = "images/" + name;
-    if (!image_dir_name(name)) {
-      steps.push_back({rel, "not an unpacked image root: left alone", false});
+  return names;
+}
+
+// One kind of cached directory: where it lives, which names are its own, how a run holds one,
+// and what removing an unused one means.
+struct Cached {
+  std::string sub;  // "pins" or "images"
+  bool (*own_name)(const std::string&);
+  std::string stranger;  // the outcome for a name that is not its own
+  Result<UniqueFd> (*lock_unused)(const StateDir&, const std::string& name);
+  std::string removed;  // the outcome of a removal
+};
+
+Result<UniqueFd> lock_unused_image(const StateDir& state, const std::string& name) {
+  return lock_image_dir(state, name, true);
+}
+
+Result<UniqueFd> lock_unused_pin_by_name(const StateDir& state, const std::string& name) {
+  return lock_unused_pin(state, "pins/" + name);
+}
+
+// Each entry is removed while it is locked exclusively: a run that opened it before gets its
+// shared lock only afterwards, finds it unlinked and makes it again (pin_images.cc,
+// run_image_root.cc).
+void sweep_cached(const StateDir& state, const Cached& kind, std::vector<SweepStep>& steps) {
+  if (!state.exists(kind.sub)) return;
+  auto names = entries_of(state, kind.sub);
+  if (!names) {
+    steps.push_back({kind.sub + "/", names.error().message(), true});
+    return;
+  }
+  for (const auto& name : *names) {
+    std::string rel = kind.sub + "/" + name;
+    if (!kind.own_name(name)) {
+      steps.push_back({rel, kind.stranger, false});
       continue;
     }
-    auto lock = lock_image_dir(state, name, true);
+    auto lock = kind.lock_unused(state, name);
     if (!lock) {
       steps.push_back({rel, "kept: " + lock.error().message(), false});
       continue;
     }
     Status removed = state.remove_tree(rel);
-    steps.push_back({rel,
-                     removed ? "removed (unused; unpacked again from its archive when needed)"
-                             : "not removed: " + removed.error().message(),
-                     !removed.ok()});
+    steps.push_back(
+        {rel, removed ? kind.removed : "not removed: " + removed.error().message(), !removed.ok()});
   }
+}
+
+}  // namespace
+
+std::vector<SweepStep> sweep_images(const StateDir& state) {
+  std::vector<SweepStep> steps;
+  sweep_cached(state,
+               {"pins", pin_dir_name, "not a pin image: left alone", lock_unused_pin_by_name,
+                "removed (unused; built again from its verified tree when needed)"},
+               steps);
+  sweep_cached(state,
+               {"images", image_dir_name, "not an unpacked image root: left alone",
+                lock_unused_image, "removed (unused; unpacked again from its archive when needed)"},
+               steps);
   return steps;
 }
 

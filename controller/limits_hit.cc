@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // limits_hit(), record_limits_hit(): see limits_hit.h.
 #include "controller/limits_hit.h"
 

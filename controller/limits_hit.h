@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Which of the run's limits the job reached, for the receipt's `limits_hit`: the figures come from
 // where each limit is enforced — the resource group's counters (pids.events "max": forks refused at
 // pids.max; memory failcnt / memory.events "max" and OOM kills), the growth census (a guard that

@@ -10,6 +10,7 @@
 #include <system_error>
 
 #include "controller/display_text.h"
+#include "controller/run_progress.h"
 #include "core/syscall.h"
 
 namespace sealrun::run {
@@ -103,6 +104,7 @@ Status LiveOutput::add_stream(int dirfd, const std::string& name) {
 }
 
 Status LiveOutput::start() {
+  started_ms_ = last_shown_ms_ = now_ms();
   try {
     thread_ = std::thread([this] { loop(); });
   } catch (const std::system_error& e) {
@@ -132,6 +134,7 @@ void LiveOutput::stop() {
 void LiveOutput::loop() {
   for (;;) {
     drain();
+    heartbeat();
     std::unique_lock<std::mutex> lock(mu_);
     if (stopping_) break;
     wake_.wait_for(lock, std::chrono::milliseconds(config_.interval_ms),
@@ -198,8 +201,24 @@ bool LiveOutput::read_chunk(Stream& s) {
 
 void LiveOutput::show(const std::string& text) {
   if (text.empty() || exhausted_) return;
+  last_shown_ms_ = now_ms();
   // A stderr that cannot be written (closed, full disk) ends the live output, never the run.
-  if (!write_all(config_.out_fd, text, "stderr")) exhausted_ = true;
+  if (!write_all(config_.out_fd, text, "stderr")) exhausted_ = out_failed_ = true;
+}
+
+int64_t LiveOutput::now_ms() const { return config_.clock ? config_.clock() : monotonic_ms(); }
+
+void LiveOutput::heartbeat() {
+  // Also once the bound was reached: the job may run on long after its last line shown.
+  if (config_.heartbeat_ms <= 0 || out_failed_) return;
+  const int64_t now = now_ms();
+  if (now - last_shown_ms_ < config_.heartbeat_ms) return;
+  last_shown_ms_ = now;
+  if (!write_all(
+          config_.out_fd,
+          fmt::format("{} running {}\n", config_.heartbeat_what, elapsed_text(now - started_ms_)),
+          "stderr"))
+    out_failed_ = exhausted_ = true;
 }
 
 }  // namespace sealrun::run

@@ -17,6 +17,7 @@
 
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -53,6 +54,11 @@ struct LiveOutputConfig {
   size_t max_line_bytes = 4096;
   int64_t interval_ms = 100;
   std::string kept_where;  // named by the notice once max_bytes is reached
+  // Without a terminal (issue 29): when nothing was shown for this long, one line says the job
+  // still runs and for how long ("job running 35 s"), so a CI log never goes silent. 0: never.
+  int64_t heartbeat_ms = 0;
+  std::string heartbeat_what = "job";
+  std::function<int64_t()> clock;  // a test seam; empty: the monotonic clock
 };
 
 class LiveOutput {
@@ -85,11 +91,17 @@ class LiveOutput {
   // Reads at most one chunk of `s`; false when it had nothing new.
   bool read_chunk(Stream& s);
   void show(const std::string& text);
+  // The heartbeat line when one is due (LiveOutputConfig::heartbeat_ms).
+  void heartbeat();
+  int64_t now_ms() const;
 
   LiveOutputConfig config_;
   std::vector<std::unique_ptr<Stream>> streams_;
   uint64_t shown_ = 0;      // the job's bytes consumed so far, all streams
   bool exhausted_ = false;  // the bound was reached (or stderr failed): nothing more is shown
+  bool out_failed_ = false;    // stderr could not be written: not even a heartbeat
+  int64_t started_ms_ = 0;     // start()
+  int64_t last_shown_ms_ = 0;  // the last line written, the job's or a heartbeat
   std::thread thread_;
   std::mutex mu_;
   std::condition_variable wake_;

@@ -15,6 +15,7 @@
 #include "controller/exit_codes.h"
 #include "controller/json_failure.h"
 #include "controller/output.h"
+#include "core/stage_trace.h"
 #include "core/version.h"
 
 namespace {
@@ -32,6 +33,7 @@ int run_cli(CLI::App& app, int argc, char** argv) {
   sealrun::cli::register_key(app, &exit_code);
   sealrun::cli::register_ledger(app, &exit_code);
   sealrun::cli::register_rebuild(app, &exit_code);
+  sealrun::cli::register_index(app, &exit_code);
   sealrun::cli::register_runner(app, &exit_code);
   sealrun::cli::register_generate(app, &exit_code);  // hidden; walks the commands above
   sealrun::cli::load_crypto_before_commands(app);
@@ -62,6 +64,7 @@ bool is_run_command(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  sealrun::trace::mark("main");  // SEALRUN_TRACE_STAGES (core/stage_trace.h)
   // A closed pipe on stdout (`sealrun ... | head`) should give a write error, not kill us.
   ::signal(SIGPIPE, SIG_IGN);
   // Asked for JSON: stdout carries one JSON document on every path (json_failure.h).

@@ -55,7 +55,9 @@ std::string option_entry(const CliOption& o) {
   std::vector<std::string> notes;
   if (o.required) notes.emplace_back("required");
   if (o.repeatable) notes.emplace_back("repeatable");
-  if (!o.choices.empty()) notes.push_back("one of: " + join_words(o.choices, ", "));
+  if (!o.choices.empty())
+    notes.push_back((o.choice_list ? "comma-separated, of: " : "one of: ") +
+                    join_words(o.choices, ", "));
   if (!o.default_value.empty()) notes.push_back("default: " + o.default_value);
   std::string body = o.description;
   if (!notes.empty()) body += (body.empty() ? "(" : " (") + join_words(notes, "; ") + ")";

@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "containment/pin_mount.h"
 #include "core/bounded_file.h"
@@ -71,6 +72,25 @@ Result<UniqueFd> lock_dir(const StateDir& state, const std::string& rel, bool ex
     return Error::with_errno(errno, "lock " + rel);
   }
   return fd;
+}
+
+// pins/<key> held shared, or nullopt when `sweep --images` removed it meanwhile (it removes a pin
+// only while it holds it exclusively, so one opened before the removal is found unlinked once the
+// shared lock is granted): the caller then builds it again.
+Result<std::optional<UniqueFd>> lock_held_or_gone(const StateDir& state, const std::string& rel) {
+  auto fd = state.open(rel, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (!fd) {
+    if (!state.exists(rel)) return std::optional<UniqueFd>();
+    return std::move(fd).error();
+  }
+  // Blocking: an exclusive holder is a sweep removing it or a run replacing a changed image, each
+  // a moment's work.
+  if (retry_eintr([&] { return ::flock(fd->get(), LOCK_SH); }) != 0)
+    return Error::from_errno("lock " + rel);
+  struct stat st {};
+  if (::fstat(fd->get(), &st) != 0) return Error::from_errno("stat " + rel);
+  if (st.st_nlink == 0) return std::optional<UniqueFd>();
+  return std::optional<UniqueFd>(std::move(*fd));
 }
 
 // pins/<key>/image.erofs opened read-only and proven to be the image recorded: its identity as
@@ -154,18 +174,20 @@ Result<PinImage> obtain(const PinImageRequest& req, const std::string& key, cons
   std::string rel = "pins/" + key;
   std::string replaced;
   if (state.exists(rel)) {
-    auto lock = SEALRUN_TRY(lock_dir(state, rel, false));
-    auto found = open_cached(req, key);
-    if (found) {
-      found->lock = std::move(lock);
-      return found;
+    auto lock = SEALRUN_TRY(lock_held_or_gone(state, rel));
+    if (lock) {
+      auto found = open_cached(req, key);
+      if (found) {
+        found->lock = std::move(*lock);
+        return found;
+      }
+      replaced = found.error().message();
+      // Never used: removed and built again, only when no other run holds it.
+      if (::flock(lock->get(), LOCK_EX | LOCK_NB) != 0)
+        return Error::make(
+            fmt::format("{} must be built again ({}) but is in use by another run", rel, replaced));
+      SEALRUN_TRY_CTX(state.remove_tree(rel), "remove the failed " + rel);
     }
-    replaced = found.error().message();
-    // Never used: removed and built again, only when no other run holds it.
-    if (::flock(lock.get(), LOCK_EX | LOCK_NB) != 0)
-      return Error::make(
-          fmt::format("{} must be built again ({}) but is in use by another run", rel, replaced));
-    SEALRUN_TRY_CTX(state.remove_tree(rel), "remove the failed " + rel);
   }
   int64_t start = monotonic_ms();
   SEALRUN_TRY(build_into_cache(req, key, build));

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // --explain: see rebuild_explain.h. The outputs are the job's: each is opened below its run's
 // out/ with openat2 (no link, no escape), and diffoscope, itself a large parser of hostile
-// formats, runs as the unprivileged job user on those descriptors, never as root on paths.
+// formats, runs on copies of what those descriptors hold, in a sandbox of its own
+// (explain_sandbox.h), never on the host.
 #include "controller/rebuild_explain.h"
 
 #include <fcntl.h>
@@ -9,11 +10,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <optional>
+#include <cstdlib>
 
 #include "controller/display_text.h"
+#include "controller/explain_sandbox.h"
 #include "core/beneath.h"
-#include "core/job_user.h"
 #include "core/process.h"
 #include "core/syscall.h"
 #include "core/temp_dir.h"
@@ -56,72 +57,17 @@ uint64_t size_of(int fd) {
   return end < 0 ? 0 : static_cast<uint64_t>(end);
 }
 
-// A copy of what `fd` holds at `path` (made 0644, owned by `user` when dropping to it).
-Status copy_out(int fd, const std::string& path, const std::optional<JobUser>& user) {
-  auto out = SEALRUN_TRY(open_at(AT_FDCWD, path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0644));
-  char buf[65536];
-  for (off_t at = 0;;) {
-    ssize_t n = ::pread(fd, buf, sizeof buf, at);
-    if (n < 0) return Error::from_errno("read an output to explain");
-    if (n == 0) break;
-    if (::write(out.get(), buf, static_cast<size_t>(n)) != n)
-      return Error::from_errno("copy " + path);
-    at += n;
-  }
-  if (user && ::fchown(out.get(), user->uid, user->gid) != 0) return Error::from_errno(path);
-  return ok_status();
-}
-
-// diffoscope's text report of the pair, as the job user, bounded in time and size. It reads
-// copies in a fresh directory of its own under /tmp (named like the output, since diffoscope
-// tells formats apart partly by name): a path through /dev/fd would show it a symlink.
-Result<std::string> diffoscope_report(const std::string& program, int fa, int fb,
-                                      const std::string& name) {
-  std::optional<JobUser> user;
-  if (::geteuid() == 0) user = SEALRUN_TRY(lookup_job_user(kDefaultJobUser));
-  char templ[] = "/tmp/sealrun-explain-XXXXXX";
-  if (::mkdtemp(templ) == nullptr) return Error::from_errno("make a directory for diffoscope");
-  std::string dir = templ;
-  struct Remove {
-    std::string path;
-    ~Remove() { remove_tree_forcibly(path); }
-  } remove{dir};
-  size_t slash = name.rfind('/');
-  std::string base = slash == std::string::npos ? name : name.substr(slash + 1);
-  for (const char* side : {"/a", "/b"}) {
-    if (::mkdir((dir + side).c_str(), 0755) != 0) return Error::from_errno("mkdir " + dir + side);
-    if (user && ::chown((dir + side).c_str(), user->uid, user->gid) != 0)
-      return Error::from_errno(dir + side);
-  }
-  SEALRUN_TRY(copy_out(fa, dir + "/a/" + base, user));
-  SEALRUN_TRY(copy_out(fb, dir + "/b/" + base, user));
-  if (user && ::chown(dir.c_str(), user->uid, user->gid) != 0) return Error::from_errno(dir);
-  SpawnOptions o;
-  o.argv = {program,     "--no-progress",     "--text",
-            "-",         "--max-report-size", std::to_string(kExplainReportBytes),
-            "a/" + base, "b/" + base};
-  o.env = std::vector<std::string>{"PATH=/usr/bin:/bin", "LC_ALL=C.UTF-8", "HOME=/nonexistent"};
-  o.cwd = dir;
-  o.new_session = true;
-  o.die_with_parent = true;
-  if (user) {
-    o.uid = user->uid;
-    o.gid = user->gid;
-  }
-  auto c = SEALRUN_TRY(run_capture(o, kExplainTimeoutMs, kExplainReportBytes));
-  // diffoscope exits 1 when the files differ: that is its report, not a failure.
-  if (c.status.code != 0 && c.status.code != 1)
-    return Error::make(
-        fmt::format("diffoscope {}: {}", c.status.describe(), display::escape_cut(c.err, 400)));
-  return c.out;
-}
-
 }  // namespace
 
 json explain_changes(const std::vector<receipt::OutputChange>& changes,
-                     const std::string& original_root, const std::string& rebuilt_root) {
+                     const std::string& original_root, const std::string& rebuilt_root,
+                     const MechanismContext& context) {
   json out = json::array();
-  auto diffoscope = find_program("diffoscope");
+  // The suite's stand-in for diffoscope (a script that tries to get out of the sandbox).
+  const char* stand_in = ::getenv("SEALRUN_TEST_DIFFOSCOPE");
+  auto diffoscope = stand_in != nullptr && *stand_in != '\0'
+                        ? Result<std::string>(std::string(stand_in))
+                        : find_program("diffoscope");
   auto a_out = open_at(AT_FDCWD, original_root + "/out", O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
   auto b_out = open_at(AT_FDCWD, rebuilt_root + "/out", O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
   auto rebuilt_dir = open_at(AT_FDCWD, rebuilt_root, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
@@ -155,7 +101,9 @@ json explain_changes(const std::vector<receipt::OutputChange>& changes,
     e["b_size"] = size_of(fb->get());
     e.update(first_difference(fa->get(), fb->get()));
     if (diffoscope) {
-      auto report = diffoscope_report(*diffoscope, fa->get(), fb->get(), c.name);
+      auto report = contained_diffoscope(
+          context, *diffoscope, fa->get(), fb->get(), c.name,
+          SandboxLimits{2ULL << 30, 256, kExplainTimeoutMs, kExplainReportBytes});
       if (report) {
         e["how"] = "diffoscope";
         e["report"] = *report;  // bounded by run_capture; printed escaped (explain_text)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // copy_result_tree(): see result_copy.h.
 #include "controller/result_copy.h"
 
@@ -51,7 +52,7 @@ class Copier {
     buffer_.resize(kBufferBytes);
   }
 
-  Status run(int from_root, int to_root, size_t max_depth) {
+  Status run(int from_root, int to_root, size_t max_depth, size_t max_entries) {
     UniqueFd from(::fcntl(from_root, F_DUPFD_CLOEXEC, 0));
     UniqueFd to(::fcntl(to_root, F_DUPFD_CLOEXEC, 0));
     if (!from || !to) return Error::from_errno("copy the outputs: dup");
@@ -66,6 +67,12 @@ class Copier {
         if (shown.size() > 512) shown = "…" + shown.substr(shown.size() - 500);
         if (stop_)
           if (auto why = stop_()) return Error::make("copy the outputs: interrupted: " + *why);
+        if (stats_->entries >= max_entries) {
+          // Enough to show the walk there are too many; the directories entered keep the
+          // job's modes unset (ours, 0700), which is fine for a tree that is refused.
+          stats_->cut_short = true;
+          return ok_status();
+        }
         struct stat st {};
         if (::fstatat(from.get(), name, &st, AT_SYMLINK_NOFOLLOW) != 0)
           return Error::from_errno("copy the outputs: stat " + shown);
@@ -251,10 +258,10 @@ class Copier {
 }  // namespace
 
 Status copy_result_tree(int from_dirfd, int to_dirfd, const StopCheck& stop, CopyStats* stats,
-                        size_t max_depth) {
+                        size_t max_depth, size_t max_entries) {
   CopyStats local;
   Copier copier(stop, stats ? stats : &local);
-  return copier.run(from_dirfd, to_dirfd, max_depth);
+  return copier.run(from_dirfd, to_dirfd, max_depth, max_entries);
 }
 
 }  // namespace sealrun::run

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Taking the outputs off the run's result space. Where /out is a file system of the run's own
 // (run_result_space.h), what the job left there is copied, after the job has ended, into
 // results/<id>/out (on the state directory's file system) before the output walk records it: the
@@ -23,13 +24,18 @@ namespace sealrun::run {
 
 struct CopyStats {
   uint64_t entries = 0;
-  uint64_t bytes = 0;  // data bytes copied (holes left out)
+  uint64_t bytes = 0;      // data bytes copied (holes left out)
+  bool cut_short = false;  // stopped after max_entries: the rest was never copied
 };
 
 // Copies everything in `from_dirfd` into `to_dirfd` (an empty directory of ours), and the root's
 // owner, mode and times onto it. Asks `stop` between files; an interruption is an error naming
-// why. `max_depth` bounds the directories' nesting.
+// why. `max_depth` bounds the directories' nesting. After `max_entries` entries the copy stops
+// (cut_short): by default one past what the output walk records, so the walk that follows still
+// refuses the tree ("more than N entries") without the controller copying a job's flood of files
+// first — 100,000 empty files took over a minute to copy on a busy machine, for nothing.
 Status copy_result_tree(int from_dirfd, int to_dirfd, const StopCheck& stop, CopyStats* stats,
-                        size_t max_depth = kMaxOutputPathBytes / 2);
+                        size_t max_depth = kMaxOutputPathBytes / 2,
+                        size_t max_entries = kMaxOutputEntries + 1);
 
 }  // namespace sealrun::run

@@ -132,6 +132,9 @@ struct RunContext {
   // The pin images the job's view is served from and their STATE/pins/<key> locks
   // (run_pin_images.h): held until the job is gone.
   std::vector<UniqueFd> pin_holds;
+  // `rebuild --vary fileordering`: the source's reordered copy (run_fileordering.h), removed with
+  // the run.
+  std::shared_ptr<void> reordered_source;
   bool owned_claimed = false;
   std::optional<ownedfs::OwnedFs> owned_fs;  // mounted over the owned root (run_owned_space.h)
   std::optional<ownedfs::OwnedFs> result_fs;  // the job's /out (run_result_space.h)

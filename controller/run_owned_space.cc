@@ -10,9 +10,8 @@
 namespace sealrun::run {
 
 uint64_t owned_max_inodes(const admission::Limits& limits) {
-  return limits.owned_max_inodes != 0
-             ? limits.owned_max_inodes
-             : ownedfs::default_owned_max_inodes(limits.owned_max_bytes);
+  return limits.owned_max_inodes != 0 ? limits.owned_max_inodes
+                                      : ownedfs::default_owned_max_inodes(limits.owned_max_bytes);
 }
 
 void make_owned_space(RunContext& run) {
@@ -25,8 +24,8 @@ void make_owned_space(RunContext& run) {
   } else {
     host.why = "not probed (this controller was built without the owned file system)";
   }
-  std::string why = host.available ? ownedfs::unfit_shape(space.size_bytes, space.inodes)
-                                   : host.why;
+  std::string why =
+      host.available ? ownedfs::unfit_shape(space.size_bytes, space.inodes) : host.why;
   if (why.empty()) {
     ownedfs::OwnedFsSpec spec;
     spec.state_dir = run.layout.state_dir;
@@ -58,12 +57,18 @@ void make_owned_space(RunContext& run) {
 
 void remove_owned_space(RunContext& run) {
   if (!run.owned_fs) return;
+  record_owned_space_removal(run, ownedfs::remove_owned_fs(*run.owned_fs));
+}
+
+void record_owned_space_removal(RunContext& run, const std::vector<ownedfs::Step>& steps) {
+  if (!run.owned_fs) return;
   bool left = false;
-  for (const auto& step : ownedfs::remove_owned_fs(*run.owned_fs)) {
+  for (const auto& step : steps) {
     left |= step.left;
-    run.cleanup_action("remove the owned file system",
-                       step.left ? Status(Error::make(step.what + ": " + step.outcome)) : ok_status(),
-                       step.what + ": " + step.outcome);
+    run.cleanup_action(
+        "remove the owned file system",
+        step.left ? Status(Error::make(step.what + ": " + step.outcome)) : ok_status(),
+        step.what + ": " + step.outcome);
   }
   if (!left) run.owned_fs.reset();
 }

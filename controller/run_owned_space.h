@@ -25,5 +25,7 @@ void make_owned_space(RunContext& run);
 // At cleanup, before the owned root is removed: unmounts and removes the file system, each step
 // a cleanup action.
 void remove_owned_space(RunContext& run);
+// The same, its steps already taken (ownedfs::remove_owned_fs of run.owned_fs): only recorded.
+void record_owned_space_removal(RunContext& run, const std::vector<ownedfs::Step>& steps);
 
 }  // namespace sealrun::run

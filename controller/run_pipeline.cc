@@ -4,10 +4,12 @@
 #include "controller/run_pipeline.h"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
 
+#include "containment/ownedfs/private_ns.h"
 #include "controller/exit_codes.h"
 #include "controller/receipt_signing.h"
 #include "controller/run_dirs.h"
@@ -15,6 +17,7 @@
 #include "controller/slurm_context.h"
 #include "core/atomic_write.h"
 #include "core/run_id.h"
+#include "core/stage_trace.h"
 #include "core/syscall.h"
 #include "core/version.h"
 
@@ -68,9 +71,12 @@ RunOutcome write_receipt(RunContext& run) {
     }
     path = *refusal;
   }
+  trace::mark("receipt.render");
   std::string bytes = receipt::render_receipt(r, run.receipt_max_bytes);
+  trace::mark("receipt.write");
   if (auto st = run.state->write_atomic(path, bytes, 0644); st) {
     o.receipt_path = path;
+    trace::mark("receipt.record");
     auto recorded = receipt::sign_and_record(*run.state, path, bytes,
                                              run.signing_key ? &*run.signing_key : nullptr,
                                              run.req.id, r.state);
@@ -144,18 +150,35 @@ RunOutcome run_pipeline(const RunRequest& request, const PipelineDeps& deps) {
   const SealrunVersion version = sealrun_version();
   run.receipt.sealrun_version = {
       {"version", version.version}, {"commit", version.commit}, {"dirty", version.dirty}};
+  // Before any thread exists: the run's owned file systems are mounted in a mount namespace of
+  // this controller's own, where no other run's namespace can copy them (private_ns.h).
+  if (::geteuid() == 0)
+    if (auto st = ownedfs::enter_private_mount_namespace(); !st)
+      run.warn("the owned file systems are mounted in the host's mount namespace, where other runs "
+               "can hold copies of them: " + st.error().message());
   // Before any thread exists: block the stop signals and watch them on a thread of our own. The
   // outer deadline is provisional until the admission's outer_s is known.
   run.watch.emplace(run.stop, run.started_ms + 1800 * 1000);
 
   using Stage = StageStatus (*)(RunContext&);
-  constexpr Stage kStages[] = {
-      stage_check_request,     stage_read_admission, stage_verify_pins,
-      stage_claim_owned_roots, stage_acquire_grant,  stage_create_group,
-      stage_prepare_census,    stage_run_job,        stage_post_run,
+  struct Named {
+    Stage stage;
+    const char* name;  // the stage trace's label (core/stage_trace.h)
   };
-  for (Stage stage : kStages) {
-    StageStatus st = stage(run);
+  constexpr Named kStages[] = {
+      {stage_check_request, "stage.check_request"},
+      {stage_read_admission, "stage.read_admission"},
+      {stage_verify_pins, "stage.verify_pins"},
+      {stage_claim_owned_roots, "stage.claim_owned_roots"},
+      {stage_acquire_grant, "stage.acquire_grant"},
+      {stage_create_group, "stage.create_group"},
+      {stage_prepare_census, "stage.prepare_census"},
+      {stage_run_job, "stage.run_job"},
+      {stage_post_run, "stage.post_run"},
+  };
+  for (const Named& named : kStages) {
+    trace::mark(named.name);
+    StageStatus st = named.stage(run);
     if (!st.ok()) {
       run.record_failure(st.failure());
       break;
@@ -166,9 +189,13 @@ RunOutcome run_pipeline(const RunRequest& request, const PipelineDeps& deps) {
       break;
     }
   }
+  trace::mark("stage.cleanup");
   stage_cleanup(run);
+  trace::mark("stage.receipt");
   RunOutcome outcome = write_receipt(run);
+  trace::mark("stage.watch_stop");
   run.watch.reset();
+  trace::mark("pipeline.end");
   return outcome;
 }
 

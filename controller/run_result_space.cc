@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // make_result_space(), take_result_space(), remove_result_space(), sweep_result_space(): see
 // run_result_space.h.
 #include "controller/run_result_space.h"
@@ -9,6 +10,7 @@
 #include "containment/ownedfs/ownedfs.h"
 #include "controller/exit_codes.h"
 #include "controller/result_copy.h"
+#include "controller/run_owned_space.h"
 
 namespace sealrun::run {
 
@@ -55,40 +57,60 @@ std::string fill_with_source(RunContext& run) {
 
 }  // namespace
 
-Status make_result_space(RunContext& run) {
+PendingResultSpace begin_result_space(RunContext& run) {
+  const auto& limits = run.doc().limits;
+  PendingResultSpace pending;
+  ownedfs::Availability host;
+  if (run.deps.probe_owned_fs) host = run.deps.probe_owned_fs();
+  if (!host.available) {
+    pending.why_not = "no file system of its own for the owned space either: " +
+                      (host.why.empty() ? std::string("not probed") : host.why);
+    return pending;
+  }
+  pending.why_not = ownedfs::unfit_shape(limits.result_max_bytes, result_max_inodes(limits));
+  const std::string mount_point = result_mount_point(run.layout, run.req.id);
+  if (pending.why_not.empty()) {
+    if (auto st = run.state->make_dir(mount_point, 0711); !st)
+      pending.why_not = "its mount point could not be made: " + st.error().message();
+  }
+  if (!pending.why_not.empty()) return pending;
+  ownedfs::OwnedFsSpec spec;
+  spec.state_dir = run.layout.state_dir;
+  spec.id = ownedfs::result_fs_id(run.req.id);
+  spec.mount_point = mount_point;
+  spec.size_bytes = limits.result_max_bytes;
+  spec.inodes = result_max_inodes(limits);
+  // Like results/<id>/out it stands for: the job's, 0700 — the run's own uid and gid where it
+  // has them (run_handover.h), else the job user's.
+  spec.owner_uid = run.job_ids         ? run.job_ids->uid
+                   : run.job_user.drop ? run.job_user.uid
+                                       : ::geteuid();
+  spec.owner_gid = run.job_ids         ? run.job_ids->gid
+                   : run.job_user.drop ? run.job_user.gid
+                                       : ::getegid();
+  spec.root_mode = 0700;
+  spec.job_dir = kJobDir;
+  // The spec is the thread's own copy; it touches nothing of the run.
+  pending.made = std::async(std::launch::async,
+                            [spec = std::move(spec)] { return ownedfs::create_owned_fs(spec); });
+  return pending;
+}
+
+Status make_result_space(RunContext& run, PendingResultSpace pending) {
   const auto& limits = run.doc().limits;
   receipt::OwnedSpaceRecord space{"directory", limits.result_max_bytes, result_max_inodes(limits),
                                   "", ""};
-  std::string why;
-  if (!run.owned_fs)
-    why = "no file system of its own for the owned space either: " +
-          (run.receipt.owned_space ? run.receipt.owned_space->why_not : std::string("not made"));
-  else
-    why = ownedfs::unfit_shape(space.size_bytes, space.inodes);
+  std::string why = pending.why_not;
   const std::string mount_point = result_mount_point(run.layout, run.req.id);
-  if (why.empty()) {
-    if (auto st = run.state->make_dir(mount_point, 0711); !st)
-      why = "its mount point could not be made: " + st.error().message();
-  }
-  if (why.empty()) {
-    ownedfs::OwnedFsSpec spec;
-    spec.state_dir = run.layout.state_dir;
-    spec.id = ownedfs::result_fs_id(run.req.id);
-    spec.mount_point = mount_point;
-    spec.size_bytes = space.size_bytes;
-    spec.inodes = space.inodes;
-    // Like results/<id>/out it stands for: the job's, 0700 — the run's own uid and gid where it
-    // has them (run_handover.h), else the job user's.
-    spec.owner_uid = run.job_ids         ? run.job_ids->uid
-                     : run.job_user.drop ? run.job_user.uid
-                                         : ::geteuid();
-    spec.owner_gid = run.job_ids         ? run.job_ids->gid
-                     : run.job_user.drop ? run.job_user.gid
-                                         : ::getegid();
-    spec.root_mode = 0700;
-    spec.job_dir = kJobDir;
-    auto fs = ownedfs::create_owned_fs(spec);
-    if (fs) {
+  if (pending.made.valid()) {
+    auto fs = pending.made.get();
+    if (fs && !run.owned_fs) {
+      // Both file systems or neither: without the owned one, /out stays a directory as before.
+      run.result_fs = std::move(*fs);
+      remove_result_space(run);
+      why = "no file system of its own for the owned space either: " +
+            (run.receipt.owned_space ? run.receipt.owned_space->why_not : std::string("not made"));
+    } else if (fs) {
       space.kind = "filesystem";
       space.size_bytes = fs->size_bytes;
       space.inodes = fs->inodes;
@@ -159,13 +181,14 @@ bool take_result_space(RunContext& run, const StopCheck& stop) {
   return true;
 }
 
-void remove_result_space(RunContext& run) {
-  if (!run.result_fs) return;
+namespace {
+
+void record_result_space_removal(RunContext& run, const std::vector<ownedfs::Step>& steps) {
   // One cleanup entry for the whole teardown (unmount, loop device, image, record, mount point):
   // its detail lists each step, and it fails naming the steps that left something.
   bool left = false;
   std::string detail, failed;
-  for (const auto& step : ownedfs::remove_owned_fs(*run.result_fs)) {
+  for (const auto& step : steps) {
     left |= step.left;
     std::string line = step.what + ": " + step.outcome;
     detail += (detail.empty() ? "" : "; ") + line;
@@ -175,6 +198,24 @@ void remove_result_space(RunContext& run) {
       "remove /out's file system",
       left ? Status(Error::make(failed + " (all steps: " + detail + ")")) : ok_status(), detail);
   if (!left) run.result_fs.reset();
+}
+
+}  // namespace
+
+void remove_result_space(RunContext& run) {
+  if (!run.result_fs) return;
+  record_result_space_removal(run, ownedfs::remove_owned_fs(*run.result_fs));
+}
+
+void remove_result_and_owned_space(RunContext& run) {
+  std::future<std::vector<ownedfs::Step>> result_steps;
+  if (run.result_fs)
+    result_steps = std::async(std::launch::async,
+                              [fs = *run.result_fs] { return ownedfs::remove_owned_fs(fs); });
+  std::vector<ownedfs::Step> owned_steps;
+  if (run.owned_fs) owned_steps = ownedfs::remove_owned_fs(*run.owned_fs);
+  if (result_steps.valid()) record_result_space_removal(run, result_steps.get());
+  record_owned_space_removal(run, owned_steps);
 }
 
 std::vector<SweepStep> sweep_result_space(const StateDir& state, const std::string& id) {

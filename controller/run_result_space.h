@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The run's result space (docs/growth.md): where the host can make the owned space a file system of
 // its own, /out is one too — a second ext4 image on a loop device, sized to limits.result_max_bytes
 // with limits.result_max_inodes inodes, mounted (nosuid, nodev) at STATE/owned/<id>+out and bound
@@ -20,6 +21,7 @@
 #pragma once
 
 #include <cstdint>
+#include <future>
 
 #include "admission/document.h"
 #include "census/census_thread.h"
@@ -33,12 +35,25 @@ namespace sealrun::run {
 // limits.result_max_inodes, or its default for limits.result_max_bytes when not given.
 uint64_t result_max_inodes(const admission::Limits& limits);
 
-// After make_owned_space() (whose file system proves the host can) and before the view is planned:
-// makes and mounts the result space, and records `result_space` either way. For outputs taken from
-// a writable source, the verified source copy is copied onto it, and it is the job's /src (where
-// the copy does not fit, the result space is removed and the census guards the copy as before).
-// An error only when such a part-filled result space could not be removed.
-Status make_result_space(RunContext& run);
+// The result space's file system being made on a thread of its own (begin_result_space), while
+// the owned one is made on the pipeline's: the two are independent, and their waits (the loop
+// device's flush of the image, the mount's first reads, mkfs) overlap (bench/README.md).
+struct PendingResultSpace {
+  std::string why_not;  // set when it was not begun (the reason, for the receipt)
+  std::future<Result<ownedfs::OwnedFs>> made;
+};
+
+// Before make_owned_space(): makes the result space's mount point and begins its file system when
+// the host can make one (PipelineDeps::probe_owned_fs) and the limits fit.
+PendingResultSpace begin_result_space(RunContext& run);
+
+// After make_owned_space() and before the view is planned: finishes the result space begun (one
+// made while the owned space could not be is removed again: both are file systems or neither),
+// and records `result_space` either way. For outputs taken from a writable source, the verified
+// source copy is copied onto it, and it is the job's /src (where the copy does not fit, the result
+// space is removed and the census guards the copy as before). An error only when such a
+// part-filled result space could not be removed.
+Status make_result_space(RunContext& run, PendingResultSpace pending);
 
 // The run's layout with job_output_dir where the job's /out really is (or, for outputs taken from
 // the source, job_source_dir where its writable /src is): what the view is planned from and what
@@ -58,6 +73,11 @@ bool take_result_space(RunContext& run, const StopCheck& stop);
 
 // At cleanup: unmounts and removes the result space (each step a cleanup action).
 void remove_result_space(RunContext& run);
+
+// At cleanup: removes the result space and the owned space at once (the result space's on a
+// thread of its own), recorded in that order as remove_result_space() and remove_owned_space()
+// would.
+void remove_result_and_owned_space(RunContext& run);
 
 // For `sealrun sweep`, a run whose controller is dead: its result space torn down (what it held
 // is gone with it: a killed run's outputs never reached results/<id>/out) and its mount point

@@ -103,8 +103,8 @@ StageStatus stage_verify_pins(RunContext& run) {
   }
   options.digest_cache_state_dir = run.layout.state_dir;
   options.rehash = run.req.rehash;
-  // One line per pinned tree while it is verified (quiet unless stderr is a terminal): files and
-  // bytes, by stat or hashed, rate and ETA; a tree's line is erased when the next one starts.
+  // One line per pinned tree while it is verified (run_progress.h: redrawn on a terminal, plain
+  // lines every 5 s elsewhere, none with --quiet): files and bytes, by stat or hashed, rate, ETA.
   options.tree_progress = per_tree_progress();
   options.on_pin_cache = run.pin_cache_recorder();
   options.on_host_file = [&run](const std::string& path, const admission::FileIdentity& id) {

@@ -12,6 +12,7 @@
 #include "controller/run_owned_space.h"
 #include "controller/run_result_space.h"
 #include "controller/run_stages.h"
+#include "core/stage_trace.h"
 
 namespace sealrun::run {
 
@@ -107,12 +108,16 @@ void clean_mechanism(RunContext& run) {
 void stage_cleanup(RunContext& run) {
   run.stop.disarm();
   stop_census(run);
+  trace::mark("cleanup.stop_job_and_group");
   stop_job_and_group(run);
+  trace::mark("cleanup.mechanism");
   clean_mechanism(run);
   record_limits_hit(run);
-  remove_result_space(run);
-  remove_owned_space(run);
+  trace::mark("cleanup.result_and_owned_space");
+  remove_result_and_owned_space(run);  // at once (run_result_space.h)
+  trace::mark("cleanup.hand_over");
   hand_over_outputs(run);
+  trace::mark("cleanup.roots_and_temps");
   if (run.owned_claimed && !run.owned_fs)
     run.cleanup_action("remove the owned root",
                        remove_owned_root(*run.state, run.layout, run.req.id),
@@ -126,6 +131,7 @@ void stage_cleanup(RunContext& run) {
   bool all_ok = true;
   for (const auto& c : run.receipt.cleanup) all_ok = all_ok && c.ok;
   bool confirmed = run.job == nullptr || run.receipt.stop_confirmed;
+  trace::mark("cleanup.journal");
   if (run.journal.recorded()) {
     if (all_ok && confirmed) {
       // The run's own uid goes back first: a record left by a failed release keeps it for sweep.

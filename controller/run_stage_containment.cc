@@ -9,13 +9,17 @@
 #include "controller/exit_codes.h"
 #include "controller/receipt_admission.h"
 #include "controller/run_dirs.h"
+#include "controller/run_fileordering.h"
 #include "controller/run_handover.h"
 #include "controller/run_image_root.h"
 #include "controller/run_owned_space.h"
 #include "controller/run_pin_images.h"
 #include "controller/run_result_space.h"
 #include "controller/run_stages.h"
+#include "controller/slurm_context.h"
+#include "controller/view_exec_check.h"
 #include "core/proc.h"
+#include "core/stage_trace.h"
 #include "core/syscall.h"
 
 namespace sealrun::run {
@@ -25,8 +29,14 @@ namespace {
 // What a person refused for want of containment can do about it: most refusals of a run started
 // without root come from what only root may set up (cgroups, the job user), and report-only mode
 // runs anyway with the shortfall recorded.
-std::string ways_out(const RunContext& run) {
+// Under Slurm, when process_count is what is missing, the SPANK plugin that gives it
+// (slurm_context.h).
+std::string ways_out(const RunContext& run, bool process_count_missing = false) {
   if (run.req.mode == GrantMode::kReportOnly) return "";
+  const std::string slurm =
+      slurm_spank_advice(environ_map(), process_count_missing, ::geteuid() == 0);
+  if (!slurm.empty())
+    return ". " + slurm + ". Else: pass --mode report-only to run with the shortfall recorded";
   std::string out = ". Ways out: ";
   if (::geteuid() != 0)
     out +=
@@ -62,6 +72,7 @@ StageStatus stage_claim_owned_roots(RunContext& run) {
   }
   first.created_at = utc_timestamp_now();
   // Record before create: without a record, `sweep` could not find what follows.
+  trace::mark("claim.journal_open");
   if (auto st = run.journal.open(*run.state, std::move(first)); !st) {
     (void)give_back_job_ids(run);  // nothing was given to them
     return stage_fail(kExitContainmentUnavailable,
@@ -71,9 +82,12 @@ StageStatus stage_claim_owned_roots(RunContext& run) {
   if (auto st = claim_run_dirs(*run.state, run.layout, run.req.id); !st)
     return stage_fail(kExitUsage, st.error().message());
   run.owned_claimed = true;
+  trace::mark("claim.owned_and_result_space");
+  PendingResultSpace result_space = begin_result_space(run);  // made meanwhile, on a thread
   make_owned_space(run);
-  if (auto st = make_result_space(run); !st)
+  if (auto st = make_result_space(run, std::move(result_space)); !st)
     return stage_fail(kExitContainmentUnavailable, st.error().message());
+  trace::mark("claim.job_dirs");
   if (auto st = prepare_job_dirs(*run.state, run.layout, *mine); !st)
     return stage_fail(kExitContainmentUnavailable,
                       "cannot prepare the job's directories: " + st.error().message());
@@ -111,6 +125,8 @@ StageStatus stage_acquire_grant(RunContext& run) {
                                             run.job_ids->podman_user, run.job_user.uid,
                                             run.job_user.gid};
   if (run.req.learning) add_learning_mounts(*run.req.learning, spec);
+  if (auto st = vary_file_order(run, spec); !st)  // rebuild --vary fileordering
+    return stage_fail(kExitContainmentUnavailable, st.error().message());
   // A merged-/usr host's /bin, /lib64, ... links, where the view has what they point to.
   add_compat_links(read_host_compat_links(), &spec);
   if (run.doc().env.find("PATH") == run.doc().env.end())
@@ -118,7 +134,9 @@ StageStatus stage_acquire_grant(RunContext& run) {
   auto grant = acquire_grant(spec, ranked, groups);
   if (!grant)
     return stage_fail(kExitContainmentUnavailable,
-                      "no containment grant: " + grant.error().message() + ways_out(run));
+                      "no containment grant: " + grant.error().message() +
+                          ways_out(run, spec.required.contains(Dimension::kProcessCount) &&
+                                            !groups.process_count));
   run.grant.emplace(std::move(*grant));
   for (const auto& m : run.mechanisms)
     if (m->name() == run.grant->mechanism) run.chosen = m.get();
@@ -158,6 +176,13 @@ StageStatus stage_acquire_grant(RunContext& run) {
   // What the job will see, from the same plan the mechanism's command line is built from.
   run.receipt.view = receipt::view_json(plan_view(g.spec, run.chosen->view_root()));
   receipt::annotate_source_view(&run.receipt.view, run.admitted->document());
+  // A command that cannot start in this view (its ELF interpreter absent) is refused before it
+  // runs, naming what is missing (view_exec_check.h). Podman's root is the image: not read here.
+  if (g.mechanism == "bwrap")
+    if (auto st = check_job_can_exec(plan_view(g.spec, ViewRoot::kEmptyTmpfs), g.spec.argv,
+                                     g.spec.env, g.spec.cwd);
+        !st)
+      return stage_fail(kExitAdmissionRefused, "admission refused: " + st.error().message());
   // Locators name what the mechanism will make that outlives a reboot (podman's storage): the
   // record of them is durable before they exist. Without any (bwrap: namespaces and mounts, gone
   // with a reboot, and nothing for sweep to do by the mechanism's name), the name is written with
@@ -187,9 +212,12 @@ StageStatus stage_create_group(RunContext& run) {
   auto group = run.deps.make_group(run.req.id, group_limits(run.doc().limits), run.group_probes);
   if (!group) {
     if (memory_required && enforcing)
-      return stage_fail(kExitContainmentUnavailable,
-                        "no resource group for the required memory limits: " +
-                            group.error().message() + ways_out(run));
+      return stage_fail(
+          kExitContainmentUnavailable,
+          "no resource group for the required memory limits (required: " +
+              (g.required & DimensionSet{Dimension::kMemory, Dimension::kProcessCount}).joined() +
+              "): " + group.error().message() +
+              ways_out(run, g.required.contains(Dimension::kProcessCount)));
     run.warn("running without a resource group: " + group.error().message());
     return stage_ok();
   }

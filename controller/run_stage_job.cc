@@ -10,9 +10,11 @@
 #include "controller/run_closure_bound.h"
 #include "controller/run_outputs.h"
 #include "controller/run_owned_space.h"
+#include "controller/run_progress.h"
 #include "controller/run_result_space.h"
 #include "controller/run_stages.h"
 #include "core/proc.h"
+#include "core/stage_trace.h"
 #include "core/syscall.h"
 
 namespace sealrun::run {
@@ -33,6 +35,10 @@ std::unique_ptr<LiveOutput> open_live_output(RunContext& run, int logs_fd) {
   config.out_fd = run.req.live_output_fd;
   config.max_bytes = kLogReadMaxBytes;
   config.kept_where = run.layout.results_root + "/logs/";
+  // Without a terminal the job's wall time is said when it has been silent (run_progress.h).
+  if (progress_style() == ProgressStyle::kPlain) config.heartbeat_ms = kPlainProgressIntervalMs;
+  if (run.req.learning && !run.req.learning->host_trees.empty())
+    config.heartbeat_what = "learning job";
   auto live = std::make_unique<LiveOutput>(std::move(config));
   for (const char* name : {"job.stdout", "job.stderr"})
     if (auto st = live->add_stream(logs_fd, name); !st) {
@@ -102,7 +108,9 @@ StageStatus stage_run_job(RunContext& run) {
   std::optional<Status> bound;  // the closure as bound, when it was looked at
   io.on_sandbox_ready = sandbox_ready_hook(run, bound);
   if (run.req.learning) io.traced_syscalls = run.req.learning->traced_syscalls;
+  trace::mark("job.spawn");
   auto job = run.chosen->spawn(*run.grant, run.group.get(), io);
+  trace::mark("job.spawned");
   if (bound) {
     const std::string expected =
         fmt::format("{} file(s), each the file hashed", run.closure_identities.size());
@@ -134,13 +142,16 @@ StageStatus stage_run_job(RunContext& run) {
       !st)
     run.warn("grant journal: " + st.error().message());
 
+  trace::mark("job.census_start");
   if (auto st = run.census->start(); !st)
     run.stop.request(
         {"the growth census could not start, so guards were unenforced: " + st.error().message(),
          kExitJobFailed});
   run.stop.arm([&run] { stop_job_now(run); });
 
+  trace::mark("job.wait");
   auto exit = run.job->wait();
+  trace::mark("job.exited");
   if (run.req.learning && run.req.learning->on_job_end) run.req.learning->on_job_end();
   cmd.finished = utc_timestamp_now();
   if (live) live->stop();

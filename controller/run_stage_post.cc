@@ -23,6 +23,7 @@
 #include "controller/run_result_space.h"
 #include "controller/run_stages.h"
 #include "controller/source_outputs.h"
+#include "core/stage_trace.h"
 #include "core/syscall.h"
 #include "fingerprint/cached_tree.h"
 
@@ -107,7 +108,7 @@ uint64_t record_outputs(RunContext& run, const StopCheck& stop) {
   OutputLimits limits;
   limits.max_bytes = run.doc().limits.result_max_bytes;
   const bool from_source = run.doc().mounts.outputs_from == admission::OutputsFrom::kSource;
-  TerminalProgress progress("outputs");  // quiet unless stderr is a terminal
+  TerminalProgress progress("outputs");  // redrawn, plain every 5 s, or none (run_progress.h)
   auto walk = walk_outputs(from_source ? run.admitted->source_root() : run.layout.output_dir,
                            limits, stop, progress.on_progress());
   if (!walk) {
@@ -210,8 +211,11 @@ StageStatus stage_post_run(RunContext& run) {
   explain_job_end(run);
   StopCheck stop = post_run_stop_check(run);
   check_log_sizes(run);
+  trace::mark("post.outputs");
   uint64_t used = take_result_space(run, stop) ? record_outputs(run, stop) : 0;
+  trace::mark("post.keep_logs");
   keep_logs(run, used);
+  trace::mark("post.recheck_view");
   recheck_view(run, stop);
   return stage_ok();
 }

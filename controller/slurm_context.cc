@@ -87,4 +87,15 @@ std::map<std::string, std::string> environ_map() {
   return out;
 }
 
+std::string slurm_spank_advice(const std::map<std::string, std::string>& env,
+                               bool process_count_missing, bool is_root) {
+  if (!process_count_missing || is_root) return "";
+  auto slurm = slurm_context(env);
+  if (!slurm) return "";
+  return "Under Slurm (job " + (*slurm)["job_id"].dump() +
+         "): an ordinary user's step gets the pids group process_count needs from sealrun's SPANK "
+         "plugin, spank_sealrun.so — ask the site to install it with its plugstack.conf line "
+         "(contrib/slurm/README.md; docs/scale-out.md, \"Slurm\")";
+}
+
 }  // namespace sealrun

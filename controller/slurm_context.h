@@ -29,6 +29,13 @@ namespace sealrun {
 // nullopt when the environment holds no valid Slurm job id (not inside a Slurm job).
 std::optional<nlohmann::json> slurm_context(const std::map<std::string, std::string>& env);
 
+// Inside a Slurm job, what fixes an ordinary user's refusal for want of a pids group (exit 4 with
+// process_count missing): sealrun's SPANK plugin, which gives each step a pids group owned by the
+// job's user (contrib/slurm/README.md). "" outside Slurm, for root (it makes its groups anywhere)
+// or when process_count is not what is missing. A sentence to append to the refusal.
+std::string slurm_spank_advice(const std::map<std::string, std::string>& env,
+                               bool process_count_missing, bool is_root);
+
 // The process's own environment as a map, for slurm_context(environ_map()).
 std::map<std::string, std::string> environ_map();
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // remove_unreceipted_outputs(): see sweep_outputs.h.
 #include "controller/sweep_outputs.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What `sealrun sweep` does with the outputs of a run whose controller was killed after its job
 // ran: a run has outputs only with a receipt that vouches for them. Outputs without one (the
 // controller was killed after taking them off /out's file system, or — without a result space —

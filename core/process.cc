@@ -14,6 +14,7 @@
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/personality.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -54,6 +55,8 @@ enum class Step : int {
   kCgroup,
   kHold,
   kSetns,
+  kDomainname,
+  kPersonality,
   kSetgroups,
   kSetgid,
   kSetuid,
@@ -81,6 +84,10 @@ const char* step_name(Step step) {
       return "wait for release";
     case Step::kSetns:
       return "setns (mount namespace)";
+    case Step::kDomainname:
+      return "unshare the UTS namespace and set its domain name";
+    case Step::kPersonality:
+      return "personality";
     case Step::kSetgroups:
       return "setgroups";
     case Step::kSetgid:
@@ -170,6 +177,9 @@ int lift_fd(int fd, int floor) { return ::fcntl(fd, F_DUPFD_CLOEXEC, floor); }
   // the working directory to the namespace's root, which the chdir below sets again.
   if (mount_ns_fd >= 0 && ::setns(mount_ns_fd, CLONE_NEWNS) != 0)
     child_fail(report_fd, Step::kSetns);
+  if (!o.domainname.empty() && (::unshare(CLONE_NEWUTS) != 0 ||
+                                ::setdomainname(o.domainname.data(), o.domainname.size()) != 0))
+    child_fail(report_fd, Step::kDomainname);
   if (o.gid || o.uid) {
     if (::setgroups(0, nullptr) != 0) child_fail(report_fd, Step::kSetgroups);
   }
@@ -183,6 +193,8 @@ int lift_fd(int fd, int floor) { return ::fcntl(fd, F_DUPFD_CLOEXEC, floor); }
   }
   if (cwd != nullptr && ::chdir(cwd) != 0) child_fail(report_fd, Step::kChdir);
   if (o.umask) ::umask(*o.umask);  // async-signal-safe, cannot fail
+  if (o.personality && ::personality(*o.personality) == -1)
+    child_fail(report_fd, Step::kPersonality);
 
   // Close everything that is not a target: stdio, passed fds and the report pipe survive until
   // exec (the report pipe is CLOEXEC). Unpassed inherited fds must not reach the job (ACCEPTANCE

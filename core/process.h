@@ -61,6 +61,13 @@ struct SpawnOptions {
   // A mount namespace (an nsfs descriptor) to enter before dropping identity (setns), e.g. one
   // holding a run's staged mounts; -1: stay in the caller's.
   int mount_ns_fd = -1;
+  // A new UTS namespace whose NIS domain name is this, made before dropping identity (it needs
+  // CAP_SYS_ADMIN: a root caller); every UTS namespace the program makes copies it. Empty: the
+  // caller's.
+  std::string domainname;
+  // personality(2) of the child just before exec (UNAME26, ADDR_NO_RANDOMIZE); it survives exec of
+  // any program that is not set-id. nullopt: the caller's.
+  std::optional<unsigned long> personality;
 };
 
 class Child {

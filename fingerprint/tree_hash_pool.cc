@@ -33,11 +33,16 @@ constexpr size_t kHandOver = 8;
 
 HashPool::HashPool(int root_fd, const std::string& root_display, unsigned threads,
                    std::function<int64_t()> stamp_clock)
-    : root_fd_(root_fd), root_display_(root_display), stamp_clock_(std::move(stamp_clock)) {
-  if (threads <= 1) return;
-  threads_.reserve(threads + 1);
+    : root_fd_(root_fd),
+      root_display_(root_display),
+      stamp_clock_(std::move(stamp_clock)),
+      wanted_threads_(threads) {}
+
+void HashPool::start_threads_locked() {
+  started_ = true;
+  threads_.reserve(wanted_threads_ + 1);
   threads_.emplace_back([this] { open_ahead(); });
-  for (unsigned i = 0; i < threads; ++i)
+  for (unsigned i = 0; i < wanted_threads_; ++i)
     threads_.emplace_back([this] {
       FileHasher hasher(/*map_region=*/true);
       hash_ready(hasher);
@@ -61,6 +66,12 @@ void HashPool::submit(const Job& job) {
     } else {
       small_.push_back(job);
     }
+    // The threads start once there is enough to hash to pay for them (see the header).
+    submitted_files_ += 1;
+    submitted_bytes_ += job.size;
+    if (!started_ && wanted_threads_ > 1 &&
+        (submitted_files_ >= kStartFiles || submitted_bytes_ >= kStartBytes))
+      start_threads_locked();
     const bool first_waiting = large_.size() + small_.size() == 1;
     // The opening thread sleeps only with nothing to open, enough opened, or a warm tree.
     wake_opener = opening_ahead() && opening_ == 0 && ready_.size() < kReadyLow && first_waiting;

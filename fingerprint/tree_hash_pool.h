@@ -61,6 +61,15 @@ class HashPool {
   static constexpr size_t kReadyLow = 32;
   static constexpr size_t kReadyHigh = 128;
 
+  // The threads start only once kStartFiles files or kStartBytes bytes were submitted: a tree
+  // verified through the digest cache (nothing, or a few changed files, to hash) or a small one (a
+  // 20-file source, a job's few outputs) is hashed by finish() on the caller's thread, without
+  // the start of 2 + N threads and a hand-over per file, which cost more than the hashing itself
+  // (a few hundred microseconds quiet, a scheduler wait each on a busy machine: bench/README.md,
+  // "Where a realistic run's time goes").
+  static constexpr size_t kStartFiles = 32;
+  static constexpr uint64_t kStartBytes = 4u << 20;
+
   // `root_fd` (the walk's root directory) must stay open until finish() returned. threads <= 1:
   // no threads at all; finish() opens and hashes everything on the caller's thread.
   // `stamp_clock` (may be empty: coarse real time) gives each stamp's hashed_at.
@@ -114,6 +123,7 @@ class HashPool {
   void record_error(Error error);
   bool all_done_locked() const;
   void stop_threads();
+  void start_threads_locked();
 
   const int root_fd_;
   const std::string& root_display_;
@@ -139,7 +149,11 @@ class HashPool {
   std::atomic<int> cold_score_{0};
   // A first read missed the page cache at least once in this pool.
   std::atomic<bool> missed_{false};
-  std::vector<std::thread> threads_;
+  const unsigned wanted_threads_;     // hashing threads once started (<= 1: none)
+  bool started_ = false;              // under mu_
+  size_t submitted_files_ = 0;        // under mu_
+  uint64_t submitted_bytes_ = 0;      // under mu_
+  std::vector<std::thread> threads_;  // started under mu_ by submit(); read after the walk
 };
 
 template <typename Tick>

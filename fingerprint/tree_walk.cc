@@ -66,6 +66,10 @@ struct DirTask {
   bool seen_in_listing = false;
 };
 
+// Below this many entries, the comparison with a digest cache that loaded during the walk is done
+// on the calling thread (a few microseconds per entry).
+constexpr size_t kCompareSpreadEntries = 4096;
+
 class Walker {
  public:
   Walker(int root_fd, const std::string& root_display, const TreeOptions& options,
@@ -217,9 +221,18 @@ class Walker {
       std::lock_guard lock(mu_);
       pending_.push_back(DirTask{nullptr, "", &root, &root_node_, root_st, root_fs});
     }
-    // Helpers start on the other processors at once (core/placed_thread.h); one that could not be
-    // started walks here after the others, and finds the queue drained.
-    run_spread(walkers_, [this](unsigned i) { work(i); });
+    // The root is read here first: a tree of one directory (a pinned /bin, a small source, a
+    // job's outputs) needs no helper thread, whose start and placement cost more than the walk
+    // (bench/README.md, "Where a realistic run's time goes"); one thread reads the root anyway.
+    work(0, 1);
+    // Then helpers start on the other processors at once (core/placed_thread.h); one that could
+    // not be started walks here after the others, and finds the queue drained.
+    bool more = false;
+    {
+      std::lock_guard lock(mu_);
+      more = !pending_.empty() && !failed();
+    }
+    if (more) run_spread(walkers_, [this](unsigned i) { work(i); });
     {
       std::lock_guard lock(mu_);
       if (error_) return *error_;
@@ -234,6 +247,12 @@ class Walker {
   // Each entry's stamp is the lstat (or the directory's fstat) of the walk.
   void compare_with_cache(const DigestCacheContent* cache) {
     cache_.store(cache, std::memory_order_release);
+    size_t entries = 0;
+    for (const auto& arena : tree_.arenas) entries += arena->size();
+    if (entries < kCompareSpreadEntries) {  // a small tree: helpers would cost more than they save
+      for (unsigned i = 0; i < walkers_; ++i) compare_arenas(i);
+      return;
+    }
     run_spread(walkers_, [this](unsigned i) { compare_arenas(i); });  // each arena exactly once
   }
   void compare_arenas(unsigned first) {
@@ -346,9 +365,11 @@ class Walker {
 
   // Thread `index` reads directories until none is left and none is being read (which could
   // find more). Thread 0 is the caller's and reports progress.
-  void work(unsigned index) {
+  // Reads directories from pending_ until none is left and no thread is reading one (or, with
+  // `limit`, after that many).
+  void work(unsigned index, size_t limit = SIZE_MAX) {
     Scratch scratch;  // reused for every directory this thread reads
-    for (;;) {
+    for (size_t done = 0; done < limit; ++done) {
       DirTask task;
       {
         std::unique_lock lock(mu_);

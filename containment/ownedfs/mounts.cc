@@ -39,8 +39,9 @@ std::string comm_of(const std::string& proc_dir, const std::string& pid) {
 // Whether the process at `base` lives in a mount namespace other than ours (then it keeps its own
 // copy of the mounts that existed when that namespace was made).
 bool other_mount_namespace(const std::string& proc_dir, const std::string& base) {
-  struct stat mine {}, theirs {};
-  return ::stat((proc_dir + "/self/ns/mnt").c_str(), &mine) == 0 &&
+  struct stat mine {
+  }, theirs{};
+  return ::stat((own_entry(proc_dir) + "/ns/mnt").c_str(), &mine) == 0 &&
          ::stat((base + "/ns/mnt").c_str(), &theirs) == 0 && mine.st_ino != theirs.st_ino;
 }
 
@@ -54,12 +55,22 @@ bool mounts_device(const std::string& mountinfo, dev_t device) {
 
 }  // namespace
 
-Result<std::optional<MountEntry>> mount_at(const std::string& proc_dir,
-                                           const std::string& mount_point) {
+std::string own_entry(const std::string& proc_dir) {
+  // The mount namespace is the thread's (private_ns.h): /proc/self would show the main thread's.
+  struct stat st {};
+  return ::stat((proc_dir + "/thread-self").c_str(), &st) == 0 ? proc_dir + "/thread-self"
+                                                               : proc_dir + "/self";
+}
+
+namespace {
+
+// Every mount of our namespace as (mount point, entry), in mountinfo's order (a later line is
+// mounted on top of an earlier one at the same point).
+Result<std::vector<std::pair<std::string, MountEntry>>> all_mounts(const std::string& proc_dir) {
   // /proc files report size 0: read_bounded_file reads until EOF within the cap.
-  std::string text =
-      SEALRUN_TRY(read_bounded_file(AT_FDCWD, proc_dir + "/self/mountinfo", kMaxMountinfoBytes));
-  std::optional<MountEntry> found;
+  std::string text = SEALRUN_TRY(
+      read_bounded_file(AT_FDCWD, own_entry(proc_dir) + "/mountinfo", kMaxMountinfoBytes));
+  std::vector<std::pair<std::string, MountEntry>> out;
   std::istringstream in(text);
   std::string line;
   while (std::getline(in, line)) {
@@ -70,7 +81,6 @@ Result<std::optional<MountEntry>> mount_at(const std::string& proc_dir,
     }
     MountEntry e;
     if (!(f >> e.fstype >> e.source)) continue;
-    if (unescape_mountinfo(point) != mount_point) continue;
     unsigned maj = 0, min = 0;
     auto colon = majmin.find(':');
     if (colon == std::string::npos) continue;
@@ -78,9 +88,35 @@ Result<std::optional<MountEntry>> mount_at(const std::string& proc_dir,
     std::from_chars(majmin.data() + colon + 1, majmin.data() + majmin.size(), min);
     e.device = makedev(maj, min);
     e.source = unescape_mountinfo(e.source);
-    found = e;  // later lines are mounted on top of earlier ones
+    out.emplace_back(unescape_mountinfo(point), e);
   }
+  return out;
+}
+
+}  // namespace
+
+Result<std::optional<MountEntry>> mount_at(const std::string& proc_dir,
+                                           const std::string& mount_point) {
+  std::optional<MountEntry> found;
+  for (auto& [point, e] : SEALRUN_TRY(all_mounts(proc_dir)))
+    if (point == mount_point) found = e;  // later lines are mounted on top of earlier ones
   return found;
+}
+
+Result<std::vector<std::pair<std::string, MountEntry>>> mounts_below(const std::string& proc_dir,
+                                                                     const std::string& dir) {
+  std::vector<std::pair<std::string, MountEntry>> out;
+  const std::string prefix = dir + "/";
+  for (auto& [point, e] : SEALRUN_TRY(all_mounts(proc_dir))) {
+    if (point.compare(0, prefix.size(), prefix) != 0) continue;
+    std::string name = point.substr(prefix.size());
+    if (name.empty() || name.find('/') != std::string::npos) continue;
+    bool replaced = false;
+    for (auto& [p, top] : out)
+      if (p == point) top = e, replaced = true;  // the topmost one
+    if (!replaced) out.emplace_back(point, e);
+  }
+  return out;
 }
 
 std::vector<std::string> mount_holders(const std::string& proc_dir, dev_t device, size_t max) {

@@ -18,11 +18,19 @@ namespace sealrun::ownedfs {
 // (fsopen(2): read(2) on it yields its messages), as " (msg; msg)", or "" when it has none.
 std::string fs_context_messages(int fsfd);
 
+// PROC/thread-self where it exists (the calling thread's namespaces), else PROC/self.
+std::string own_entry(const std::string& proc_dir);
+
 struct MountEntry {
   dev_t device = 0;  // maj:min of the mounted file system
   std::string fstype;
   std::string source;
 };
+
+// The mount points directly below `dir` (an absolute, canonical path: DIR/<name>), with the
+// topmost mount at each; what `sweep` looks at when no record names a mount.
+Result<std::vector<std::pair<std::string, MountEntry>>> mounts_below(const std::string& proc_dir,
+                                                                     const std::string& dir);
 
 // The topmost mount at exactly `mount_point` (an absolute, canonical path), if any.
 Result<std::optional<MountEntry>> mount_at(const std::string& proc_dir,

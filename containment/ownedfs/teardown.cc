@@ -6,6 +6,7 @@
 //   the mount at STATE/owned/<id> is touched only if its device is a loop device bound to exactly
 //   that inode; a loop device is detached only if bound to that inode;
 //   the image is unlinked only once no loop device holds it, the record only once nothing is left.
+#include <dirent.h>
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <sys/ioctl.h>
@@ -15,7 +16,10 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <map>
+#include <memory>
 #include <optional>
+#include <set>
 #include <thread>
 
 #include "containment/ownedfs/loop_device.h"
@@ -24,6 +28,7 @@
 #include "containment/ownedfs/record.h"
 #include "containment/ownedfs/template.h"
 #include "core/atomic_write.h"
+#include "core/bounded_file.h"
 #include "core/proc.h"
 #include "core/syscall.h"
 #include "core/unique_fd.h"
@@ -235,6 +240,115 @@ std::vector<Step> tear_down(const Target& t, int64_t busy_wait_ms, const Host& h
   return steps;
 }
 
+// What names an owned file system without a record: the loop devices bound to an image of this
+// state directory (by the backing file's path in sysfs, "... (deleted)" when it was unlinked), and
+// the mounts directly under STATE/owned. A run's record is written before its image exists and
+// removed after everything else is gone, so no live controller's file system lacks one: these are
+// what a lost record (or a controller killed at the wrong moment by an older sealrun) left.
+struct Orphan {
+  std::vector<std::string> loops;  // /dev/loopN bound to STATE/ownedfs/<id>.img
+  bool mounted = false;            // something is mounted at STATE/owned/<id>
+};
+
+std::map<std::string, Orphan> find_orphans(const std::string& state, const Host& host,
+                                           std::vector<Step>& steps) {
+  std::map<std::string, Orphan> out;
+  const std::string images = state + "/ownedfs/";
+  std::unique_ptr<DIR, int (*)(DIR*)> d(::opendir((host.sys_dir + "/block").c_str()), &::closedir);
+  while (d) {
+    struct dirent* e = ::readdir(d.get());
+    if (e == nullptr) break;
+    std::string name = e->d_name;
+    if (name.rfind("loop", 0) != 0) continue;
+    auto text =
+        read_bounded_file(AT_FDCWD, host.sys_dir + "/block/" + name + "/loop/backing_file", 4096);
+    if (!text) continue;  // not bound
+    std::string backing = *text;
+    while (!backing.empty() && backing.back() == '\n') backing.pop_back();
+    const std::string deleted = " (deleted)";
+    if (backing.size() > deleted.size() &&
+        backing.compare(backing.size() - deleted.size(), deleted.size(), deleted) == 0)
+      backing.resize(backing.size() - deleted.size());
+    if (backing.compare(0, images.size(), images) != 0 || backing.size() <= images.size() + 4 ||
+        backing.compare(backing.size() - 4, 4, ".img") != 0)
+      continue;
+    std::string id = backing.substr(images.size(), backing.size() - images.size() - 4);
+    if (is_valid_fs_id(id)) out[id].loops.push_back(host.dev_dir + "/" + name);
+  }
+  auto mounts = mounts_below(host.proc_dir, state + "/owned");
+  if (!mounts) {
+    steps.push_back({"mounts under " + state + "/owned",
+                     "mount table unreadable: " + mounts.error().message(), true});
+    return out;
+  }
+  for (const auto& [point, entry] : *mounts) {
+    std::string id = point.substr(state.size() + 7);  // after "/owned/"
+    if (is_valid_fs_id(id)) out[id].mounted = true;
+  }
+  return out;
+}
+
+// An owned file system with no record whose image is gone too (unlinked while a loop device still
+// held it): proven ours by the loop device itself — its backing file is STATE/ownedfs/<id>.img
+// (sysfs) and it was attached under that name (LOOP_GET_STATUS64's file name, create.cc) — and
+// then unmounted and detached like any other.
+void tear_down_imageless(const std::string& state, const std::string& id, const Orphan& o,
+                         const Host& host, std::vector<Step>& steps) {
+  const std::string mount_point = state + "/owned/" + id;
+  std::vector<std::string> loops = o.loops;
+  // What each loop device is bound to, before the unmount lets autoclear release it.
+  std::vector<std::pair<std::string, Identity>> bound;
+  for (const auto& loop : loops)
+    if (auto b = loop_backing(loop); b && *b)
+      bound.emplace_back(loop, Identity{static_cast<dev_t>((*b)->dev), (*b)->ino});
+  bool gone = true;
+  if (o.mounted) {
+    auto m = mount_at(host.proc_dir, mount_point);
+    std::optional<std::string> name;
+    if (m && *m) name = loop_name_of(host.sys_dir, (*m)->device);
+    std::string loop = name ? host.dev_dir + "/" + *name : "";
+    if (loop.empty() || std::find(loops.begin(), loops.end(), loop) == loops.end()) {
+      steps.push_back({"mount " + mount_point,
+                       "refused: no record names it, and what is mounted there is not on a loop "
+                       "device bound to " +
+                           image_name(id),
+                       true});
+      return;
+    }
+    gone = unmount(mount_point, (*m)->device, 1000, host, steps);
+  }
+  for (const auto& [loop, identity] : bound)
+    gone = release_loop(loop, identity, !gone, host, steps) && gone;
+  if (gone && id.find('+') != std::string::npos) {
+    bool ok = ::rmdir(mount_point.c_str()) == 0 || errno == ENOENT;
+    steps.push_back({"mount point " + mount_point,
+                     ok ? "removed" : fmt::format("remove failed: {}", errno_text(errno)), !ok});
+  }
+}
+
+// Owned file systems of this state directory that no record names (`recorded`: the ids that have
+// one, read or not): mounted under STATE/owned, or on a loop device bound to one of its images.
+void sweep_orphans(int dirfd, const std::string& state, const std::set<std::string>& recorded,
+                   const std::optional<std::string>& only, const Host& host,
+                   std::vector<Step>& steps) {
+  for (const auto& [id, o] : find_orphans(state, host, steps)) {
+    if (recorded.count(id) != 0 || (only && id != *only)) continue;
+    steps.push_back({"owned file system " + id,
+                     fmt::format("no record names it, yet it is {}",
+                                 o.mounted ? "mounted" : "on a loop device"),
+                     false});
+    struct stat st {};
+    if (::fstatat(dirfd, image_name(id).c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
+      std::error_code ec;
+      std::string mount_point = std::filesystem::weakly_canonical(state + "/owned/" + id, ec);
+      std::string loop = o.loops.empty() ? "" : o.loops.front();
+      for (auto& s : tear_down({dirfd, id, mount_point, loop}, 1000, host)) steps.push_back(s);
+    } else {
+      tear_down_imageless(state, id, o, host, steps);
+    }
+  }
+}
+
 std::string state_of(const std::string& image_path) {
   // <state>/ownedfs/<id>.img → <state>
   return std::filesystem::path(image_path).parent_path().parent_path().string();
@@ -310,7 +424,12 @@ std::vector<Step> sweep_owned_fs_of_run(const std::string& state_dir, const std:
     return steps;
   }
   if (::fstatat(fd->get(), image_name(id).c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
-    if (has_record) sweep_record(fd->get(), state, record_name(id), host, steps);  // reported
+    if (has_record) {
+      sweep_record(fd->get(), state, record_name(id), host, steps);  // reported
+    } else {
+      // Neither record nor image, yet perhaps still mounted or on a loop device.
+      sweep_orphans(fd->get(), state, {}, id, host, steps);
+    }
     return steps;
   }
   // The image without a readable record: what a power failure leaves of a record never fsync'd.
@@ -354,10 +473,19 @@ std::vector<Step> sweep_owned_fs(const std::string& state_dir, const Host& host)
   auto names = list_names(fd->get());
   if (!names) return {{"owned file systems " + state + "/ownedfs", names.error().message(), true}};
   std::vector<std::string> recorded_images;
+  std::set<std::string> recorded;
   for (const auto& n : *names) {
     if (n.size() <= 5 || n.compare(n.size() - 5, 5, ".json") != 0 || n[0] == '.') continue;
+    recorded.insert(n.substr(0, n.size() - 5));
     if (auto id = sweep_record(fd->get(), state, n, host, steps))
       recorded_images.push_back(image_name(*id));
+  }
+  // Mounts and loop devices no record names; an image of theirs is removed with them.
+  size_t before = steps.size();
+  sweep_orphans(fd->get(), state, recorded, std::nullopt, host, steps);
+  if (steps.size() != before) {
+    auto again = list_names(fd->get());
+    if (again) names = std::move(again);
   }
   for (const auto& n : *names) {
     bool image = n.size() > 4 && n.compare(n.size() - 4, 4, ".img") == 0;

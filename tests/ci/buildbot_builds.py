@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """Prints the finished builds of a Buildbot 3.7 master as one JSON array, read from its sqlite
 database (read-only): for each build its number, result code, properties, steps (name, result)
-and the text of the 'sealrun run' step's stdio log. Used by tests/ci/buildbot_test.cc to wait
-for and check build results; the master has no web UI here (docs/testbed.md).
+and the text of the 'sealrun run' step's stdio log. Used by the Buildbot tests (tests/ci) to wait
+for and check build results without going through the web server.
 
 usage: buildbot_builds.py MASTER_DIR/state.sqlite
 """

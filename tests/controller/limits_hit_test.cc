@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // limits_hit() (controller/limits_hit.h): which figures name which limit, in the fixed order.
 #include "controller/limits_hit.h"
 

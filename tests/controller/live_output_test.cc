@@ -7,6 +7,8 @@
 #include <gtest/gtest.h>
 #include <poll.h>
 
+#include <atomic>
+
 #include "core/syscall.h"
 #include "tests/support/temp_dir.h"
 
@@ -97,6 +99,59 @@ TEST(LiveOutput, FollowsGrowthWhileRunning) {
   ASSERT_TRUE(write_all(w->get(), "second\n", "out").ok());
   live.stop();
   EXPECT_EQ(f.read_all(), "job| second\n");
+}
+
+// Without a terminal a silent job is said to run, every heartbeat_ms of silence (issue 29).
+TEST(LiveOutput, HeartbeatWhenNothingWasShownForAWhile) {
+  Follow f;
+  sealrun::testing::write_text(f.dir / "out", "");
+  auto w = open_at(f.dirfd.get(), "out", O_WRONLY | O_APPEND);
+  ASSERT_TRUE(w.ok());
+  std::atomic<int64_t> now{0};
+  LiveOutputConfig c = f.config();
+  c.interval_ms = 5;
+  c.heartbeat_ms = 5000;
+  c.clock = [&now] { return now.load(); };
+  LiveOutput live(c);
+  ASSERT_TRUE(live.add_stream(f.dirfd.get(), "out").ok());
+  ASSERT_TRUE(live.start().ok());
+  auto shown_within = [&](int ms) {
+    pollfd p{f.pipe.read_end.get(), POLLIN, 0};
+    return ::poll(&p, 1, ms) == 1;
+  };
+  now = 4999;
+  EXPECT_FALSE(shown_within(100)) << f.read_all();
+  now = 5000;
+  ASSERT_TRUE(shown_within(30000));
+  EXPECT_EQ(f.read_all(), "job running 5 s\n");
+  now = 6000;
+  ASSERT_TRUE(write_all(w->get(), "line\n", "out").ok());
+  ASSERT_TRUE(shown_within(30000));
+  EXPECT_EQ(f.read_all(), "job| line\n");
+  now = 10900;  // 4.9 s after the job's line: not yet
+  EXPECT_FALSE(shown_within(100)) << f.read_all();
+  now = 11000;
+  ASSERT_TRUE(shown_within(30000));
+  EXPECT_EQ(f.read_all(), "job running 11 s\n");
+  live.stop();
+  EXPECT_EQ(f.read_all(), "");
+}
+
+TEST(LiveOutput, NoHeartbeatUnlessAsked) {
+  Follow f;
+  sealrun::testing::write_text(f.dir / "out", "");
+  std::atomic<int64_t> now{0};
+  LiveOutputConfig c = f.config();
+  c.interval_ms = 5;
+  c.clock = [&now] { return now.load(); };
+  LiveOutput live(c);
+  ASSERT_TRUE(live.add_stream(f.dirfd.get(), "out").ok());
+  ASSERT_TRUE(live.start().ok());
+  now = 600000;
+  pollfd p{f.pipe.read_end.get(), POLLIN, 0};
+  EXPECT_EQ(::poll(&p, 1, 200), 0);
+  live.stop();
+  EXPECT_EQ(f.read_all(), "");
 }
 
 TEST(LiveOutput, StopsAtTheBoundWithOneNotice) {

@@ -24,12 +24,9 @@ TEST(RebuildVariations, ParsesReprotestNamesAndRefusesOthers) {
   EXPECT_TRUE(all->hostname && all->umask && all->locale && all->timezone && all->build_path &&
               all->num_cpus && all->user_id);
   EXPECT_FALSE(run::parse_variations("")->any());
-  auto time = run::parse_variations("time");
-  ASSERT_FALSE(time.ok());
-  EXPECT_NE(time.error().message().find("clock"), std::string::npos);
-  auto bad = run::parse_variations("hostname,kernel");
+  auto bad = run::parse_variations("hostname,kernal");
   ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.error().message().find("\"kernel\""), std::string::npos);
+  EXPECT_NE(bad.error().message().find("\"kernal\""), std::string::npos);
 }
 
 TEST(RebuildVariations, ApplyChangesOnlyWhatIsAsked) {
@@ -55,14 +52,14 @@ TEST(RebuildVariations, ApplyChangesOnlyWhatIsAsked) {
   EXPECT_EQ(s.uid_in_job, 4242u);
   EXPECT_EQ(s.env["TZ"], "GMT-14");
   EXPECT_EQ(s.env["LC_ALL"], "fr_CH.UTF-8");
-  EXPECT_EQ(s.env["PATH"], "/bin");
+  EXPECT_EQ(s.env["PATH"], "/bin:/.sealrun-rebuild-path");  // exec_path
   EXPECT_EQ(s.cwd, "/build/sealrun-rebuild/src/sub");
   EXPECT_EQ(s.mounts[0].target, "/build/sealrun-rebuild/src");
   EXPECT_EQ(s.mounts[1].target, "/out");
-  EXPECT_EQ(s.mounts[2].target, "/scratch");
+  EXPECT_EQ(s.mounts[2].target, "/scratch");  // no kind given: not the scratch mount
   EXPECT_EQ(s.mounts[3].target, "/srcx");     // a sibling with the same prefix is not below /src
   EXPECT_EQ(run::varied_umask(0002), 0022u);  // always differs from the controller's
-  EXPECT_EQ(run::describe_variations(v).size(), 7u);
+  EXPECT_EQ(run::describe_variations(v).size(), 14u);
 }
 
 TEST(RebuildCompare, MatchesByRawPathAndNamesEachChange) {

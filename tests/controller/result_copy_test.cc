@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // copy_result_tree() (controller/result_copy.h) on real directories: a device node — which a job on
 // a nodev file system in a user namespace cannot make, but root copying a tree could recreate — is
 // refused by name, and a regular file beside it is copied with its mode and times.
@@ -57,6 +58,34 @@ TEST(ResultCopy, AFileKeepsItsModeAndTimes) {
   EXPECT_EQ(st.st_mtim.tv_sec, 1000000000);
   EXPECT_EQ(st.st_mtim.tv_nsec, 5);
   EXPECT_EQ(st.st_size, 6);
+}
+
+TEST(ResultCopy, AFloodOfEntriesIsCutShortPastTheBound) {
+  testing::TempDir dir;
+  fs::create_directories(dir / "from/a/b");
+  fs::create_directories(dir / "to");
+  for (int i = 0; i < 20; ++i)
+    std::ofstream(fs::path(dir / "from/a/b") / ("f" + std::to_string(i)));
+  auto a = open_at(AT_FDCWD, dir / "from", O_RDONLY | O_DIRECTORY);
+  auto b = open_at(AT_FDCWD, dir / "to", O_RDONLY | O_DIRECTORY);
+  ASSERT_TRUE(a && b);
+  CopyStats stats;
+  ASSERT_TRUE(copy_result_tree(a->get(), b->get(), {}, &stats, 64, 6).ok());
+  EXPECT_TRUE(stats.cut_short);
+  EXPECT_EQ(stats.entries, 6u);  // a, a/b and four files: one past a bound of 5 is enough
+  size_t made = 0;
+  for (auto it = fs::recursive_directory_iterator(fs::path(dir / "to")); it != fs::end(it); ++it)
+    ++made;
+  EXPECT_EQ(made, 6u);
+  // Under the bound, nothing is cut.
+  testing::TempDir again;
+  fs::create_directories(again / "to");
+  auto c = open_at(AT_FDCWD, again / "to", O_RDONLY | O_DIRECTORY);
+  ASSERT_TRUE(c);
+  CopyStats whole;
+  ASSERT_TRUE(copy_result_tree(a->get(), c->get(), {}, &whole, 64, 22).ok());
+  EXPECT_FALSE(whole.cut_short);
+  EXPECT_EQ(whole.entries, 22u);
 }
 
 }  // namespace

@@ -143,6 +143,12 @@ TEST_F(RunTest, EveryJsonCommandPrintsOneJsonDocumentWhenItFails) {
       {"receipt report", {"receipt", "report", t + "/missing.json", "--html", t + "/r.html"}},
       {"ledger checkpoint",
        {"ledger", "checkpoint", "--state-dir", t + "/missing", "--out", t + "/cp.json"}},
+      {"index ingest",
+       {"index", "ingest", t + "/missing", "--key", "missing=" + t + "/keys/sealrun.pub", "--db",
+        "sqlite:" + t + "/index.sqlite"}},
+      {"index query", {"index", "query", "--db", "sqlite:" + t + "/missing.sqlite"}},
+      {"index report",
+       {"index", "report", "--html", t + "/rep", "--db", "sqlite:" + t + "/missing.sqlite"}},
   };
   auto listed = sealrun({"__generate", "json-commands"});
   ASSERT_EQ(listed.status.code, 0) << listed.err;

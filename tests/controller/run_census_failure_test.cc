@@ -2,10 +2,11 @@
 // ACCEPTANCE 32, end to end: the census cannot measure → recorded, and in enforcing mode the job is
 // stopped. The controller runs as root and a job cannot make a root walk fail, so the fault comes
 // from outside, as an operator's mistake would: while the job runs, the run's owned file system is
-// lazily unmounted from the host (the job keeps its own view of it). The census's next statfs then
-// reaches the state directory's file system instead of the owned one and says so; an enforcing run
-// stops with exit 6 naming the census failure, a report-only run records it and lets the job end.
-// Either way the receipt is written, the stop confirmed, and nothing of the run is left mounted.
+// lazily unmounted from the controller's mount namespace (the job keeps its own view of it). The
+// census's next statfs then reaches the state directory's file system instead of the owned one and
+// says so; an enforcing run stops with exit 6 naming the census failure, a report-only run
+// records it and lets the job end. Either way the receipt is written, the stop confirmed, and
+// nothing of the run is left mounted.
 #include <sys/mount.h>
 #include <sys/stat.h>
 
@@ -40,12 +41,20 @@ class CensusFailureTest : public RunTest {
     std::thread controller([&] { result = run(a, id, {"--mode", mode}); });
     bool seen = false;
     for (int64_t deadline = monotonic_ms() + 60000; monotonic_ms() < deadline && !seen;) {
-      seen = fs::exists(live_out_dir(state_, id) + "/started");
+      std::error_code ec;
+      seen = fs::exists(live_out_dir(state_, id) + "/started", ec);
       if (!seen) std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
-    if (seen && mounted_at(owned)) {
-      EXPECT_EQ(::umount2(owned.c_str(), MNT_DETACH), 0) << owned;
-      unmounted_ = true;
+    // The owned file system is mounted in the controller's own mount namespace (private_ns.h):
+    // the operator's mistake is made there.
+    int64_t pid = owned_fs_controller(state_, id);
+    if (seen && pid > 0) {
+      SpawnOptions o;
+      o.argv = {
+          "/usr/bin/nsenter", "-t", std::to_string(pid), "-m", "/usr/bin/umount", "-l", owned};
+      auto u = run_capture(o, 30000);
+      EXPECT_TRUE(u.ok() && u->status.code == 0) << owned << (u.ok() ? u->err : "");
+      unmounted_ = u.ok() && u->status.code == 0;
     }
     controller.join();
     return result;

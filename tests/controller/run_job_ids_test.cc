@@ -75,8 +75,10 @@ class JobIds : public RunTest {
   std::pair<uid_t, gid_t> owner_when_there(const std::string& path) {
     int64_t deadline = monotonic_ms() + 120000;
     struct stat st {};
-    while (::lstat(path.c_str(), &st) != 0 && monotonic_ms() < deadline) ::usleep(20000);
-    EXPECT_EQ(::lstat(path.c_str(), &st), 0) << path << " never appeared";
+    // Under STATE/owned/: in the controller's mount namespace (live(), run_test_support.h).
+    while (::lstat(live(state_, path).c_str(), &st) != 0 && monotonic_ms() < deadline)
+      ::usleep(20000);
+    EXPECT_EQ(::lstat(live(state_, path).c_str(), &st), 0) << path << " never appeared";
     return {st.st_uid, st.st_gid};
   }
 
@@ -186,8 +188,17 @@ TEST_P(JobIdsByMechanism, TwoRunsAtOnceHaveUidsOfTheirOwn) {
   // What the first job's uid can reach of the second run: nothing it may change.
   const std::string out2 = state_ + "/results/" + second + "/out";
   const std::string scratch2 = state_ + "/owned/" + second + "/scratch";
-  for (const std::string& target : {out2 + "/planted", scratch2 + "/planted"})
-    EXPECT_NE(as_ids(uid1, gid1, {"/bin/sh", "-c", "echo x > " + target}), 0) << target;
+  EXPECT_NE(as_ids(uid1, gid1, {"/bin/sh", "-c", "echo x > " + out2 + "/planted"}), 0);
+  // The second run's scratch is in its controller's mount namespace (private_ns.h): entered as
+  // root (where it is there), then as the first job's uid (which may not write in it).
+  auto in_second = [&](uid_t uid, gid_t gid, const std::string& script) {
+    return as_ids(0, 0,
+                  {"/usr/bin/nsenter", "-t", std::to_string(owned_fs_controller(state_, second)),
+                   "-m", "/usr/bin/setpriv", "--reuid=" + std::to_string(uid),
+                   "--regid=" + std::to_string(gid), "--clear-groups", "/bin/sh", "-c", script});
+  };
+  EXPECT_EQ(in_second(0, 0, "test -d " + scratch2 + "/."), 0) << scratch2;
+  EXPECT_NE(in_second(uid1, gid1, "echo x > " + scratch2 + "/planted"), 0) << scratch2;
   EXPECT_NE(as_ids(uid1, gid1, {"/bin/rm", "-f", out2 + "/mine"}), 0);
   EXPECT_NE(as_ids(uid1, gid1, {"/bin/chmod", "777", out2}), 0);
   // The second job's processes, seen from the host: the first's uid cannot enter them.
@@ -198,7 +209,7 @@ TEST_P(JobIdsByMechanism, TwoRunsAtOnceHaveUidsOfTheirOwn) {
   EXPECT_NE(as_ids(uid1, gid1, {"/bin/sh", "-c", "echo x > /proc/" + pids + "/root/out/planted"}),
             0);
   for (const std::string& id : {first, second})
-    ASSERT_TRUE(write_all(open_at(AT_FDCWD, state_ + "/owned/" + id + "/scratch/go",
+    ASSERT_TRUE(write_all(open_at(AT_FDCWD, live(state_, state_ + "/owned/" + id + "/scratch/go"),
                                   O_WRONLY | O_CREAT, 0644)
                               ->get(),
                           "", "go")
@@ -260,11 +271,11 @@ TEST_F(JobIds, EveryUidOfThePoolHeldIsAClearRefusal) {
   EXPECT_NE(c.err.find("no free job uid"), std::string::npos) << c.err;
   EXPECT_NE(c.err.find("sealrun sweep"), std::string::npos) << c.err;
   EXPECT_FALSE(fs::exists(state_ + "/results/refused"));
-  ASSERT_TRUE(
-      write_all(
-          open_at(AT_FDCWD, state_ + "/owned/holder/scratch/go", O_WRONLY | O_CREAT, 0644)->get(),
-          "", "go")
-          .ok());
+  ASSERT_TRUE(write_all(open_at(AT_FDCWD, live(state_, state_ + "/owned/holder/scratch/go"),
+                                O_WRONLY | O_CREAT, 0644)
+                            ->get(),
+                        "", "go")
+                  .ok());
   auto st = holder.wait_for(120000);
   ASSERT_TRUE(st.ok() && st->has_value());
   EXPECT_EQ((*st)->code, 0) << log("holder");

@@ -7,10 +7,12 @@
 // - a second run uses the cached image (nothing built again);
 // - a cached image changed in place is found, not used, and built again from the verified tree;
 // - after the runs no loop device of theirs is left and no erofs mount is in the host's table;
+// - `sweep --images` removes an unused pin image and keeps a held one;
 // - sweep_pin_loops() detaches a leftover loop device named for a killed run.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <linux/loop.h>
+#include <sys/file.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -18,6 +20,7 @@
 #include <atomic>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <thread>
 
 #include "containment/ownedfs/loop_device.h"
@@ -32,12 +35,15 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-bool wait_for_path(const std::string& path, const std::atomic<bool>& done) {
+// `path` under STATE/owned/ is in the controller's mount namespace: `resolve` gives where it is
+// seen from here (live(), run_test_support.h), again at each look.
+bool wait_for_path(const std::function<std::string()>& resolve, const std::atomic<bool>& done) {
+  std::error_code ec;
   for (int i = 0; i < 6000 && !done; ++i) {  // at most 120 s
-    if (fs::exists(path)) return true;
+    if (fs::exists(resolve(), ec)) return true;
     ::usleep(20 * 1000);
   }
-  return fs::exists(path);
+  return fs::exists(resolve(), ec);
 }
 
 void open_gate(const std::string& fifo) {
@@ -149,18 +155,19 @@ TEST_F(PinImages, AChangeMadeAndUndoneOnTheHostDuringTheJobNeverReachesIt) {
     done = true;
   });
   const std::string scratch = state_ + "/owned/" + id + "/scratch";
-  bool at_gate = wait_for_path(scratch + "/g2", done);
+  auto in_scratch = [&](const std::string& name) { return live(state_, scratch + "/" + name); };
+  bool at_gate = wait_for_path([&] { return in_scratch("g2"); }, done);
   bool read = false;
   if (at_gate) {
     auto t = change_in_place(tree_ + "/a.txt", "TREE CHANGED\n");
     auto tc = change_in_place(toolchain_ + "/tool.txt", "A TOOLCHAIN CHANGE\n");
     auto cl = change_in_place(closure_file_, "CLOSURE CHANGE\n");
-    open_gate(scratch + "/g1");
-    read = wait_for_path(scratch + "/read", done);
+    open_gate(in_scratch("g1"));
+    read = wait_for_path([&] { return in_scratch("read"); }, done);
     restore(tree_ + "/a.txt", "tree pinned\n", t);
     restore(toolchain_ + "/tool.txt", "a toolchain file\n", tc);
     restore(closure_file_, "closure pinned\n", cl);
-    if (read) open_gate(scratch + "/g2");
+    if (read) open_gate(in_scratch("g2"));
   }
   runner.join();
   ASSERT_TRUE(at_gate && read) << "the job never reached its gates: " << c.out << c.err;
@@ -229,6 +236,47 @@ TEST_F(PinImages, ASecondRunUsesTheCachedImageAndAChangedOneIsBuiltAgain) {
   for (const char* id : {"pin-cache-1", "pin-cache-2", "pin-cache-3"})
     EXPECT_EQ(pin_loops_left(id), 0) << id;
   EXPECT_FALSE(host_has_erofs_mount());
+}
+
+// `sweep --images` removes a pin image no run holds and keeps one that is held (a run holds
+// pins/<key> with a shared flock while its job may see the image); the next run builds it again.
+TEST_F(PinImages, SweepRemovesAnUnusedPinImageAndKeepsAHeldOne) {
+  Frozen a = freeze_for("bwrap", "cat /opt/data/a.txt > /out/seen.txt", "swept.json",
+                        {"--tree", tree_ + "=/opt/data"});
+  auto first = run(a, "pin-swept-1", {"--mechanism", "bwrap"});
+  ASSERT_EQ(first.status.code, 0) << first.out << first.err;
+  std::string pin;
+  const json r1 = receipt("pin-swept-1");
+  for (const json& e : r1["view"])
+    if (e["job_path"] == "/opt/data") pin = e["pin"];
+  ASSERT_EQ(pin.size(), 71u);
+  const std::string key = "pins/tree-" + pin.substr(7);
+  ASSERT_TRUE(fs::exists(state_ + "/" + key + "/image.erofs"));
+  auto sweep_outcome = [&] {
+    auto c = sealrun({"sweep", "--images", "--json", "--state-dir", state_});
+    json doc = json::parse(c.out, nullptr, false);
+    if (doc.is_discarded()) return "(not JSON) " + c.out + c.err;
+    for (const json& s : doc["actions"])
+      if (s["what"] == key) return s["outcome"].get<std::string>();
+    return "(not listed) " + c.out;
+  };
+  {
+    int held = ::open((state_ + "/" + key).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    ASSERT_GE(held, 0);
+    ASSERT_EQ(::flock(held, LOCK_SH), 0);  // as a run whose job may see it
+    std::string kept = sweep_outcome();
+    ::close(held);
+    EXPECT_EQ(kept.rfind("kept: ", 0), 0u) << kept;
+    EXPECT_TRUE(fs::exists(state_ + "/" + key + "/image.erofs"));
+  }
+  std::string removed = sweep_outcome();
+  EXPECT_EQ(removed.rfind("removed", 0), 0u) << removed;
+  EXPECT_FALSE(fs::exists(state_ + "/" + key));
+  auto second = run(a, "pin-swept-2", {"--mechanism", "bwrap"});
+  ASSERT_EQ(second.status.code, 0) << second.out << second.err;
+  std::string built = verification_of(receipt("pin-swept-2"), "pin image of tree /opt/data");
+  EXPECT_NE(built.find("built now in"), std::string::npos) << built;
+  EXPECT_EQ(read_text(state_ + "/results/pin-swept-2/out/seen.txt"), "tree pinned\n");
 }
 
 // What a killed controller could leave: a loop device named for its run, bound to an image, used

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// TerminalProgress (controller/run_progress.h): silent when stderr is not a terminal (no callback
-// at all, so the hashing code does not even compute progress), and on a terminal one line rewritten
-// in place with bytes, percentage and rate, at most ten times a second, erased at the end.
+// TerminalProgress (controller/run_progress.h): silent when off (no callback at all, so the hashing
+// code does not even compute progress); on a terminal one line rewritten in place with bytes,
+// percentage and rate, at most ten times a second, erased at the end; elsewhere plain lines, none
+// before 5 s, then at most one every 5 s with the time so far, and a last one at the end.
 #include "controller/run_progress.h"
 
 #include <gtest/gtest.h>
@@ -13,7 +14,7 @@ namespace sealrun::run {
 namespace {
 
 TEST(TerminalProgress, NotATerminalMeansNoCallbacksAndNoOutput) {
-  TerminalProgress p("toolchain", false);
+  TerminalProgress p("toolchain", ProgressStyle::kOff);
   EXPECT_FALSE(p.on_bytes());
   EXPECT_FALSE(p.on_progress());
 }
@@ -21,7 +22,7 @@ TEST(TerminalProgress, NotATerminalMeansNoCallbacksAndNoOutput) {
 TEST(TerminalProgress, OnATerminalOneLineIsRewrittenAndErasedAtTheEnd) {
   std::vector<std::string> written;
   {
-    TerminalProgress p("toolchain", true);
+    TerminalProgress p("toolchain", ProgressStyle::kTerminal);
     p.set_sink([&](const std::string& s) { written.push_back(s); });
     auto bytes = p.on_bytes();
     ASSERT_TRUE(bytes);
@@ -39,7 +40,7 @@ TEST(TerminalProgress, OnATerminalOneLineIsRewrittenAndErasedAtTheEnd) {
 
 TEST(TerminalProgress, TheFullPictureShowsFiles) {
   std::vector<std::string> written;
-  TerminalProgress p("outputs", true);
+  TerminalProgress p("outputs", ProgressStyle::kTerminal);
   p.set_sink([&](const std::string& s) { written.push_back(s); });
   HashProgress h;
   h.files_found = 10;
@@ -51,6 +52,68 @@ TEST(TerminalProgress, TheFullPictureShowsFiles) {
   ASSERT_EQ(written.size(), 1u);
   EXPECT_NE(written[0].find("5 of 10 files"), std::string::npos) << written[0];
   EXPECT_NE(written[0].find("(50%)"), std::string::npos) << written[0];
+}
+
+TEST(TerminalProgress, WithoutATerminalPlainLinesEveryFiveSeconds) {
+  std::vector<std::string> written;
+  int64_t now = 1000;
+  {
+    TerminalProgress p("tree /usr", ProgressStyle::kPlain);
+    p.set_sink([&](const std::string& s) { written.push_back(s); });
+    p.set_clock([&] { return now; });
+    auto hook = p.on_progress();
+    ASSERT_TRUE(hook);
+    HashProgress h;
+    h.files_found = 100;
+    h.bytes_found = 100 << 20;
+    h.walk_complete = true;
+    // A report every 250 ms for 12 s: lines at 5 s and 10 s only, none before 5 s.
+    for (int i = 0; i <= 48; ++i) {
+      h.bytes_done = static_cast<uint64_t>(i) * (2 << 20);
+      h.files_done = static_cast<uint64_t>(i) * 2;
+      hook(h);
+      if (i < 48) now += 250;
+    }
+  }
+  ASSERT_EQ(written.size(), 3u);
+  EXPECT_EQ(written[0],
+            "hashing tree /usr: 40.0 MiB of 100.0 MiB (40%), 40 of 100 files, 8.0 MiB/s, ETA 8 s, "
+            "5 s so far\n");
+  EXPECT_NE(written[1].find("(80%)"), std::string::npos) << written[1];
+  EXPECT_NE(written[1].find(", 10 s so far\n"), std::string::npos) << written[1];
+  EXPECT_NE(written[2].find("96 of 100 files"), std::string::npos) << written[2];
+  EXPECT_NE(written[2].find(", ended after 12 s\n"), std::string::npos) << written[2];
+  for (const auto& line : written) EXPECT_EQ(line.find('\r'), std::string::npos) << line;
+}
+
+TEST(TerminalProgress, WithoutATerminalAShortStepSaysNothing) {
+  std::vector<std::string> written;
+  int64_t now = 0;
+  {
+    TerminalProgress p("toolchain", ProgressStyle::kPlain);
+    p.set_sink([&](const std::string& s) { written.push_back(s); });
+    p.set_clock([&] { return now; });
+    auto bytes = p.on_bytes();
+    for (int i = 0; i <= 49; ++i, now += 100) bytes(static_cast<uint64_t>(i), 49);  // 4.9 s
+  }
+  EXPECT_TRUE(written.empty()) << written.front();
+}
+
+TEST(ElapsedText, SecondsMinutesHours) {
+  EXPECT_EQ(elapsed_text(0), "0 s");
+  EXPECT_EQ(elapsed_text(35999), "35 s");
+  EXPECT_EQ(elapsed_text(185000), "3 min 05 s");
+  EXPECT_EQ(elapsed_text(3720000), "1 h 02 min");
+}
+
+TEST(ProgressStyle, QuietIsOff) {
+  set_progress_quiet(true);
+  EXPECT_EQ(progress_style(), ProgressStyle::kOff);
+  EXPECT_FALSE(per_tree_progress());
+  TerminalProgress p("x");
+  EXPECT_FALSE(p.on_bytes());
+  set_progress_quiet(false);
+  EXPECT_NE(progress_style(), ProgressStyle::kOff);
 }
 
 }  // namespace

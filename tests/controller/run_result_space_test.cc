@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // /out on the kernel's bound (issue 28 item 3): as root with loop devices, the job's /out is a file
 // system of the run's own, sized to result_max_bytes with result_max_inodes inodes, under bwrap and
 // podman alike. A 4 GiB fallocate and 400,000 empty files against a 64 MiB / 10,000-inode /out end
@@ -247,7 +248,8 @@ TEST_P(SweepKilled, RemovesTheOutputsOfAKilledRun) {
   ASSERT_TRUE(controller.ok()) << controller.error().message();
   bool seen = false;
   for (int i = 0; i < 1200 && !seen; ++i) {
-    seen = fs::exists(written);
+    std::error_code ec;  // the result space is in the controller's mount namespace (live())
+    seen = fs::exists(live(state_, written), ec);
     if (!seen) ::usleep(100 * 1000);
   }
   (void)controller->signal(SIGKILL);

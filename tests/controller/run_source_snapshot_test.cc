@@ -17,16 +17,20 @@ namespace fs = std::filesystem;
 TEST_F(RunTest, ASourceChangedOnTheHostDuringTheRunDoesNotReachTheJob) {
   // The job reads input.txt only once the test, after rewriting the host's copy, has put a file
   // into its /scratch (the one directory both can reach).
-  auto a = freeze("while [ -z \"$(ls /scratch)\" ]; do sleep 0.05; done; "
-                  "cat input.txt > /out/copy.txt");
-  auto opts = sealrun_options({"run", a.path, "--sha256", a.sha256, "--id", "snap",
-                               "--state-dir", state_});
+  auto a = freeze(
+      "while [ -z \"$(ls /scratch)\" ]; do sleep 0.05; done; "
+      "cat input.txt > /out/copy.txt");
+  auto opts =
+      sealrun_options({"run", a.path, "--sha256", a.sha256, "--id", "snap", "--state-dir", state_});
   auto child = spawn(opts);
   ASSERT_TRUE(child.ok()) << child.error().message();
   // Once the job runs (its scratch exists), change the source on the host, then let it go on.
-  std::string scratch = state_ + "/owned/snap/scratch";
+  // In the controller's mount namespace (live(), run_test_support.h).
+  auto scratch_now = [&] { return live(state_, state_ + "/owned/snap/scratch"); };
+  std::error_code ec;
   int64_t deadline = monotonic_ms() + 60000;
-  while (!fs::exists(scratch) && monotonic_ms() < deadline) ::usleep(20 * 1000);
+  while (!fs::exists(scratch_now(), ec) && monotonic_ms() < deadline) ::usleep(20 * 1000);
+  const std::string scratch = scratch_now();
   ASSERT_TRUE(fs::exists(scratch));
   write_text(src_ + "/input.txt", "CHANGED ON THE HOST\n");
   write_text(scratch + "/go", "");

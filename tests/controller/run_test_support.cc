@@ -197,10 +197,36 @@ Result<std::string> busybox_fixture_dir() {
   return fixture_made_by("busybox_image.sh");
 }
 
+int64_t owned_fs_controller(const std::string& state, const std::string& fs_id) {
+  auto record =
+      nlohmann::json::parse(read_text(state + "/ownedfs/" + fs_id + ".json"), nullptr, false);
+  if (!record.is_object() || !record.contains("controller_pid")) return 0;
+  return record["controller_pid"].get<int64_t>();
+}
+
+std::string live_path(const std::string& state, const std::string& fs_id, const std::string& path) {
+  // The owned file systems are mounted in the controller's private mount namespace
+  // (containment/ownedfs/private_ns.h): seen through the controller's /proc/PID/root, the
+  // controller named by the file system's record.
+  int64_t pid = owned_fs_controller(state, fs_id);
+  if (pid <= 0) return path;
+  std::string root = "/proc/" + std::to_string(pid) + "/root";
+  std::error_code ec;
+  std::string abs = fs::absolute(path, ec).string();
+  return fs::exists(root, ec) ? root + abs : path;
+}
+
 std::string live_out_dir(const std::string& state, const std::string& id) {
-  std::string space = state + "/owned/" + id + "+out/out";
+  std::string space = live_path(state, id + "+out", state + "/owned/" + id + "+out/out");
   std::error_code ec;
   return fs::is_directory(space, ec) ? space : state + "/results/" + id + "/out";
+}
+
+std::string live(const std::string& state, const std::string& path) {
+  const std::string owned = state + "/owned/";
+  if (path.compare(0, owned.size(), owned) != 0) return path;
+  std::string id = path.substr(owned.size(), path.find('/', owned.size()) - owned.size());
+  return live_path(state, id, path);
 }
 
 bool no_process_with(const std::string& marker) {

@@ -6,8 +6,8 @@
 
 #include <gtest/gtest.h>
 
-#include <nlohmann/json.hpp>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -82,5 +82,16 @@ bool no_process_with(const std::string& marker);
 // (STATE/owned/<id>+out/out, docs/growth.md) when it has one, else results/<id>/out. What a test
 // that watches a running job (or leaves a file for it) looks at.
 std::string live_out_dir(const std::string& state, const std::string& id);
+
+// `path` as the controller of the owned file system `fs_id` (a run id, or a run id + "+out") sees
+// it: the owned file systems are mounted in the controller's private mount namespace
+// (containment/ownedfs/private_ns.h), reached from here through /proc/PID/root. `path` itself
+// when no record names a controller.
+std::string live_path(const std::string& state, const std::string& fs_id, const std::string& path);
+// The pid of the controller that made owned file system `fs_id` (its record's), or 0.
+int64_t owned_fs_controller(const std::string& state, const std::string& fs_id);
+// A path under STATE/owned/<fs id>/ as the controller of that file system sees it (live_path); any
+// other path as it is. Resolve it again while waiting: the record appears with the file system.
+std::string live(const std::string& state, const std::string& path);
 
 }  // namespace sealrun::testing

@@ -16,6 +16,7 @@
 
 #include <atomic>
 #include <filesystem>
+#include <functional>
 #include <thread>
 
 #include "controller/exit_codes.h"
@@ -44,12 +45,15 @@ struct ClosureDir {
 };
 
 // Waits for `path` to exist while `done` is false (the run may end early); true when it exists.
-bool wait_for_path(const std::string& path, const std::atomic<bool>& done) {
+// `path` under STATE/owned/ is in the controller's mount namespace: `resolve` gives where it is
+// seen from here (live(), run_test_support.h), again at each look.
+bool wait_for_path(const std::function<std::string()>& resolve, const std::atomic<bool>& done) {
+  std::error_code ec;  // a controller gone meanwhile: its /proc/PID/root is unreachable
   for (int i = 0; i < 6000 && !done; ++i) {  // at most 120 s
-    if (fs::exists(path)) return true;
+    if (fs::exists(resolve(), ec)) return true;
     ::usleep(20 * 1000);
   }
-  return fs::exists(path);
+  return fs::exists(resolve(), ec);
 }
 
 // The digest cache records a file only once its last change lies before the second in which it
@@ -101,11 +105,12 @@ TEST_P(ViewRecheck, ATreeFileAndAClosureFileChangedWhileTheJobRunsFailIt) {
     done = true;
   });
   const std::string gate = state_ + "/owned/" + id + "/scratch/gate";
-  bool waiting = wait_for_path(gate, done);
+  auto live_gate = [&] { return live(state_, gate); };
+  bool waiting = wait_for_path(live_gate, done);
   if (waiting) {
     write_text(tree + "/sub/b.txt", "changed on the host\n");
     write_text(file, "closure changed on the host\n");
-    int fd = ::open(gate.c_str(), O_WRONLY | O_CLOEXEC);  // the job is reading: no block
+    int fd = ::open(live_gate().c_str(), O_WRONLY | O_CLOEXEC);  // the job is reading: no block
     EXPECT_GE(fd, 0) << gate;
     if (fd >= 0) ::close(fd);
   }
@@ -147,10 +152,11 @@ TEST_F(RunTest, AnImageRootChangedWhileTheJobRunsFailsIt) {
     done = true;
   });
   const std::string gate = state_ + "/owned/" + id + "/scratch/gate";
-  bool waiting = wait_for_path(gate, done);
+  auto live_gate = [&] { return live(state_, gate); };
+  bool waiting = wait_for_path(live_gate, done);
   if (waiting) {
     write_text(state_ + "/images/" + hex + "/rootfs/etc/passwd", "changed on the host\n");
-    int fd = ::open(gate.c_str(), O_WRONLY | O_CLOEXEC);
+    int fd = ::open(live_gate().c_str(), O_WRONLY | O_CLOEXEC);
     EXPECT_GE(fd, 0) << gate;
     if (fd >= 0) ::close(fd);
   }

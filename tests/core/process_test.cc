@@ -113,6 +113,27 @@ TEST(Child, SignalThroughPidfd) {
   EXPECT_EQ((*st)->signal, SIGTERM);
 }
 
+// `rebuild --vary kernel,aslr,domain_host`: the personality reaches the program through exec, and
+// (as root) the program runs in a UTS namespace of its own with the domain name given, which the
+// caller's keeps.
+TEST(Spawn, SetsPersonalityAndDomainName) {
+  SpawnOptions o;
+  o.argv = {"/bin/sh", "-c",
+            "cat /proc/self/personality; uname -r; cat /proc/sys/kernel/domainname"};
+  o.personality = 0x0060000;  // UNAME26 | ADDR_NO_RANDOMIZE
+  if (::geteuid() == 0) o.domainname = "spawn-test.invalid";
+  auto r = run_capture(o, 10000);
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  EXPECT_EQ(r->status.code, 0) << r->err;
+  EXPECT_EQ(r->out.rfind("00060000\n2.6.", 0), 0u) << r->out;
+  if (::geteuid() == 0) {
+    EXPECT_NE(r->out.find("\nspawn-test.invalid\n"), std::string::npos) << r->out;
+    char mine[256] = {};
+    ASSERT_EQ(::getdomainname(mine, sizeof mine - 1), 0);
+    EXPECT_STRNE(mine, "spawn-test.invalid");
+  }
+}
+
 }  // namespace
 }  // namespace sealrun
 

@@ -48,11 +48,28 @@ TEST(FingerprintCli, TreeJsonSummaryMatchesTheInventoryFile) {
   EXPECT_EQ(summary["sha256"], sha256_hex(read_text(dir / "inv.jsonl")));
   EXPECT_EQ(summary["entries"], 5);  // . a.txt link sub sub/b.bin
   EXPECT_EQ(summary["regular_bytes"], 300006);
-  EXPECT_EQ(run.err, "") << "no progress output when stderr is not a terminal";
+  EXPECT_EQ(run.err, "") << "no progress output for a step shorter than 5 s without a terminal";
 
   auto again = sealrun_cli({"fingerprint", "tree", t, "--out", dir / "again.jsonl", "--json"});
   ASSERT_EQ(again.status.code, 0) << again.err;
   EXPECT_EQ(nlohmann::json::parse(again.out)["sha256"], summary["sha256"]);
+}
+
+// --quiet (issue 29) on every fingerprint command: no progress, the result still printed.
+TEST(FingerprintCli, QuietOnEveryCommand) {
+  TempDir dir;
+  const std::string t = make_tree(dir);
+  auto tree = sealrun_cli({"fingerprint", "tree", t, "--out", dir / "q.jsonl", "--quiet"});
+  ASSERT_EQ(tree.status.code, 0) << tree.err;
+  EXPECT_EQ(tree.err, "");
+  EXPECT_NE(tree.out.find("tree sha256"), std::string::npos) << tree.out;
+  auto file = sealrun_cli({"fingerprint", "file", t + "/a.txt", "-q"});
+  ASSERT_EQ(file.status.code, 0) << file.err;
+  EXPECT_NE(file.out.find(sha256_hex("alpha\n")), std::string::npos) << file.out;
+  // An error is still said.
+  auto missing = sealrun_cli({"fingerprint", "tree", dir / "nope", "--out", dir / "n", "--quiet"});
+  EXPECT_EQ(missing.status.code, 1);
+  EXPECT_NE(missing.err.find("nope"), std::string::npos) << missing.err;
 }
 
 TEST(FingerprintCli, TreeHumanSummarySaysWhatEachNumberIs) {

@@ -2,7 +2,7 @@
 // HashPool (tree_hash_pool.h) on its own: on a warm tree the hashing threads open every file
 // themselves and the opening thread opens none; once a read misses the page cache (a tree whose
 // pages were dropped), the opening thread opens files ahead; either way every file gets its
-// bytes' digest.
+// bytes' digest. The threads start only once enough work waits.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/hex.h"
+#include "core/syscall.h"
 #include "core/unique_fd.h"
 #include "fingerprint/sha256.h"
 #include "fingerprint/tree_hash_pool.h"
@@ -99,6 +100,66 @@ TEST(HashPool, OnceAReadMissesThePageCacheFilesAreOpenedAhead) {
   std::deque<TreeEntry> entries;
   EXPECT_GT(hash_all(tree, entries), 0u) << "a cold tree was not opened ahead";
   expect_digests(entries);
+}
+
+// The threads of this process (tasks in /proc/self/task).
+size_t thread_count() {
+  UniqueFd dir(::open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  return dir ? list_dir_names(dir.get()).size() : 0;
+}
+
+// A pool starts its threads only once the work pays for them (issue 31): a tree verified through
+// the digest cache submits nothing, a 20-file source or a job's few outputs little; such work is
+// hashed by finish() on the caller's thread, with the same digests.
+TEST(HashPool, ThreadsStartOnlyOnceEnoughIsQueued) {
+  Tree tree;
+  UniqueFd root(::open(tree.dir.str().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  ASSERT_TRUE(root);
+  const std::string display = tree.dir.str();
+  std::deque<TreeEntry> entries;
+  const size_t before = thread_count();
+  HashPool pool(root.get(), display, 2);
+  auto submit = [&](size_t i) {
+    struct stat st {};
+    ASSERT_EQ(::fstatat(root.get(), tree.names[i].c_str(), &st, AT_SYMLINK_NOFOLLOW), 0);
+    TreeEntry& e = entries.emplace_back();
+    e.path = tree.names[i];
+    pool.submit({&e, static_cast<uint64_t>(st.st_size), st.st_dev, st.st_ino});
+  };
+  EXPECT_EQ(thread_count(), before) << "threads started with nothing to hash";
+  for (size_t i = 0; i + 1 < HashPool::kStartFiles; ++i) submit(i);
+  EXPECT_EQ(thread_count(), before) << "threads started for a few small files";
+  for (size_t i = HashPool::kStartFiles - 1; i < tree.names.size(); ++i) submit(i);
+  EXPECT_EQ(thread_count(), before + 3) << "an opener and two hashing threads once enough waits";
+  pool.walk_finished();
+  Status done = pool.finish([] {});
+  EXPECT_TRUE(done.ok()) << done.error().message();
+  expect_digests(entries);
+}
+
+TEST(HashPool, AFewFilesAreHashedOnTheCallersThread) {
+  Tree tree;
+  UniqueFd root(::open(tree.dir.str().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  ASSERT_TRUE(root);
+  const std::string display = tree.dir.str();
+  std::deque<TreeEntry> entries;
+  const size_t before = thread_count();
+  HashPool pool(root.get(), display, 2);
+  for (int i = 0; i < 20; ++i) {
+    struct stat st {};
+    ASSERT_EQ(::fstatat(root.get(), tree.names[i].c_str(), &st, AT_SYMLINK_NOFOLLOW), 0);
+    TreeEntry& e = entries.emplace_back();
+    e.path = tree.names[i];
+    pool.submit({&e, static_cast<uint64_t>(st.st_size), st.st_dev, st.st_ino});
+  }
+  pool.walk_finished();
+  EXPECT_EQ(thread_count(), before);
+  Status done = pool.finish([] {});
+  EXPECT_TRUE(done.ok()) << done.error().message();
+  EXPECT_EQ(pool.done_files(), 20u);
+  for (int i = 0; i < 20; ++i)
+    EXPECT_EQ(to_hex(entries[i].sha256.data(), entries[i].sha256.size()), sha256_hex(content_of(i)))
+        << i;
 }
 
 }  // namespace

@@ -186,5 +186,79 @@ TEST_F(OwnedFsTest, WithoutARecordAForeignMountIsStillRefused) {
   ASSERT_EQ(::umount2(mp.c_str(), 0), 0);
 }
 
+// Whether `loop` is bound to `image` (by sysfs's backing file, which names an unlinked image too):
+// the device itself may be bound to another process's file a moment after it was released.
+bool backed_by(const std::string& loop, const std::string& image) {
+  std::string name = loop.substr(loop.rfind('/') + 1);
+  return sealrun::testing::read_text("/sys/block/" + name + "/loop/backing_file").rfind(image, 0) ==
+         0;
+}
+
+// `sweep` used to answer "nothing left behind" while an owned file system whose record was gone
+// was still mounted: a mount under STATE/owned and a loop device bound to one of STATE's images
+// are found without a record, proven ours by the loop device's backing file, and removed.
+TEST_F(OwnedFsTest, AMountWhoseRecordIsGoneIsFoundAndRemovedBySweep) {
+  OwnedFsSpec s = spec("recordless", 64 << 20, 1000);
+  auto fs = create_owned_fs(s);
+  ASSERT_TRUE(fs.ok()) << fs.error().message();
+  ASSERT_EQ(::unlink(fs->record_path.c_str()), 0);
+  ASSERT_TRUE(mounted(s.mount_point));
+
+  auto steps = sweep_owned_fs(state_);
+  expect_clean(steps);
+  std::string text = describe(steps);
+  EXPECT_NE(text.find("owned file system recordless: no record names it, yet it is mounted"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("unmount " + s.mount_point + ": contents discarded, unmounted"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("loop device " + fs->loop_device + ": released"), std::string::npos) << text;
+  EXPECT_FALSE(mounted(s.mount_point));
+  EXPECT_FALSE(backed_by(fs->loop_device, fs->image_path));
+  EXPECT_FALSE(exists(fs->image_path));
+}
+
+// Record and image both gone (the image unlinked while the loop device held it): the loop device's
+// backing file, "STATE/ownedfs/<id>.img (deleted)", still names it; a result space's mount point
+// goes with it.
+TEST_F(OwnedFsTest, AMountWhoseRecordAndImageAreGoneIsFoundAndRemovedBySweep) {
+  OwnedFsSpec s = spec("bare+out", 64 << 20, 1000);
+  // A result space's mount point holds nothing of its own (run_result_space.cc makes it empty).
+  ASSERT_EQ(::unlink((s.mount_point + "/.sealrun-owned").c_str()), 0);
+  auto fs = create_owned_fs(s);
+  ASSERT_TRUE(fs.ok()) << fs.error().message();
+  ASSERT_EQ(::unlink(fs->record_path.c_str()), 0);
+  ASSERT_EQ(::unlink(fs->image_path.c_str()), 0);
+
+  auto steps = sweep_owned_fs(state_);
+  expect_clean(steps);
+  std::string text = describe(steps);
+  EXPECT_NE(text.find("unmount " + s.mount_point + ": contents discarded, unmounted"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("loop device " + fs->loop_device + ": released"), std::string::npos) << text;
+  EXPECT_FALSE(mounted(s.mount_point));
+  EXPECT_FALSE(backed_by(fs->loop_device, fs->image_path));
+  EXPECT_FALSE(exists(s.mount_point));
+  // Nothing is left to find the second time.
+  EXPECT_TRUE(sweep_owned_fs(state_).empty()) << describe(sweep_owned_fs(state_));
+}
+
+// Without a record or an image, a mount there that is not on a loop device bound to STATE's image
+// is refused and reported, never touched.
+TEST_F(OwnedFsTest, ARecordlessForeignMountIsReportedNotTouched) {
+  ASSERT_TRUE(open_ownedfs_dir(state_, true).ok());
+  std::string mp = make_mount_point("alien");
+  ASSERT_EQ(::mount("tmpfs", mp.c_str(), "tmpfs", 0, "size=1m"), 0);
+  auto steps = sweep_owned_fs(state_);
+  std::string text = describe(steps);
+  ASSERT_FALSE(steps.empty());
+  EXPECT_TRUE(steps.back().left) << text;
+  EXPECT_NE(text.find("refused: no record names it"), std::string::npos) << text;
+  EXPECT_TRUE(mounted(mp));
+  ASSERT_EQ(::umount2(mp.c_str(), 0), 0);
+}
+
 }  // namespace
 }  // namespace sealrun::ownedfs::testing

@@ -10,6 +10,7 @@
 
 #include "controller/bash_completion.h"
 #include "controller/cli_model.h"
+#include "controller/cli_name_list.h"
 #include "controller/man_page.h"
 #include "core/process.h"
 #include "tests/support/temp_dir.h"
@@ -46,6 +47,8 @@ struct ToyCli {
     run->add_option("--threads", n, "how many")->capture_default_str();
     run->add_option("--sha256", s, "digest")->type_name("HEX")->required();
     run->add_option("--secret", s, "hidden")->group("");
+    run->add_option("--vary", s, "comma-separated names")
+        ->check(name_list_of({"hostname", "home", "umask", "all"}));
     auto* freeze = app.add_subcommand("freeze", "Freeze");
     freeze->add_option("--host-tool", v, "a tool (repeatable)");
     freeze->add_option("ARGV", v, "the command");
@@ -94,6 +97,11 @@ TEST(CliModel, ReadsCommandsOptionsAndPositionalsOffCli11) {
   EXPECT_TRUE(option(*run, "--sha256")->required);
   EXPECT_EQ(option(*run, "--sha256")->completion, ValueCompletion::kNone);
   EXPECT_EQ(option(*run, "--secret"), nullptr);  // hidden
+  const CliOption* vary = option(*run, "--vary");
+  EXPECT_EQ(vary->choices, (std::vector<std::string>{"hostname", "home", "umask", "all"}));
+  EXPECT_TRUE(vary->choice_list);
+  EXPECT_EQ(vary->completion, ValueCompletion::kNameList);
+  EXPECT_FALSE(mech->choice_list);
   const CliCommand* freeze = find(root, "freeze");
   EXPECT_TRUE(option(*freeze, "--host-tool")->repeatable);
   EXPECT_TRUE(freeze->positionals.at(0).repeatable);
@@ -207,6 +215,15 @@ TEST(BashCompletion, CompletesCommandsOptionsChoicesAndPaths) {
   // An option's value is not taken for a sub-command or a positional.
   EXPECT_EQ(complete(script, {"toy", "run", "--mechanism", "auto", "--st"}, dir.str()),
             (Words{"--state-dir"}));
+  // A comma-separated list: each name after the last comma, what is before it kept.
+  EXPECT_EQ(complete(script, {"toy", "run", "--vary", ""}, dir.str()),
+            (Words{"all", "home", "hostname", "umask"}));
+  EXPECT_EQ(complete(script, {"toy", "run", "--vary", "ho"}, dir.str()),
+            (Words{"home", "hostname"}));
+  EXPECT_EQ(complete(script, {"toy", "run", "--vary", "umask,ho"}, dir.str()),
+            (Words{"umask,home", "umask,hostname"}));
+  EXPECT_EQ(complete(script, {"toy", "run", "--vary", "umask,home,u"}, dir.str()),
+            (Words{"umask,home,umask"}));
   // The hidden command and option are not offered.
   EXPECT_EQ(complete(script, {"toy", "__"}, dir.str()), (Words{}));
   EXPECT_EQ(complete(script, {"toy", "run", "--se"}, dir.str()), (Words{}));

@@ -6,10 +6,13 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <string>
 #include <vector>
 
+#include "controller/variations.h"
+#include "core/mechanism_kind.h"
 #include "tests/packaging/shell.h"
 #include "tests/support/temp_dir.h"
 
@@ -148,6 +151,40 @@ TEST(Install, BashCompletesTheRealCommandsWithBashCompletionLoaded) {
     EXPECT_NE(std::find(run_opts.begin(), run_opts.end(), o), run_opts.end()) << o;
   // The hidden generator is nobody's command.
   EXPECT_EQ(complete({"sealrun", "__"}, dir.str()), (Words{}));
+}
+
+// The values of rebuild's --vary (reprotest's names, as controller/variations.h lists them, and
+// "all") and of --mechanism (the mechanism registry, and "auto") are offered, never file names.
+TEST(Install, BashCompletesVaryAndMechanismValues) {
+  TempDir dir;
+  write_text(dir / "hostname.json", "{}");  // a file that would match if files were offered
+  Words vary(std::begin(run::kVariationNames), std::end(run::kVariationNames));
+  vary.emplace_back("all");
+  std::sort(vary.begin(), vary.end());
+  EXPECT_EQ(complete({"sealrun", "rebuild", "r.json", "--vary", ""}, dir.str()), vary);
+  Words after_umask;
+  for (const auto& v : vary)
+    if (v.rfind("h", 0) == 0) after_umask.push_back("umask," + v);
+  ASSERT_FALSE(after_umask.empty());
+  EXPECT_EQ(complete({"sealrun", "rebuild", "--vary", "umask,h"}, dir.str()), after_umask);
+  Words mechanisms = {"auto"};
+  for (MechanismKind k : kMechanismKinds) mechanisms.emplace_back(mechanism_kind_name(k));
+  std::sort(mechanisms.begin(), mechanisms.end());
+  for (const char* cmd : {"run", "rebuild"})
+    EXPECT_EQ(complete({"sealrun", cmd, "--mechanism", ""}, dir.str()), mechanisms) << cmd;
+  // The man page says which names --vary takes.
+  std::string page = read_text(binary_dir() + kMan);
+  for (const auto& v : vary) EXPECT_NE(page.find(v), std::string::npos) << v;
+}
+
+// The man page and the completion are made with the executable, whichever target was built: they
+// are never older than it (a build of `--target sealrun` alone left them stale or missing).
+TEST(Install, GeneratedFilesAreNoOlderThanTheExecutable) {
+  auto exe = fs::last_write_time(sealrun_path());
+  for (const auto& f : {kMan, kCompletion}) {
+    ASSERT_TRUE(fs::exists(binary_dir() + f)) << f;
+    EXPECT_GE(fs::last_write_time(binary_dir() + f), exe) << f;
+  }
 }
 
 }  // namespace

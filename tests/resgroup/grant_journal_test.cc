@@ -4,11 +4,15 @@
 // and controller liveness is told by pid + starttime.
 #include "containment/grant_journal.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
+#include <future>
 
 #include "core/process.h"
 #include "tests/support/temp_dir.h"
@@ -65,6 +69,26 @@ TEST(GrantJournal, RecordsRoundTripPrivately) {
   ASSERT_TRUE(j->forget("a").ok());
   ASSERT_TRUE(j->forget("a").ok());  // idempotent
   EXPECT_EQ(j->list()->size(), 1u);
+}
+
+// Runs in one state directory write their own records under a shared lock (issue 31): one run's
+// record (and its fsyncs) never waits for another's. Here a shared holder stands in for another
+// writer; before, record() and forget() took the lock exclusively and waited for it.
+TEST(GrantJournal, WritersOfTheirOwnRecordsDoNotWaitForOneAnother) {
+  TempDir tmp;
+  auto j = GrantJournal::open(tmp.str());
+  ASSERT_TRUE(j.ok()) << j.error().message();
+  int other = ::open((j->dir() + "/.lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  ASSERT_GE(other, 0);
+  ASSERT_EQ(::flock(other, LOCK_SH), 0);
+  auto done = std::async(std::launch::async, [&] {
+    Status st = j->record(sample("mine"));
+    return st.ok() && j->forget("mine").ok();
+  });
+  const bool finished = done.wait_for(std::chrono::seconds(5)) == std::future_status::ready;
+  ::close(other);  // lets a waiting writer go, so that a failure ends too
+  EXPECT_TRUE(finished) << "record() waited for another writer's lock";
+  EXPECT_TRUE(done.get());
 }
 
 TEST(GrantJournal, ARecordWithoutJobStartFromAnOlderControllerIsStillRead) {

@@ -150,6 +150,10 @@ TEST_F(RunsTest, WithoutThePluginsPidsGroupTheUsersRunIsRefused) {
   auto r = nlohmann::json::parse(read_text(path), nullptr, false);
   EXPECT_EQ(r["state"], "not_run") << r.dump();
   EXPECT_NE(r["reason"].get<std::string>().find("process_count"), std::string::npos) << r["reason"];
+  // Under Slurm the refusal names what fixes it: the SPANK plugin (issue 29).
+  EXPECT_NE(r["reason"].get<std::string>().find("SPANK plugin, spank_sealrun.so"),
+            std::string::npos)
+      << r["reason"];
   EXPECT_TRUE(r["commands"].empty()) << r["commands"].dump();
 }
 

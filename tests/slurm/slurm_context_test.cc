@@ -95,5 +95,28 @@ TEST(SlurmContext, EnvironMapKeepsOnlySlurmVariables) {
   EXPECT_EQ((*slurm_context(m))["job_id"], 42);
 }
 
+// The exit-4 advice (issue 29): only inside a Slurm job, only for an ordinary user, only when
+// process_count is what is missing.
+TEST(SlurmSpankAdvice, OnlyWhereThePluginIsTheFix) {
+  const Env slurm = {{"SLURM_JOB_ID", "42"}};
+  struct Case {
+    Env env;
+    bool pids_missing, root, advised;
+  };
+  for (const Case& c : std::vector<Case>{{slurm, true, false, true},
+                                         {slurm, false, false, false},
+                                         {slurm, true, true, false},
+                                         {Env{}, true, false, false},
+                                         {{{"SLURM_JOB_ID", "x"}}, true, false, false}}) {
+    std::string advice = slurm_spank_advice(c.env, c.pids_missing, c.root);
+    EXPECT_EQ(!advice.empty(), c.advised) << advice;
+    if (c.advised) {
+      EXPECT_NE(advice.find("Under Slurm (job 42)"), std::string::npos) << advice;
+      EXPECT_NE(advice.find("spank_sealrun.so"), std::string::npos) << advice;
+      EXPECT_NE(advice.find("plugstack.conf"), std::string::npos) << advice;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace sealrun

@@ -5,8 +5,9 @@
 # step (`step_script`, `build_script` on older runners) is NOT the job's `before_script:` and
 # `script:` lines: it is `sealrun run` of the admission the job names, so only what was admitted
 # runs. The other stages that carry the job's own commands (`after_script`, further `step_*`) are
-# not run at all: on this host they would run uncontained. The receipt is copied into the project
-# directory (sealrun-receipt/receipt.json) for `artifacts:` to keep.
+# not run at all: on this host they would run uncontained. Everything of the run is copied into
+# the project directory (sealrun-receipt/: receipt.json, receipt.dsse.json when signed,
+# outputs.jsonl, logs/, out/, report.html, admission.json) for `artifacts:` to keep.
 # sealrun's exit codes map onto GitLab's: 0 success; 5 (the job failed) and 6 (a growth guard
 # stopped it) a build failure; 2, 3, 4, 7 and anything else a system failure.
 set -uo pipefail
@@ -34,9 +35,8 @@ sealrun_cmd run "$admission" --sha256 "$sha256" --id "$id" --state-dir "$SEALRUN
 rc=${PIPESTATUS[0]}
 # sealrun prints the path of the receipt it wrote as the last line of stdout (none if it wrote none).
 receipt=$(tail -n 1 "$stdout")
-if [[ $receipt == *.json && -f $receipt && -n ${CUSTOM_ENV_CI_PROJECT_DIR:-} ]]; then
-  mkdir -p "$CUSTOM_ENV_CI_PROJECT_DIR/sealrun-receipt"
-  cp "$receipt" "$CUSTOM_ENV_CI_PROJECT_DIR/sealrun-receipt/receipt.json"
+if [[ -n ${CUSTOM_ENV_CI_PROJECT_DIR:-} ]]; then
+  keep_artifacts "$receipt" "$CUSTOM_ENV_CI_PROJECT_DIR/sealrun-receipt" "$admission"
 fi
 case $rc in
   0) exit 0 ;;
