@@ -373,14 +373,10 @@ std::vector<SweepStep> PodmanMechanism::sweep_leftovers(const LeftoverRun& run) 
     s.left = true;
     return {s};
   }
-  for (const auto& a : *actions) s.outcome += (s.outcome.empty() ? "" : "; ") + a;
   // The run's runroot link, if its storage was out of sight (a killed controller's namespace) and
   // so left: it is this run's (it points at this storage), and the run is being swept.
-  char target[4096];
-  ssize_t n = ::readlink(layout.run_root_link.c_str(), target, sizeof target);
-  if (n > 0 && std::string(target, static_cast<size_t>(n)) == layout.run_root &&
-      ::unlink(layout.run_root_link.c_str()) == 0)
-    s.outcome += (s.outcome.empty() ? "" : "; ") + ("removed runroot link " + layout.run_root_link);
+  podman::remove_runroot_link(layout, *actions);
+  for (const auto& a : *actions) s.outcome += (s.outcome.empty() ? "" : "; ") + a;
   if (s.outcome.empty()) s.outcome = "nothing of podman's was left";
   return {s};
 }

@@ -194,6 +194,8 @@ Status make_runroot_link(const StorageLayout& layout, const JobUser& user) {
   return Error::make(fmt::format("symlink {}: its directory kept disappearing", layout.run_root_link));
 }
 
+}  // namespace
+
 // Removes the storage's runroot link (only if it points at this storage), then its directory if
 // that is now empty.
 void remove_runroot_link(const StorageLayout& layout, std::vector<std::string>& actions) {
@@ -208,8 +210,6 @@ void remove_runroot_link(const StorageLayout& layout, std::vector<std::string>& 
         fmt::format("remove runroot link {}: {}", layout.run_root_link, errno_text(errno)));
   ::rmdir(layout.link_dir.c_str());  // fails while another storage's link is in it: fine
 }
-
-}  // namespace
 
 // Rootless podman keeps its user namespace alive with a pause process ("catatonit -P", or podman
 // itself) and records its pid in libpod's tmp dir (--tmpdir: layout.tmp_dir; without that flag,
