@@ -377,6 +377,9 @@ std::vector<SweepStep> PodmanMechanism::sweep_leftovers(const LeftoverRun& run) 
     s.left = true;
     return {s};
   }
+  // The run's runroot link, if its storage was out of sight (a killed controller's namespace) and
+  // so left: it is this run's (it points at this storage), and the run is being swept.
+  podman::remove_runroot_link(layout, *actions);
   for (const auto& a : *actions) s.outcome += (s.outcome.empty() ? "" : "; ") + a;
   if (s.outcome.empty()) s.outcome = "nothing of podman's was left";
   return {s};

@@ -194,6 +194,8 @@ Status make_runroot_link(const StorageLayout& layout, const JobUser& user) {
   return Error::make(fmt::format("symlink {}: its directory kept disappearing", layout.run_root_link));
 }
 
+}  // namespace
+
 // Removes the storage's runroot link (only if it points at this storage), then its directory if
 // that is now empty.
 void remove_runroot_link(const StorageLayout& layout, std::vector<std::string>& actions) {
@@ -208,8 +210,6 @@ void remove_runroot_link(const StorageLayout& layout, std::vector<std::string>& 
         fmt::format("remove runroot link {}: {}", layout.run_root_link, errno_text(errno)));
   ::rmdir(layout.link_dir.c_str());  // fails while another storage's link is in it: fine
 }
-
-}  // namespace
 
 // Rootless podman keeps its user namespace alive with a pause process ("catatonit -P", or podman
 // itself) and records its pid in libpod's tmp dir (--tmpdir: layout.tmp_dir; without that flag,
@@ -439,6 +439,15 @@ Status remove_storage(const StorageLayout& layout, const JobUser& user, const Ho
   return ok_status();
 }
 
+std::optional<std::string> owned_root_of_run_root(const std::string& run_root) {
+  // storage_layout(): <owned root>/podman/runroot.
+  static constexpr std::string_view kTail = "/podman/runroot";
+  if (run_root.size() <= kTail.size() ||
+      run_root.compare(run_root.size() - kTail.size(), kTail.size(), kTail) != 0)
+    return std::nullopt;
+  return run_root.substr(0, run_root.size() - kTail.size());
+}
+
 std::vector<std::string> sweep_dangling_links(const std::string& link_dir) {
   std::vector<std::string> actions;
   auto dir = open_at(AT_FDCWD, link_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
@@ -455,6 +464,12 @@ std::vector<std::string> sweep_dangling_links(const std::string& link_dir) {
     std::string target = link_target(dir->get(), name);
     struct stat tst {};
     if (target.empty() || ::lstat(target.c_str(), &tst) == 0) continue;  // in use, or not a link
+    // A live run's storage is on its owned file system, mounted in its controller's own mount
+    // namespace (ownedfs/private_ns.h): from here the target is missing but the owned root (the
+    // mount point) is still there. Only a link whose owned root is gone too is dangling — removing
+    // a live run's link made its podman recreate the path itself and fail (permission denied).
+    if (auto owned = owned_root_of_run_root(target); owned && ::lstat(owned->c_str(), &tst) == 0)
+      continue;
     if (::unlinkat(dir->get(), name.c_str(), 0) == 0)
       actions.push_back(fmt::format("removed runroot link {}/{} (its storage {} is gone)",
                                     link_dir, name, target));

@@ -14,6 +14,7 @@
 // Decisions are a pure function (decide_mount_action) so the rules are unit-tested as data.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -85,6 +86,14 @@ void stop_storage_processes(const StorageLayout& layout, const JobUser& user,
 
 // For sweep: removes the links in `link_dir` whose target is gone (a killed run's or probe's
 // runroot link, once its storage was removed), then the directory if it is empty.
+// Removes the storage's runroot link (only if it points at this storage), then the link
+// directory if that is now empty; what was done (or why not) is added to `actions`.
+void remove_runroot_link(const StorageLayout& layout, std::vector<std::string>& actions);
+
+// The owned root of a storage whose run root is `run_root` (storage_layout()), or nullopt when
+// `run_root` is not shaped like one.
+std::optional<std::string> owned_root_of_run_root(const std::string& run_root);
+
 std::vector<std::string> sweep_dangling_links(const std::string& link_dir);
 
 }  // namespace sealrun::podman

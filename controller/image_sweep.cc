@@ -4,13 +4,14 @@
 
 #include <dirent.h>
 #include <fcntl.h>
-#include <sys/file.h>
 #include <fmt/format.h>
+#include <sys/file.h>
 
 #include <algorithm>
 #include <cctype>
 #include <string>
 
+#include "controller/pin_images.h"
 #include "controller/run_image_root.h"
 
 namespace sealrun::run {
@@ -31,16 +32,6 @@ bool pin_dir_name(const std::string& name) {
     if (name.rfind(k, 0) == 0) return image_dir_name(name.substr(k.size()));
   }
   return false;
-}
-
-// pins/<key> locked exclusively (no run holds it), or why not.
-Result<UniqueFd> lock_unused_pin(const StateDir& state, const std::string& rel) {
-  auto fd = SEALRUN_TRY(state.open(rel, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) {
-    if (errno == EWOULDBLOCK) return Error::make(rel + " is in use by another run");
-    return Error::with_errno(errno, "lock " + rel);
-  }
-  return fd;
 }
 
 // The entries of `sub` (images/ or pins/), sorted, or the step saying why they cannot be read.
@@ -74,7 +65,7 @@ Result<UniqueFd> lock_unused_image(const StateDir& state, const std::string& nam
 }
 
 Result<UniqueFd> lock_unused_pin_by_name(const StateDir& state, const std::string& name) {
-  return lock_unused_pin(state, "pins/" + name);
+  return lock_pin_dir(state, "pins/" + name, true);
 }
 
 // Each entry is removed while it is locked exclusively: a run that opened it before gets its

@@ -65,14 +65,6 @@ Result<std::string> hash_fd(int fd, const std::string& what) {
   return h.finish_hex();
 }
 
-Result<UniqueFd> lock_dir(const StateDir& state, const std::string& rel, bool exclusive) {
-  auto fd = SEALRUN_TRY(state.open(rel, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (::flock(fd.get(), (exclusive ? LOCK_EX : LOCK_SH) | LOCK_NB) != 0) {
-    if (errno == EWOULDBLOCK) return Error::make(rel + " is in use by another run");
-    return Error::with_errno(errno, "lock " + rel);
-  }
-  return fd;
-}
 
 // pins/<key> held shared, or nullopt when `sweep --images` removed it meanwhile (it removes a pin
 // only while it holds it exclusively, so one opened before the removal is found unlinked once the
@@ -192,7 +184,7 @@ Result<PinImage> obtain(const PinImageRequest& req, const std::string& key, cons
   int64_t start = monotonic_ms();
   SEALRUN_TRY(build_into_cache(req, key, build));
   int64_t build_ms = monotonic_ms() - start;
-  auto lock = SEALRUN_TRY(lock_dir(state, rel, false));
+  auto lock = SEALRUN_TRY(lock_pin_dir(state, rel, false));
   PinImage out = SEALRUN_TRY_CTX(open_cached(req, key), "the pin image just built");
   out.lock = std::move(lock);
   out.built = true;
@@ -318,6 +310,15 @@ Result<PinImage> closure_pin_image(const PinImageRequest& req,
     return ok_status();
   };
   return obtain(req, "closure-" + key.finish_hex(), build);
+}
+
+Result<UniqueFd> lock_pin_dir(const StateDir& state, const std::string& rel, bool exclusive) {
+  auto fd = SEALRUN_TRY(state.open(rel, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (::flock(fd.get(), (exclusive ? LOCK_EX : LOCK_SH) | LOCK_NB) != 0) {
+    if (errno == EWOULDBLOCK) return Error::make(rel + " is in use by another run");
+    return Error::with_errno(errno, "lock " + rel);
+  }
+  return fd;
 }
 
 }  // namespace sealrun::run

@@ -78,4 +78,8 @@ struct ClosureFile {
 Result<PinImage> closure_pin_image(const PinImageRequest& req,
                                    const std::vector<ClosureFile>& files);
 
+// pins/<rel> (e.g. "pins/tree-<hex>") flock'ed shared, or exclusive (no run holds it), without
+// waiting: "<rel> is in use by another run" when that cannot be had now.
+Result<UniqueFd> lock_pin_dir(const StateDir& state, const std::string& rel, bool exclusive);
+
 }  // namespace sealrun::run

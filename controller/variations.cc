@@ -40,9 +40,10 @@ ViewEntry empty_dir(std::string_view path) {
   return {std::string(path), ViewKind::kDir, {}, "directory", false, {}, -1};
 }
 
-// build_path: the source and the scratch space move below kVariedBuildRoot, and their admitted
-// names become links to where they are now, so a job that names them still runs, while getcwd()
-// (what compilers embed) answers with the varied path.
+// build_path: the source and the scratch space move below kVariedBuildRoot and the working
+// directory with them, so getcwd() (what compilers embed) answers with the varied path; /scratch's
+// admitted name becomes a link to where it is now and the source is bound at its admitted name
+// too, so a job that names them still runs.
 void move_build(const std::string& source_target, ContainmentSpec& spec) {
   std::vector<std::string> moved_targets;
   for (auto& m : spec.mounts) {
@@ -56,11 +57,24 @@ void move_build(const std::string& source_target, ContainmentSpec& spec) {
   }
   for (auto& m : spec.mounts)
     for (const auto& t : moved_targets) m.target = moved_below_build_root(m.target, t);
+  std::vector<MountSpec> again;
   for (const auto& t : moved_targets) {
     spec.cwd = moved_below_build_root(spec.cwd, t);
     std::string to = std::string(kVariedBuildRoot) + t;
-    spec.files_and_links.push_back({t, ViewKind::kLink, {}, "symlink:" + to, false, to, -1});
+    if (t != source_target) {
+      spec.files_and_links.push_back({t, ViewKind::kLink, {}, "symlink:" + to, false, to, -1});
+      continue;
+    }
+    // The source's admitted name is the same mount bound a second time, not a link: `cp -a /src
+    // /scratch/s` — the usual first step, which copies a command-line symlink as a symlink —
+    // then copies the tree, and the build in the copy runs below the moved /scratch.
+    for (const auto& m : spec.mounts)
+      if (m.target == to) {
+        again.push_back(m);
+        again.back().target = t;
+      }
   }
+  for (auto& m : again) spec.mounts.push_back(std::move(m));
 }
 
 }  // namespace
@@ -171,8 +185,10 @@ nlohmann::json describe_variations(const Variations& v) {
   if (v.build_path)
     add("build_path",
         fmt::format("the source and /scratch are mounted below {} (the working directory moves "
-                    "with them) and their admitted names are symlinks to there, so commands "
-                    "naming /src still run while getcwd() answers with the varied path; /out "
+                    "with them); /scratch's admitted name is a symlink to there and the source is "
+                    "bound at its admitted name as well (so `cp -a /src` copies the tree), so "
+                    "commands naming them still run while getcwd() in the working directory or "
+                    "below /scratch answers with the varied path; /out "
                     "keeps its name; under podman, whose image root takes no links, the admitted "
                     "names are the same mounts bound a second time (getcwd() there answers "
                     "with the admitted name)",

@@ -127,6 +127,9 @@ TEST_F(RunVaryTest, BuildPathMovesSrcAndScratchAndAJobNamingSrcRuns) {
   write_text(src_ + "/build.sh",
              "mkdir -p /scratch/x && cd /scratch/x && pwd -P > /out/scratch\n"
              "cd /src && pwd -P > /out/src\n"
+             // The usual first step: a copy of the source, built in /scratch. cp -a copies a
+             // command-line symlink as a link, so /src must be a directory here.
+             "cp -a /src /scratch/s && cd /scratch/s && pwd -P > /out/copy && : > made\n"
              "echo built > /out/fixed\n");
   std::vector<std::string> args = freeze_args("admission.json");
   args.insert(args.end(), {"--env", "PATH=/usr/bin:/bin"});
@@ -140,16 +143,18 @@ TEST_F(RunVaryTest, BuildPathMovesSrcAndScratchAndAJobNamingSrcRuns) {
   ASSERT_EQ(c.status.code, 0) << c.out << c.err;
   EXPECT_EQ(out("orig", "scratch"), "/scratch/x\n");
   EXPECT_EQ(out("orig", "src"), "/src\n");
+  EXPECT_EQ(out("orig", "copy"), "/scratch/s\n");
   auto r = rebuild(a, "build_path", "moved");
   ASSERT_EQ(r.status.code, 1) << r.out << r.err;  // it ran, and its outputs name the place
   EXPECT_EQ(out("moved", "scratch"), "/build/sealrun-rebuild/scratch/x\n");
-  EXPECT_EQ(out("moved", "src"), "/build/sealrun-rebuild/src\n");
+  EXPECT_EQ(out("moved", "copy"), "/build/sealrun-rebuild/scratch/s\n");
+  EXPECT_EQ(out("moved", "src"), "/src\n");  // bound there too: a directory, not a link
   EXPECT_EQ(out("moved", "fixed"), "built\n");  // /out kept its name
   json report = json::parse(r.out, nullptr, false);
   ASSERT_FALSE(report.is_discarded()) << r.out;
   std::set<std::string> differing;
   for (const auto& d : report["differences"]) differing.insert(d["path"].get<std::string>());
-  EXPECT_EQ(differing, (std::set<std::string>{"scratch", "src"}));
+  EXPECT_EQ(differing, (std::set<std::string>{"scratch", "copy"}));
 }
 
 // Under rootless podman too: the personality passes through podman, conmon and the OCI runtime
