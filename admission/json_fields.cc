@@ -83,18 +83,18 @@ bool FieldReader::integer(const json& v, const std::string& path, uint64_t min, 
   if (v.is_number_float() && std::isfinite(v.get<double>()) &&
       v.get<double>() == std::floor(v.get<double>()) && std::fabs(v.get<double>()) >= 9.2e18) {
     problem_(path, fmt::format("expected an integer between {} and {}, got a number out of range "
-                            "(about {:.3g})",
-                            min, max, v.get<double>()));
+                               "(about {:.3g})",
+                               min, max, v.get<double>()));
     return false;
   }
   if (!v.is_number_integer()) {
     problem_(path, fmt::format("expected {} integer, got {}",
-                            min > 0 ? "a positive" : "a non-negative", json_type_of(v)));
+                               min > 0 ? "a positive" : "a non-negative", json_type_of(v)));
     return false;
   }
   if (v.is_number_integer() && !v.is_number_unsigned() && v.get<int64_t>() < 0) {
     problem_(path, fmt::format("expected an integer between {} and {}, got {}", min, max,
-                            v.get<int64_t>()));
+                               v.get<int64_t>()));
     return false;
   }
   uint64_t x = v.get<uint64_t>();

@@ -47,7 +47,12 @@ void BM_HashWarmFile(benchmark::State& state) {
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * state.range(0));
 }
 // 1 MiB and up go through mappings (FileHasher::kMapThresholdBytes), below through read(2).
-BENCHMARK(BM_HashWarmFile)->Arg(4096)->Arg(64 << 10)->Arg((1 << 20) - 4096)->Arg(1 << 20)->Arg(16 << 20);
+BENCHMARK(BM_HashWarmFile)
+    ->Arg(4096)
+    ->Arg(64 << 10)
+    ->Arg((1 << 20) - 4096)
+    ->Arg(1 << 20)
+    ->Arg(16 << 20);
 
 void BM_TreeDigestSmallFiles(benchmark::State& state) {
   ScratchDir dir;

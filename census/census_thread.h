@@ -106,7 +106,7 @@ class CensusThread {
   CensusConfig config_;
   StopCallback on_trip_;
   int64_t started_ms_ = 0;
-  dev_t owned_dev_ = 0;  // kFilesystem: the device of the owned file system
+  dev_t owned_dev_ = 0;   // kFilesystem: the device of the owned file system
   dev_t result_dev_ = 0;  // the device of the result file system, when there is one
   mutable std::mutex mu_;
   std::condition_variable wake_;

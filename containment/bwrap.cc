@@ -15,7 +15,6 @@
 #include <signal.h>
 #include <unistd.h>
 
-
 #include "containment/bwrap_launch.h"
 #include "containment/grant.h"
 #include "containment/job_etc.h"
@@ -101,7 +100,8 @@ class BwrapJob : public ContainedJob {
       kill_all();
       actions.push_back(fmt::format("bwrap {}: killed (cleanup before it had finished)", pid()));
     }
-    bool gone = pidfd_exited_within(l_.bwrap.pidfd(), 5000) && pidfd_exited_within(l_.sandbox_pidfd.get(), 5000);
+    bool gone = pidfd_exited_within(l_.bwrap.pidfd(), 5000) &&
+                pidfd_exited_within(l_.sandbox_pidfd.get(), 5000);
     actions.push_back(
         gone ? fmt::format("bwrap {} and sandbox PID 1 {}: gone", pid(), l_.sandbox_pid)
              : fmt::format("bwrap {} or sandbox PID 1 {}: STILL RUNNING", pid(), l_.sandbox_pid));

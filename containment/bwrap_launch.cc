@@ -64,8 +64,8 @@ bool blocked_reading(pid_t pid, int fd) {
 // to `gate_write`. On an error the gate is left shut: the caller must kill the sandbox before it
 // closes `gate_write`, because bwrap ignores what its read of the gate returns, so end-of-file
 // opens the gate just as the byte does and the command would start.
-Status pass_gate(Launched& l, int gate_fd, int gate_write,
-                 const std::function<Status(pid_t)>& hook, int64_t deadline_ms) {
+Status pass_gate(Launched& l, int gate_fd, int gate_write, const std::function<Status(pid_t)>& hook,
+                 int64_t deadline_ms) {
   while (!blocked_reading(l.sandbox_pid, gate_fd)) {
     if (monotonic_ms() > deadline_ms)
       return Error::make("the sandbox did not reach its start gate in time");

@@ -10,10 +10,10 @@
 #include <string>
 #include <vector>
 
-#include "core/dimension.h"
 #include "containment/mechanism.h"
 #include "containment/resgroup/resource_group.h"
 #include "containment/spec.h"
+#include "core/dimension.h"
 #include "core/result.h"
 
 namespace sealrun {

@@ -31,9 +31,9 @@ struct GrantRecord {
   // The run's own uid and gid (job_ids.h), held until its cleanup is confirmed; -1: none.
   int64_t job_uid = -1;
   int64_t job_gid = -1;
-  pid_t job_pid = 0;             // outermost spawned process
-  std::string job_start;         // its /proc/<pid>/stat starttime; empty in a record written
-                                 // before the job started (or by a controller older than it)
+  pid_t job_pid = 0;      // outermost spawned process
+  std::string job_start;  // its /proc/<pid>/stat starttime; empty in a record written
+                          // before the job started (or by a controller older than it)
   // What the mechanism needs to find its leftovers (Mechanism::journal_locators(), e.g. podman's
   // container name and storage root); read back by its sweep_leftovers().
   std::map<std::string, std::string> mechanism_locators;

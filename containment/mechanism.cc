@@ -39,9 +39,7 @@ ExitStatus status_from_shell_convention(const ExitStatus& status) {
   return out;
 }
 
-std::string default_short_link_dir() {
-  return fmt::format("/tmp/sealrun-links-{}", ::geteuid());
-}
+std::string default_short_link_dir() { return fmt::format("/tmp/sealrun-links-{}", ::geteuid()); }
 
 std::vector<SweepStep> Mechanism::sweep_strays(const std::vector<StrayDir>&) { return {}; }
 

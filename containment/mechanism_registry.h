@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "containment/mechanism.h"
 #include "containment/job_ids.h"
+#include "containment/mechanism.h"
 #include "core/job_user.h"
 #include "core/mechanism_kind.h"
 #include "core/result.h"

@@ -90,7 +90,8 @@ class PodmanJob final : public ContainedJob {
                                                    podman::container_name(run_id_)));
     }
     (void)container_id();  // the cidfile is gone once cleanup removed the storage
-    exit.status = podman::job_status_from_podman(SEALRUN_TRY_CTX(child_.wait(), "wait for podman run"));
+    exit.status =
+        podman::job_status_from_podman(SEALRUN_TRY_CTX(child_.wait(), "wait for podman run"));
     return exit;
   }
 
@@ -251,13 +252,12 @@ class PodmanMechanism final : public Mechanism {
     SEALRUN_TRY(podman::write_seccomp_profile(layout, user, podman::job_seccomp_profile_json()));
     std::string archive = SEALRUN_TRY(
         podman::accessible_image_archive(layout, user, spec.image->archive_path, actions));
-    std::string source = SEALRUN_TRY_CTX(
-        podman::image_source(user, layout, archive, options_.command_timeout_ms),
-        fmt::format("load image archive {}", spec.image->archive_path));
-    SEALRUN_TRY_CTX(
-        podman::run_as_job_user(user, layout, podman::pull_argv(layout, facts_, source),
-                                options_.command_timeout_ms, layout.base),
-        fmt::format("load image archive {}", spec.image->archive_path));
+    std::string source =
+        SEALRUN_TRY_CTX(podman::image_source(user, layout, archive, options_.command_timeout_ms),
+                        fmt::format("load image archive {}", spec.image->archive_path));
+    SEALRUN_TRY_CTX(podman::run_as_job_user(user, layout, podman::pull_argv(layout, facts_, source),
+                                            options_.command_timeout_ms, layout.base),
+                    fmt::format("load image archive {}", spec.image->archive_path));
     std::string ids = SEALRUN_TRY(podman::podman_output(
         user, layout, podman::image_ids_argv(layout, facts_), options_.command_timeout_ms));
     std::string want = "sha256:" + SEALRUN_TRY(podman::image_hex(spec.image->image_id));
@@ -297,10 +297,10 @@ class PodmanMechanism final : public Mechanism {
     Child child = SEALRUN_TRY_CTX(spawn_process(o), "start podman run");
     if (group != nullptr)
       SEALRUN_TRY_CTX(resgroup::release_into_group(child, *group), "start podman run");
-    return std::unique_ptr<ContainedJob>(std::make_unique<PodmanJob>(
-        user, layout, facts_, spec.run_id, std::move(child), std::move(watchdog),
-        spec.wall_clock_ms, spec.stop_grace_ms, options_.command_timeout_ms, std::move(actions),
-        not_before));
+    return std::unique_ptr<ContainedJob>(
+        std::make_unique<PodmanJob>(user, layout, facts_, spec.run_id, std::move(child),
+                                    std::move(watchdog), spec.wall_clock_ms, spec.stop_grace_ms,
+                                    options_.command_timeout_ms, std::move(actions), not_before));
   }
 
   static Result<Child> spawn_process(const SpawnOptions& o) { return sealrun::spawn(o); }
@@ -325,7 +325,8 @@ Result<std::vector<std::string>> podman::sweep_podman_storage(const std::string&
   StorageLayout layout = podman::storage_layout(owned_root, link_dir);
   std::vector<std::string> actions;
   std::error_code ec;
-  JobUser user = SEALRUN_TRY(podman::resolve_job_user(job_user.empty() ? kDefaultJobUser : job_user));
+  JobUser user =
+      SEALRUN_TRY(podman::resolve_job_user(job_user.empty() ? kDefaultJobUser : job_user));
   if (!std::filesystem::exists(std::filesystem::symlink_status(layout.base, ec))) {
     // Out of sight is not gone: on a killed controller's owned file system, which a process of the
     // storage keeps alive in a mount namespace of its own (its pause process copied the
@@ -354,7 +355,9 @@ std::vector<SweepStep> PodmanMechanism::sweep_leftovers(const LeftoverRun& run) 
     return it == run.locators.end() ? std::string() : it->second;
   };
   std::string name = get("container_name");
-  SweepStep s{fmt::format("podman container {}", name.empty() ? podman::container_name(run.run_id) : name), "", false};
+  SweepStep s{
+      fmt::format("podman container {}", name.empty() ? podman::container_name(run.run_id) : name),
+      "", false};
   if (run.owned_root.empty()) {
     s.outcome = "refused: the record names no owned root to find its podman storage";
     s.left = true;
@@ -396,8 +399,9 @@ std::vector<SweepStep> PodmanMechanism::sweep_strays(const std::vector<StrayDir>
       if (name.rfind(podman::kProbeDirPrefix, 0) != 0) continue;
       std::string owned = dead.path + "/" + name + "/owned";
       SweepStep s{"podman probe storage " + owned + "/podman", "", false};
-      auto actions = podman::sweep_podman_storage(owned, podman::probe_run_id(dead.path), options_.job_user,
-                                                  options_.link_dir, dead.creator_start);
+      auto actions =
+          podman::sweep_podman_storage(owned, podman::probe_run_id(dead.path), options_.job_user,
+                                       options_.link_dir, dead.creator_start);
       if (!actions) {
         s.outcome = "podman sweep failed: " + actions.error().message();
         s.left = true;

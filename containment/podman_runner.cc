@@ -59,15 +59,15 @@ std::string load_failure_reason(const std::string& err, size_t listed_at) {
        at = err.find("\n * ", at + 1)) {
     size_t start = at + 4;
     size_t end = err.find('\n', start);
-    std::string line = err.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    std::string line =
+        err.substr(start, end == std::string::npos ? std::string::npos : end - start);
     all.push_back(line);
     std::string transport = line.substr(0, line.find(':'));
     bool directory_transport = transport == "oci" || transport == "dir";  // an archive is a file
-    bool not_this_format =
-        (line.find("manifest.json") != std::string::npos ||
-         line.find("index.json") != std::string::npos) &&
-        (line.find("does not exist") != std::string::npos ||
-         line.find("no such file or directory") != std::string::npos);
+    bool not_this_format = (line.find("manifest.json") != std::string::npos ||
+                            line.find("index.json") != std::string::npos) &&
+                           (line.find("does not exist") != std::string::npos ||
+                            line.find("no such file or directory") != std::string::npos);
     if (!directory_transport && !not_this_format) kept.push_back(line);
   }
   const auto& use = kept.empty() ? all : kept;

@@ -114,8 +114,8 @@ bool runs_from_storage(pid_t pid, const StorageLayout& layout, const JobUser& us
   if (!start || (!not_before.empty() && ticks(*start) < ticks(not_before))) return false;
   auto environ = read_bounded_file(AT_FDCWD, fmt::format("/proc/{}/environ", pid), 256 * 1024);
   std::string want = "XDG_RUNTIME_DIR=" + layout.runtime_dir + '\0';
-  return environ && (environ->rfind(want, 0) == 0 ||
-                     environ->find('\0' + want) != std::string::npos);
+  return environ &&
+         (environ->rfind(want, 0) == 0 || environ->find('\0' + want) != std::string::npos);
 }
 
 // Kills `pid` through a pidfd opened before the checks (a recycled pid is never hit) if it runs
@@ -131,7 +131,8 @@ void kill_storage_process(pid_t pid, const char* what, const StorageLayout& layo
   }
   if (!runs_from_storage(pid, layout, user, not_before)) {
     if (std::string_view(what) == "pause process")
-      actions.push_back(fmt::format("podman pause process {}: not this storage's, left alone", pid));
+      actions.push_back(
+          fmt::format("podman pause process {}: not this storage's, left alone", pid));
     return;
   }
   pidfd_send_signal_raw(pidfd.get(), SIGKILL);
@@ -149,8 +150,8 @@ Result<UniqueFd> open_link_dir(const StorageLayout& layout) {
   if (::mkdir(layout.link_dir.c_str(), 0711) != 0 && errno != EEXIST)
     return Error::from_errno("mkdir " + layout.link_dir);
   auto dir = SEALRUN_TRY(open_at(AT_FDCWD, layout.link_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW));
-  SEALRUN_TRY(check_trusted_dir(SEALRUN_TRY(fstat_fd(dir.get(), layout.link_dir)),
-                                layout.link_dir, false));
+  SEALRUN_TRY(
+      check_trusted_dir(SEALRUN_TRY(fstat_fd(dir.get(), layout.link_dir)), layout.link_dir, false));
   return dir;
 }
 
@@ -191,7 +192,8 @@ Status make_runroot_link(const StorageLayout& layout, const JobUser& user) {
       return Error::from_errno(
           fmt::format("symlink {} -> {}", layout.run_root_link, layout.run_root));
   }
-  return Error::make(fmt::format("symlink {}: its directory kept disappearing", layout.run_root_link));
+  return Error::make(
+      fmt::format("symlink {}: its directory kept disappearing", layout.run_root_link));
 }
 
 }  // namespace
@@ -250,7 +252,6 @@ void stop_storage_processes(const StorageLayout& layout, const JobUser& user,
     kill_storage_process(pid, "process", layout, user, not_before, actions);
   }
 }
-
 
 Status prepare_storage(const StorageLayout& layout, const JobUser& user) {
   for (const std::string& dir : storage_dirs(layout)) {
@@ -339,11 +340,11 @@ Result<std::string> image_source(const JobUser& user, const StorageLayout& layou
   SEALRUN_TRY(chown_path(layout.image_dir, user));
   // As the job user, into its own directory: a hostile member can reach nothing else, and GNU tar
   // refuses ".." members and strips leading "/".
-  auto unpacked = SEALRUN_TRY(run_capture(
-      as_job_user(user, layout,
-                  {tar, "--no-same-owner", "--no-same-permissions", "-xf", archive, "-C",
-                   layout.image_dir}),
-      timeout_ms, 64 * 1024));
+  auto unpacked =
+      SEALRUN_TRY(run_capture(as_job_user(user, layout,
+                                          {tar, "--no-same-owner", "--no-same-permissions", "-xf",
+                                           archive, "-C", layout.image_dir}),
+                              timeout_ms, 64 * 1024));
   if (unpacked.timed_out || !unpacked.status.success())
     return Error::make(fmt::format("unpack {}: {}: {}", archive,
                                    unpacked.timed_out ? "timed out" : unpacked.status.describe(),
@@ -471,8 +472,8 @@ std::vector<std::string> sweep_dangling_links(const std::string& link_dir) {
     if (auto owned = owned_root_of_run_root(target); owned && ::lstat(owned->c_str(), &tst) == 0)
       continue;
     if (::unlinkat(dir->get(), name.c_str(), 0) == 0)
-      actions.push_back(fmt::format("removed runroot link {}/{} (its storage {} is gone)",
-                                    link_dir, name, target));
+      actions.push_back(fmt::format("removed runroot link {}/{} (its storage {} is gone)", link_dir,
+                                    name, target));
   }
   ::rmdir(link_dir.c_str());  // fails while a live storage's link is in it: fine
   return actions;

@@ -117,8 +117,9 @@ int run_learned_freeze(FreezeArgs& args) {
     fmt::print(stderr,
                "learned {} host files ({}), {} links, {} directories ({} paths looked up, {} "
                "entries left to the pins); learning {} ms, hashing {} ms, proving {} ms\n",
-               learned->files, binary_size_text(learned->bytes), learned->links, learned->dirs, learned->lookups,
-               learned->dropped, learned->learn_ms, learned->hash_ms, learned->prove_ms);
+               learned->files, binary_size_text(learned->bytes), learned->links, learned->dirs,
+               learned->lookups, learned->dropped, learned->learn_ms, learned->hash_ms,
+               learned->prove_ms);
     for (const learn::Exclusion& e : learned->excluded)
       if (!e.generated)
         fmt::print(stderr, "--learn-exclude {}: left out {} files, {} links, {} directories\n",
@@ -203,12 +204,12 @@ int run_check(const CheckArgs& args) {
     nlohmann::json checks = nlohmann::json::array();
     for (const PinCheck& c : report.checks) checks.push_back(admission::pin_check_to_json(c));
     print_json({{"admission", report.path},
-                          {"sha256", report.observed_sha256},
-                          {"passed", report.all_passed()},
-                          {"refusal", report.refusal ? nlohmann::json(report.refusal->message())
-                                                     : nlohmann::json(nullptr)},
-                          {"checks", std::move(checks)},
-                          {"pin_cache", pin_cache_json(pin_cache)}});
+                {"sha256", report.observed_sha256},
+                {"passed", report.all_passed()},
+                {"refusal", report.refusal ? nlohmann::json(report.refusal->message())
+                                           : nlohmann::json(nullptr)},
+                {"checks", std::move(checks)},
+                {"pin_cache", pin_cache_json(pin_cache)}});
   } else {
     for (const PinCheck& c : report.checks)
       fmt::print("{:<7} {}  expected {}  observed {}\n", admission::check_status_name(c.status),
@@ -338,9 +339,10 @@ void register_admit(CLI::App& app, int* exit_code) {
   check->add_option("ADMISSION", c->path, "The admission file")->required();
   check->add_option("--sha256", c->sha256, "The SHA-256 the admission's exact bytes must have")
       ->required();
-  check->add_option("--state-dir", c->state_dir,
-                    "whose digest cache re-verifies unchanged pinned trees by a stat walk (used "
-                    "when the directory exists)")
+  check
+      ->add_option("--state-dir", c->state_dir,
+                   "whose digest cache re-verifies unchanged pinned trees by a stat walk (used "
+                   "when the directory exists)")
       ->capture_default_str();
   check->add_flag("--rehash", c->rehash,
                   "hash pinned trees in full instead of trusting the digest cache");

@@ -14,9 +14,9 @@
 #include "controller/demo_admission.h"
 #include "controller/demo_unprivileged.h"
 #include "controller/exit_codes.h"
+#include "controller/host_config.h"
 #include "controller/output.h"
 #include "controller/receipt_review.h"
-#include "controller/host_config.h"
 #include "controller/run_pipeline.h"
 #include "core/bounded_file.h"
 #include "core/process.h"
@@ -126,15 +126,14 @@ void register_demo(CLI::App& app, int* exit_code) {
     std::string bytes = written ? *written : receipt::render_receipt(o.receipt, kMiB);
     if (*json) {
       print_json({{"admission", admitted->path},
-                            {"sha256", admitted->sha256},
-                            {"learned", admitted->learned},
-                            {"id", req.id},
-                            {"state", o.receipt.state},
-                            {"exit", o.receipt.exit},
-                            {"reason", o.receipt.reason},
-                            {"receipt_path", o.receipt_path.empty()
-                                                 ? nlohmann::json(nullptr)
-                                                 : nlohmann::json(o.receipt_path)}});
+                  {"sha256", admitted->sha256},
+                  {"learned", admitted->learned},
+                  {"id", req.id},
+                  {"state", o.receipt.state},
+                  {"exit", o.receipt.exit},
+                  {"reason", o.receipt.reason},
+                  {"receipt_path", o.receipt_path.empty() ? nlohmann::json(nullptr)
+                                                          : nlohmann::json(o.receipt_path)}});
     } else {
       say(receipt::summary_text(nlohmann::json::parse(bytes)));
       if (!o.receipt_path.empty()) say(o.receipt_path + "\n");

@@ -332,10 +332,11 @@ void register_rebuild(CLI::App& app, int* exit_code) {
   cmd->add_flag("--quiet,-q", opt->quiet,
                 "do not show the job's output (`job| `), the progress of long steps nor the "
                 "summary on stderr; errors and the comparison are still printed");
-  cmd->add_flag("--explain", opt->explain,
-                "show how differing outputs differ (diffoscope, when installed, in a sandbox of its "
-                "own; else sizes and the first differing byte), and which variations alone make "
-                "the difference (more rebuilds: a bisection)");
+  cmd->add_flag(
+      "--explain", opt->explain,
+      "show how differing outputs differ (diffoscope, when installed, in a sandbox of its "
+      "own; else sizes and the first differing byte), and which variations alone make "
+      "the difference (more rebuilds: a bisection)");
   cmd->callback([opt, exit_code] { rebuild(*opt, exit_code); });
 }
 

@@ -137,10 +137,10 @@ void add_export(CLI::App& parent, int* exit_code) {
     if (!findings) return fail(findings.error());
     for (const auto& f : *findings)
       if (!f.pass)
-        return fail(Error::make(fmt::format("the receipt does not verify ({}: {}); run `sealrun "
-                                            "receipt verify` for details",
-                                            display::escape(f.check),
-                                            display::escape(f.detail))));
+        return fail(
+            Error::make(fmt::format("the receipt does not verify ({}: {}); run `sealrun "
+                                    "receipt verify` for details",
+                                    display::escape(f.check), display::escape(f.detail))));
     attest::ExportOptions opts;
     opts.include_failed = *include_failed;
     Result<std::string> out = Error::make("unreachable");

@@ -35,18 +35,17 @@ void add_receipt_list(CLI::App& parent, int* exit_code) {
     if (!since->empty()) {
       auto t = admission::parse_rfc3339(*since);
       if (!t) {
-        print_error("receipt list",
-                    fmt::format("--since {:?}: expected an RFC 3339 time, e.g. "
-                                "2026-11-30T12:00:00Z",
-                                *since));
+        print_error("receipt list", fmt::format("--since {:?}: expected an RFC 3339 time, e.g. "
+                                                "2026-11-30T12:00:00Z",
+                                                *since));
         *exit_code = kExitUsage;
         return;
       }
       filter.since_unix_s = static_cast<int64_t>(*t);
     }
     auto dir = attest::open_state_dir(*state_dir);
-    auto listing = dir ? attest::list_ledger(dir->get(), filter)
-                       : Result<attest::LedgerListing>(dir.error());
+    auto listing =
+        dir ? attest::list_ledger(dir->get(), filter) : Result<attest::LedgerListing>(dir.error());
     if (!listing) {
       print_error("receipt list", listing.error());
       *exit_code = kExitFailure;

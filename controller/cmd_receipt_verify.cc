@@ -53,8 +53,7 @@ Result<Verified> run_checks(const VerifyOptions& o) {
     checks.push_back(receipt::check_receipt_place(o.receipt, doc));
     for (auto& c : receipt::check_signature(o.receipt, bytes, doc, o.key)) checks.push_back(c);
     if (!o.outputs.empty())
-      for (auto& c : receipt::check_outputs_on_disk(o.receipt, doc, o.outputs))
-        checks.push_back(c);
+      for (auto& c : receipt::check_outputs_on_disk(o.receipt, doc, o.outputs)) checks.push_back(c);
     else
       checks.push_back({"outputs on disk", Verdict::kNote,
                         "not checked: give --outputs DIR to re-hash the outputs"});

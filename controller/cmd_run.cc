@@ -79,16 +79,16 @@ void register_run(CLI::App& app, int* exit_code) {
     if (!o.message.empty()) print_error("run", o.message);
     if (*json) {
       // Exactly one JSON document on stdout, whatever happened.
-      print_json({{"id", req->id},
-                  {"state", r.state},
-                  {"exit", o.exit_code},
-                  {"reason", r.reason},
-                  {"outputs", r.outputs.size()},
-                  {"stop_confirmed", r.stop_confirmed},
-                  {"receipt_path", o.receipt_path.empty() ? nlohmann::json(nullptr)
-                                                          : nlohmann::json(o.receipt_path)},
-                  {"error", o.message.empty() ? nlohmann::json(nullptr)
-                                              : nlohmann::json(o.message)}});
+      print_json(
+          {{"id", req->id},
+           {"state", r.state},
+           {"exit", o.exit_code},
+           {"reason", r.reason},
+           {"outputs", r.outputs.size()},
+           {"stop_confirmed", r.stop_confirmed},
+           {"receipt_path",
+            o.receipt_path.empty() ? nlohmann::json(nullptr) : nlohmann::json(o.receipt_path)},
+           {"error", o.message.empty() ? nlohmann::json(nullptr) : nlohmann::json(o.message)}});
     } else if (!o.receipt_path.empty()) {
       fmt::print("run {}: {} (exit {})\n  {}\n  outputs: {}, stop confirmed: {}\n", r.id, r.state,
                  o.exit_code, r.reason, r.outputs.size(), r.stop_confirmed ? "yes" : "no");

@@ -15,7 +15,6 @@
 #include <sys/stat.h>
 
 #include <filesystem>
-
 #include <nlohmann/json.hpp>
 #include <optional>
 

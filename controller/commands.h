@@ -23,9 +23,9 @@ void register_receipt(CLI::App& app, int* exit_code);
 void add_receipt_verify(CLI::App& receipt, int* exit_code);
 void add_receipt_list(CLI::App& receipt, int* exit_code);
 void add_receipt_report(CLI::App& receipt, int* exit_code);  // controller/cmd_receipt_report.cc
-void register_key(CLI::App& app, int* exit_code);  // controller/cmd_key.cc
-void register_ledger(CLI::App& app, int* exit_code);  // controller/cmd_ledger.cc
-void register_rebuild(CLI::App& app, int* exit_code);  // controller/cmd_rebuild.cc
+void register_key(CLI::App& app, int* exit_code);            // controller/cmd_key.cc
+void register_ledger(CLI::App& app, int* exit_code);         // controller/cmd_ledger.cc
+void register_rebuild(CLI::App& app, int* exit_code);        // controller/cmd_rebuild.cc
 // `index ingest|query|report` (controller/cmd_index*.cc).
 void register_index(CLI::App& app, int* exit_code);
 void add_index_query(CLI::App& index, int* exit_code);

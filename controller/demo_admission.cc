@@ -35,8 +35,7 @@ admission::FreezeRequest demo_request(const std::string& source, const std::stri
   if (auto bwrap = find_program("bwrap"); bwrap) freeze.host_tools.push_back(*bwrap);
   // /usr/bin/cc is a link through /etc/alternatives; naming gcc keeps the closure smaller.
   freeze.env = {"PATH=/usr/bin:/bin", "CC=gcc"};
-  freeze.sets = {"limits.wall_clock_s=300", "limits.outer_s=600",
-                 "limits.census_interval_ms=1000"};
+  freeze.sets = {"limits.wall_clock_s=300", "limits.outer_s=600", "limits.census_interval_ms=1000"};
   freeze.argv = {"/bin/sh", "build.sh"};
   return freeze;
 }

@@ -39,9 +39,9 @@ struct LearnedAdmission {
   int64_t learn_ms = 0;  // the learning run, freeze of the base admission included
   int64_t hash_ms = 0;   // links found and files hashed
   std::vector<learn::Exclusion> excluded;  // the generated /etc paths, then --learn-exclude's
-  int64_t prove_ms = 0;  // the proving run of the learned admission
-  size_t lookups = 0;    // distinct host paths the learning run looked up
-  size_t dropped = 0;    // closure entries dropped under a pinned tree, the toolchain or a mount
+  int64_t prove_ms = 0;                    // the proving run of the learned admission
+  size_t lookups = 0;                      // distinct host paths the learning run looked up
+  size_t dropped = 0;  // closure entries dropped under a pinned tree, the toolchain or a mount
 };
 
 // The host trees a learning sandbox shows: those of /usr /bin /sbin /lib /lib32 /lib64 /libx32

@@ -97,8 +97,8 @@ class LiveOutput {
 
   LiveOutputConfig config_;
   std::vector<std::unique_ptr<Stream>> streams_;
-  uint64_t shown_ = 0;      // the job's bytes consumed so far, all streams
-  bool exhausted_ = false;  // the bound was reached (or stderr failed): nothing more is shown
+  uint64_t shown_ = 0;         // the job's bytes consumed so far, all streams
+  bool exhausted_ = false;     // the bound was reached (or stderr failed): nothing more is shown
   bool out_failed_ = false;    // stderr could not be written: not even a heartbeat
   int64_t started_ms_ = 0;     // start()
   int64_t last_shown_ms_ = 0;  // the last line written, the job's or a heartbeat

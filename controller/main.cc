@@ -4,9 +4,9 @@
 #include <signal.h>
 
 #include <CLI/CLI.hpp>
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <cerrno>
 #include <exception>
 #include <string>
 #include <system_error>

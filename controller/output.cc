@@ -37,8 +37,8 @@ void print_json(const nlohmann::json& doc) {
   // A string that is not UTF-8 (a host file name quoted in a message) is replaced (U+FFFD), not
   // allowed to throw and turn a report into an internal error.
   constexpr auto kReplace = nlohmann::json::error_handler_t::replace;
-  std::string text = stdout_is_terminal() ? doc.dump(2, ' ', false, kReplace)
-                                          : doc.dump(-1, ' ', false, kReplace);
+  std::string text =
+      stdout_is_terminal() ? doc.dump(2, ' ', false, kReplace) : doc.dump(-1, ' ', false, kReplace);
   // JSON may carry C1 controls and bidirectional marks raw inside strings; \uNNNN says the same
   // thing and cannot act on a terminal (display_text.h).
   fmt::print("{}\n", display::json_for_terminal(text));

@@ -65,7 +65,6 @@ Result<std::string> hash_fd(int fd, const std::string& what) {
   return h.finish_hex();
 }
 
-
 // pins/<key> held shared, or nullopt when `sweep --images` removed it meanwhile (it removes a pin
 // only while it holds it exclusively, so one opened before the removal is found unlinked once the
 // shared lock is granted): the caller then builds it again.

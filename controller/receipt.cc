@@ -118,8 +118,9 @@ class Renderer {
   std::string text(const std::string& s) {
     if (s.size() <= d_.text_bytes) return s;
     if (d_.text_bytes == 0) {
-      cuts_.add("free text (argv elements, notes, cleanup details, limit notes, mechanisms tried) "
-                "dropped");
+      cuts_.add(
+          "free text (argv elements, notes, cleanup details, limit notes, mechanisms tried) "
+          "dropped");
       return "";
     }
     cuts_.add(

@@ -41,14 +41,10 @@ Result<nlohmann::json> admission_summary(const admission::Admitted& admitted) {
   nlohmann::json full = admission::admission_to_json(doc);
   nlohmann::json inputs = SEALRUN_TRY(attest::inputs_from_pins(pins_of(doc)));
   return nlohmann::json{
-      {"sha256", admitted.sha256()},
-      {"command", full["command"]},
-      {"env", full["env"]},
-      {"source_date_epoch", doc.source_date_epoch},
-      {"limits", full["limits"]},
-      {"containment", full["containment"]},
-      {"mounts", full["mounts"]},
-      {"inputs", inputs},
+      {"sha256", admitted.sha256()}, {"command", full["command"]},
+      {"env", full["env"]},          {"source_date_epoch", doc.source_date_epoch},
+      {"limits", full["limits"]},    {"containment", full["containment"]},
+      {"mounts", full["mounts"]},    {"inputs", inputs},
   };
 }
 

@@ -59,12 +59,12 @@ std::vector<Check> check_strict(const json& doc) {
     return out;
   }
   std::string mode = g.value("mode", "");
-  out.push_back({"strict: enforcing", mode == "enforcing" ? Verdict::kPass : Verdict::kFail,
-                 "mode " + mode});
+  out.push_back(
+      {"strict: enforcing", mode == "enforcing" ? Verdict::kPass : Verdict::kFail, "mode " + mode});
   json degraded = g.value("degraded", json::array());
-  out.push_back({"strict: nothing degraded", degraded.empty() ? Verdict::kPass : Verdict::kFail,
-                 degraded.empty() ? "every requested dimension enforced"
-                                  : "degraded: " + degraded.dump()});
+  out.push_back(
+      {"strict: nothing degraded", degraded.empty() ? Verdict::kPass : Verdict::kFail,
+       degraded.empty() ? "every requested dimension enforced" : "degraded: " + degraded.dump()});
   return out;
 }
 

@@ -121,17 +121,15 @@ std::string output_line(const json& o) {
   std::string link = o.contains("hardlink_of") || o.contains("hardlink_of_b64")
                          ? " (hard link of " + shown_name(o, "hardlink_of") + ")"
                          : "";
-  return fmt::format("    {}  {}  sha256:{}{}\n", name, size(o, "size"), str(o, "sha256"),
-                     link);
+  return fmt::format("    {}  {}  sha256:{}{}\n", name, size(o, "size"), str(o, "sha256"), link);
 }
 
 // The outputs for a person: regular files first, then the other kinds, at most kOutputsShown;
 // the receipt (and outputs.jsonl) hold the rest.
 std::string outputs_text(const json& r, size_t max_shown) {
   auto outputs = list(r, "outputs");
-  std::string out =
-      fmt::format("  outputs: {} ({}), list sha256:{}\n", str(r, "outputs_total"),
-                  size(r, "outputs_bytes"), str(r, "outputs_list_sha256"));
+  std::string out = fmt::format("  outputs: {} ({}), list sha256:{}\n", str(r, "outputs_total"),
+                                size(r, "outputs_bytes"), str(r, "outputs_list_sha256"));
   size_t shown = 0;
   for (bool files : {true, false})
     for (const auto& o : outputs)
@@ -165,10 +163,10 @@ std::string details(const json& r, size_t outputs_shown) {
     out += fmt::format("  memory ({}): peak {}, events {}\n", str(m, "backend"),
                        size(m, "peak_bytes"), str(m, "events"));
     for (const auto& l : list(m, "limits"))
-      out +=
-          fmt::format("    {} requested {} observed {} {}{}\n", str(l, "name"), limit(l, "requested"),
-                      limit(l, "observed"), l.value("applied", false) ? "applied" : "NOT applied",
-                      raw(l, "note").empty() ? "" : " (" + str(l, "note") + ")");
+      out += fmt::format("    {} requested {} observed {} {}{}\n", str(l, "name"),
+                         limit(l, "requested"), limit(l, "observed"),
+                         l.value("applied", false) ? "applied" : "NOT applied",
+                         raw(l, "note").empty() ? "" : " (" + str(l, "note") + ")");
   }
   for (const auto& c : list(r, "commands"))
     out += fmt::format("  command {}: exit {} signal {}{}\n", str(c, "label"), str(c, "exit"),

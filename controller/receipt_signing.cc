@@ -42,8 +42,7 @@ Status sign_and_record(const run::StateDir& state_dir, const std::string& receip
   }
   auto line = attest::append_to_ledger(
       state_dir.fd(), {id, state, attest::sha256_hex_of(receipt_bytes), "", 10000});
-  if (!line)
-    problems += (problems.empty() ? "" : "; ") + ("ledger: " + line.error().message());
+  if (!line) problems += (problems.empty() ? "" : "; ") + ("ledger: " + line.error().message());
   if (!problems.empty()) return Error::make(problems);
   return ok_status();
 }

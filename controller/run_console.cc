@@ -2,20 +2,18 @@
 // run_with_console(): see run_console.h.
 #include "controller/run_console.h"
 
-#include "core/bytes_text.h"
-
 #include <fmt/format.h>
 #include <unistd.h>
 
 #include <cstdio>
 
 #include "controller/run_progress.h"
+#include "core/bytes_text.h"
 #include "core/syscall.h"
 
 namespace sealrun::run {
 
 namespace {
-
 
 // After the live output, the job's end in a line or two (the verdict and the receipt's path are
 // on stdout, the reason of a failure is said by the caller).
@@ -34,13 +32,14 @@ void print_run_summary(const std::string& command, const receipt::Receipt& r, in
     line += ", ";
   }
   line += fmt::format("{} in {:.2f} s", r.state, elapsed_ms / 1000.0);
-  if (r.memory && r.memory->peak_bytes) line += ", memory peak " + binary_size_text(*r.memory->peak_bytes);
+  if (r.memory && r.memory->peak_bytes)
+    line += ", memory peak " + binary_size_text(*r.memory->peak_bytes);
   fmt::print(stderr, "{}\n", line);
   if (r.guard)
     fmt::print(stderr,
                "sealrun {}: {}: growth guard {} tripped at {:.2f} s: {} observed, limit {}\n",
-               command, r.id, r.guard->name, r.guard->t_ms / 1000.0, binary_size_text(r.guard->observed),
-               binary_size_text(r.guard->limit));
+               command, r.id, r.guard->name, r.guard->t_ms / 1000.0,
+               binary_size_text(r.guard->observed), binary_size_text(r.guard->limit));
 }
 
 }  // namespace

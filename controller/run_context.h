@@ -119,7 +119,7 @@ struct RunContext {
   // Each closure file's identity as it was hashed (stage 2): what the view must bind.
   ClosureIdentities closure_identities;
   std::optional<Grant> grant;
-  JobUser job_user;  // who the job runs as (the caller itself when not root)
+  JobUser job_user;               // who the job runs as (the caller itself when not root)
   std::optional<JobIds> job_ids;  // the run's own uid and gid while held (run_handover.h)
 
   // Acquired, released by the cleanup stage.
@@ -136,7 +136,7 @@ struct RunContext {
   // the run.
   std::shared_ptr<void> reordered_source;
   bool owned_claimed = false;
-  std::optional<ownedfs::OwnedFs> owned_fs;  // mounted over the owned root (run_owned_space.h)
+  std::optional<ownedfs::OwnedFs> owned_fs;   // mounted over the owned root (run_owned_space.h)
   std::optional<ownedfs::OwnedFs> result_fs;  // the job's /out (run_result_space.h)
   uint64_t pids_refused = 0;  // the group's pids.events "max", read at its stop (limits_hit.h)
   RunJournal journal;

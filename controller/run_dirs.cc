@@ -10,11 +10,11 @@
 #include <charconv>
 #include <optional>
 
+#include "core/beneath.h"
 #include "core/bounded_file.h"
 #include "core/proc.h"
 #include "core/run_id.h"
 #include "core/syscall.h"
-#include "core/beneath.h"
 
 namespace sealrun::run {
 
@@ -49,7 +49,8 @@ std::optional<CreatorName> parse_creator_name(std::string_view name, bool with_i
   std::string_view pid = name.substr(pid_at, last - pid_at);
   c.start = std::string(name.substr(last + 1));
   auto [p, ec] = std::from_chars(pid.data(), pid.data() + pid.size(), c.pid);
-  bool start_digits = !c.start.empty() && c.start.find_first_not_of("0123456789") == std::string::npos;
+  bool start_digits =
+      !c.start.empty() && c.start.find_first_not_of("0123456789") == std::string::npos;
   if (ec != std::errc() || p != pid.data() + pid.size() || c.pid <= 0 || !start_digits ||
       (with_id && !is_valid_run_id(c.id)))
     return std::nullopt;
@@ -101,8 +102,8 @@ Status claim_run_dirs(const StateDir& state, const RunLayout& layout, const std:
   // The owned root is root's and stays so: 0711 lets the job user pass through to what is its
   // own inside (scratch/, podman's storage), but it cannot rename or replace anything here, so the
   // marker and logs/ are where root put them.
-  auto marker = SEALRUN_TRY(state.open(layout.owned_root + "/" + kOwnedMarker,
-                                       O_WRONLY | O_CREAT | O_EXCL, 0600));
+  auto marker = SEALRUN_TRY(
+      state.open(layout.owned_root + "/" + kOwnedMarker, O_WRONLY | O_CREAT | O_EXCL, 0600));
   return write_all(marker.get(), id + "\n", kOwnedMarker);
 }
 
@@ -123,8 +124,8 @@ Result<std::string> refusal_receipt_path(const StateDir& state, const std::strin
   for (char& c : stamp)
     if (c == ':') c = '-';
   for (int n = 0; n < 1000; ++n) {
-    std::string path = fmt::format("{}/{}-{}{}.json", dir, stamp, ::getpid(),
-                                   n == 0 ? "" : fmt::format("-{}", n));
+    std::string path =
+        fmt::format("{}/{}-{}{}.json", dir, stamp, ::getpid(), n == 0 ? "" : fmt::format("-{}", n));
     if (!state.exists(path)) return path;
   }
   return Error::make(fmt::format("{}: no free name for the refusal receipt", dir));
@@ -204,10 +205,10 @@ std::vector<SweepStep> sweep_exports(const StateDir& state) {
   std::vector<SweepStep> steps;
   for (const auto& [rel, creator] : dead_creators(state, "exports", true)) {
     Status st = state.remove_tree(rel);
-    steps.push_back({"source export " + state.path() + "/" + rel,
-                     st ? "removed (its run's controller is gone)"
-                        : "not removed: " + st.error().message(),
-                     !st.ok()});
+    steps.push_back(
+        {"source export " + state.path() + "/" + rel,
+         st ? "removed (its run's controller is gone)" : "not removed: " + st.error().message(),
+         !st.ok()});
   }
   return steps;
 }

@@ -7,7 +7,6 @@
 #include <string>
 #include <vector>
 
-
 #include "containment/mechanism.h"
 #include "controller/run_plan.h"
 #include "controller/state_dir.h"

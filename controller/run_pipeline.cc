@@ -154,8 +154,10 @@ RunOutcome run_pipeline(const RunRequest& request, const PipelineDeps& deps) {
   // this controller's own, where no other run's namespace can copy them (private_ns.h).
   if (::geteuid() == 0)
     if (auto st = ownedfs::enter_private_mount_namespace(); !st)
-      run.warn("the owned file systems are mounted in the host's mount namespace, where other runs "
-               "can hold copies of them: " + st.error().message());
+      run.warn(
+          "the owned file systems are mounted in the host's mount namespace, where other runs "
+          "can hold copies of them: " +
+          st.error().message());
   // Before any thread exists: block the stop signals and watch them on a thread of our own. The
   // outer deadline is provisional until the admission's outer_s is known.
   run.watch.emplace(run.stop, run.started_ms + 1800 * 1000);

@@ -128,8 +128,8 @@ census::CensusConfig census_config(const admission::Limits& l, const RunLayout& 
   c.owned_root = layout.owned_root;
   c.result_root = layout.results_root;
   c.interval_ms = static_cast<int64_t>(l.census_interval_ms);
-  c.limits = {l.owned_max_bytes, l.result_max_bytes, l.free_min_bytes, l.ceiling_bytes,
-              l.reserve_bytes, owned_max_inodes};
+  c.limits = {l.owned_max_bytes, l.result_max_bytes, l.free_min_bytes,
+              l.ceiling_bytes,   l.reserve_bytes,    owned_max_inodes};
   if (fs) {
     c.owned_kind = census::OwnedKind::kFilesystem;
     c.owned_dev = fs->device;

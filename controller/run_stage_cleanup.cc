@@ -6,9 +6,9 @@
 #include <fmt/format.h>
 
 #include "controller/exit_codes.h"
+#include "controller/limits_hit.h"
 #include "controller/run_dirs.h"
 #include "controller/run_handover.h"
-#include "controller/limits_hit.h"
 #include "controller/run_owned_space.h"
 #include "controller/run_result_space.h"
 #include "controller/run_stages.h"
@@ -34,9 +34,9 @@ void stop_census(RunContext& run) {
       if (!run.receipt.guard)
         run.receipt.guard =
             receipt::GuardRecord{failure->name, failure->limit, failure->observed, failure->t_ms};
-      run.record_failure({kExitGuardTripped,
-                          "the growth census could not measure, so its guards do not hold: " +
-                              failure->describe()});
+      run.record_failure(
+          {kExitGuardTripped, "the growth census could not measure, so its guards do not hold: " +
+                                  failure->describe()});
     } else {
       run.warn("the growth census could not measure (report-only mode: recorded, not stopped): " +
                failure->describe());
@@ -144,7 +144,8 @@ void stage_cleanup(RunContext& run) {
     } else
       run.warn("the grant record stays for `sealrun sweep`: not everything it names is gone");
   }
-  if (!confirmed) run.record_failure({kExitStopUnconfirmed, "the job's stop could not be confirmed"});
+  if (!confirmed)
+    run.record_failure({kExitStopUnconfirmed, "the job's stop could not be confirmed"});
   for (const auto& c : run.receipt.cleanup)
     if (!c.ok)
       run.record_failure({kExitStopUnconfirmed, "cleanup failed: " + c.action + ": " + c.detail});

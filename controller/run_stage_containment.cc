@@ -121,9 +121,9 @@ StageStatus stage_acquire_grant(RunContext& run) {
   ContainmentSpec spec =
       containment_spec(*run.admitted, job_layout(run), run.req.id, run.req.mode, run.req.vary);
   if (run.job_ids)
-    spec.job_ids = ContainmentSpec::HostIds{run.job_ids->uid, run.job_ids->gid,
-                                            run.job_ids->podman_user, run.job_user.uid,
-                                            run.job_user.gid};
+    spec.job_ids =
+        ContainmentSpec::HostIds{run.job_ids->uid, run.job_ids->gid, run.job_ids->podman_user,
+                                 run.job_user.uid, run.job_user.gid};
   if (run.req.learning) add_learning_mounts(*run.req.learning, spec);
   if (auto st = vary_file_order(run, spec); !st)  // rebuild --vary fileordering
     return stage_fail(kExitContainmentUnavailable, st.error().message());

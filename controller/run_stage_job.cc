@@ -75,8 +75,8 @@ StageStatus stage_prepare_census(RunContext& run) {
   guard_result_space(run, config);
   // The group's memory in use at each sample, for the receipt's timeline (census/memory_usage.h).
   if (run.group)
-    config.memory_usage = census::counter_reader(
-        [group = run.group.get()] { return group->open_memory_usage(); });
+    config.memory_usage =
+        census::counter_reader([group = run.group.get()] { return group->open_memory_usage(); });
   run.census = std::make_unique<census::CensusThread>(
       std::move(config), [&run, enforcing](const census::GuardTrip& trip) {
         // A census that cannot measure is not a zero: its guards do not hold, so in enforcing
@@ -94,8 +94,12 @@ StageStatus stage_prepare_census(RunContext& run) {
 StageStatus stage_run_job(RunContext& run) {
   const std::string& logs = run.layout.logs_dir;
   auto logs_fd = run.state->open(logs, O_RDONLY | O_DIRECTORY);  // never through a link
-  auto out = logs_fd ? open_at(logs_fd->get(), "job.stdout", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0600) : Result<UniqueFd>(logs_fd.error());
-  auto err = logs_fd ? open_at(logs_fd->get(), "job.stderr", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0600) : Result<UniqueFd>(logs_fd.error());
+  auto out = logs_fd ? open_at(logs_fd->get(), "job.stdout",
+                               O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0600)
+                     : Result<UniqueFd>(logs_fd.error());
+  auto err = logs_fd ? open_at(logs_fd->get(), "job.stderr",
+                               O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0600)
+                     : Result<UniqueFd>(logs_fd.error());
   if (!out || !err)
     return stage_fail(kExitContainmentUnavailable, "cannot create the job's log files in " + logs);
   std::unique_ptr<LiveOutput> live;  // stopped (after a last read) by the end of this stage

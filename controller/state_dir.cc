@@ -81,9 +81,10 @@ Status StateDir::ensure_subdir(const std::string& name, mode_t mode) const {
   if (::fstatat(fd(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0)
     return Error::from_errno("lstat " + what);
   if (S_ISLNK(st.st_mode))
-    return Error::make(fmt::format("{} is a symlink; sealrun never follows links below its "
-                                   "state directory: remove it",
-                                   what));
+    return Error::make(
+        fmt::format("{} is a symlink; sealrun never follows links below its "
+                    "state directory: remove it",
+                    what));
   return check_trusted_dir(st, what, false);
 }
 

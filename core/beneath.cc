@@ -23,8 +23,9 @@ std::string shown(const std::string& rel) { return rel.empty() ? "." : rel; }
 Error beneath_error(int err, const std::string& rel) {
   std::string what = fmt::format("open {}", shown(rel));
   if (err == ELOOP)
-    what += " (a symlink on the way or at the end: refused, links below the state directory are "
-            "never followed)";
+    what +=
+        " (a symlink on the way or at the end: refused, links below the state directory are "
+        "never followed)";
   else if (err == EXDEV)
     what += " (it leads out of the directory it must stay below: refused)";
   else if (err == ENOSYS)
@@ -145,8 +146,7 @@ Status remove_beneath(int dirfd, const std::string& rel, bool directory) {
   auto [parent_rel, name] = split_parent(rel);
   auto parent = open_dir_beneath(dirfd, parent_rel);
   if (!parent) return parent.error().err() == ENOENT ? ok_status() : Status(parent.error());
-  if (::unlinkat(parent->get(), name.c_str(), directory ? AT_REMOVEDIR : 0) != 0 &&
-      errno != ENOENT)
+  if (::unlinkat(parent->get(), name.c_str(), directory ? AT_REMOVEDIR : 0) != 0 && errno != ENOENT)
     return Error::from_errno(fmt::format("remove {}", rel));
   return ok_status();
 }

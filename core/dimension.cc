@@ -8,8 +8,8 @@ namespace sealrun {
 
 namespace {
 constexpr std::array<std::string_view, kDimensionCount> kNames = {
-    "filesystem", "process_tree", "wall_clock", "network",
-    "memory",     "process_count", "syscalls",  "capabilities",
+    "filesystem", "process_tree",  "wall_clock", "network",
+    "memory",     "process_count", "syscalls",   "capabilities",
 };
 }  // namespace
 

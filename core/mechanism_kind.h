@@ -16,7 +16,7 @@ namespace sealrun {
 enum class MechanismKind : uint8_t { kBwrap, kPodman };
 
 inline constexpr std::array<MechanismKind, 2> kMechanismKinds = {MechanismKind::kBwrap,
-                                                                MechanismKind::kPodman};
+                                                                 MechanismKind::kPodman};
 
 constexpr std::string_view mechanism_kind_name(MechanismKind kind) {
   switch (kind) {

@@ -2,8 +2,8 @@
 // ProcessRef: one process named without ambiguity, in the manner of systemd's PidRef — its pid, a
 // pidfd that pins it (signals through the pidfd can never hit a successor on a recycled pid), and
 // its start time, so that a pid read from a record (a grant journal, a cgroup) can be proved to be
-// the same process that was recorded. Waiting polls the pidfd without reaping, so it is safe next to
-// a waitid() in another thread.
+// the same process that was recorded. Waiting polls the pidfd without reaping, so it is safe next
+// to a waitid() in another thread.
 #pragma once
 
 #include <sys/types.h>

@@ -8,7 +8,8 @@
 namespace sealrun {
 
 inline constexpr size_t kMaxRunIdBytes = 64;
-inline constexpr std::string_view kRunIdRule = "1 to 64 characters from A-Z a-z 0-9 . _ -, not . or ..";
+inline constexpr std::string_view kRunIdRule =
+    "1 to 64 characters from A-Z a-z 0-9 . _ -, not . or ..";
 
 constexpr bool is_valid_run_id(std::string_view id) {
   if (id.empty() || id.size() > kMaxRunIdBytes || id == "." || id == "..") return false;

@@ -111,8 +111,7 @@ Result<TrustedDir> open_trusted_dir(const std::string& given, bool create, mode_
     std::string here = walked + "/" + name;
     struct stat lst {};
     if (::fstatat(cur.get(), name.c_str(), &lst, AT_SYMLINK_NOFOLLOW) != 0) {
-      if (errno != ENOENT || !last || !create)
-        return Error::from_errno(fmt::format("{}", here));
+      if (errno != ENOENT || !last || !create) return Error::from_errno(fmt::format("{}", here));
       if (::mkdirat(cur.get(), name.c_str(), mode) != 0 && errno != EEXIST)
         return Error::from_errno(fmt::format("mkdir {}", here));
       if (::fstatat(cur.get(), name.c_str(), &lst, AT_SYMLINK_NOFOLLOW) != 0)

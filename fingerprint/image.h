@@ -20,10 +20,10 @@ struct ImageLayerBlob {
 };
 
 struct ImageIdentity {
-  std::string archive_sha256;         // SHA-256 of the archive file, lower-case hex
-  std::string image_id;               // "sha256:<hex>": the digest of the config blob
-  std::vector<std::string> diff_ids;  // "sha256:<hex>" each, from config rootfs.diff_ids
-  std::string format;                 // "oci-archive" or "docker-archive"
+  std::string archive_sha256;          // SHA-256 of the archive file, lower-case hex
+  std::string image_id;                // "sha256:<hex>": the digest of the config blob
+  std::vector<std::string> diff_ids;   // "sha256:<hex>" each, from config rootfs.diff_ids
+  std::string format;                  // "oci-archive" or "docker-archive"
   std::vector<ImageLayerBlob> layers;  // one per diff id, in order
 };
 

@@ -13,8 +13,8 @@
 #include <map>
 
 #include "core/syscall.h"
-#include "fingerprint/dir_listing.h"
 #include "core/trusted_dir.h"
+#include "fingerprint/dir_listing.h"
 
 namespace sealrun::learn {
 

@@ -124,8 +124,7 @@ class CgroupV1Group final : public ResourceGroup {
     max.note = max.applied ? "memory.limit_in_bytes"
                            : fmt::format("memory.limit_in_bytes reads {}, expected {}", mem_limit,
                                          page_floor(limits_.memory_max_bytes));
-    settle_effective(max, "memory:" + mem->member_path(),
-                     ancestor(*mem, "memory.limit_in_bytes"));
+    settle_effective(max, "memory:" + mem->member_path(), ancestor(*mem, "memory.limit_in_bytes"));
     out.push_back(max);
 
     LimitReadback swap{"swap_max_bytes", limits_.swap_max_bytes};
@@ -248,8 +247,8 @@ class CgroupV1Group final : public ResourceGroup {
       // Open descriptors do not keep a cgroup directory alive; they are kept until the rmdir
       // succeeded so that a refused remove() (EBUSY) leaves the group fully usable for stop().
       if (::unlinkat(h.parent.get(), h.name.c_str(), AT_REMOVEDIR) != 0 && errno != ENOENT) {
-        failed.push_back(fmt::format("rmdir {} group {}: {}", h.controller, h.member_path(),
-                                     errno_text(errno)));
+        failed.push_back(
+            fmt::format("rmdir {} group {}: {}", h.controller, h.member_path(), errno_text(errno)));
         continue;
       }
       h.procs.reset();

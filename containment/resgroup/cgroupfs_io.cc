@@ -194,9 +194,7 @@ std::optional<GroupName> parse_group_dir_name(std::string_view name) {
   return g;
 }
 
-namespace {
-
-}  // namespace
+namespace {}  // namespace
 
 std::optional<AncestorLimit> lowest_limit_up_the_tree(int dirfd, const std::string& path,
                                                       const std::string& file,

@@ -18,10 +18,10 @@ std::vector<SweepStep> sweep_systemd_scopes(const RecordedGroups& r, int64_t gra
   for (const auto& unit : r.locators) {
     std::string what = "systemd scope " + unit;
     if (!want || unit != *want) {
-      steps.push_back({what,
-                       fmt::format("refused: not this run's scope {}",
-                                   want ? *want : want.error().message()),
-                       true});
+      steps.push_back(
+          {what,
+           fmt::format("refused: not this run's scope {}", want ? *want : want.error().message()),
+           true});
       continue;
     }
     auto s = stop_leftover_scope(unit, grace_ms);

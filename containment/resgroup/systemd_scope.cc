@@ -187,13 +187,13 @@ class SystemdScope final : public ResourceGroup {
     // The scope sits in a slice the manager (or a site) may limit lower: that one binds.
     bool legacy = mode_ == CgroupMode::kLegacy;
     for (auto& l : out) {
-      const char* file = l.name == "memory_max_bytes" ? (legacy ? "memory.limit_in_bytes"
-                                                                : "memory.max")
-                         : l.name == "pids_max"       ? "pids.max"
-                                                      : nullptr;
+      const char* file = l.name == "memory_max_bytes"
+                             ? (legacy ? "memory.limit_in_bytes" : "memory.max")
+                         : l.name == "pids_max" ? "pids.max"
+                                                : nullptr;
       if (file == nullptr) continue;
-      std::string root = l.name == "pids_max" && legacy ? target_.cgroupfs_root + "/pids"
-                                                         : memory_root();
+      std::string root =
+          l.name == "pids_max" && legacy ? target_.cgroupfs_root + "/pids" : memory_root();
       std::optional<std::pair<uint64_t, std::string>> above;
       if (auto dir = open_at(AT_FDCWD, root + control_group_, O_RDONLY | O_DIRECTORY); dir)
         if (auto a = lowest_limit_up_the_tree(dir->get(), control_group_, file))

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 
 int main(void) {
-  const char *epoch = getenv("SOURCE_DATE_EPOCH");
+  const char* epoch = getenv("SOURCE_DATE_EPOCH");
   printf("hello from a sealed build (SOURCE_DATE_EPOCH=%s)\n", epoch ? epoch : "unset");
   return 0;
 }

@@ -152,8 +152,9 @@ TEST(Provenance, ARunWithoutOutputFilesExportsTheReceiptAsItsSubject) {
   r["reason"] = "the job exited 1";
   r["outputs"] = json::array({{{"path", "link"}, {"kind", "symlink"}, {"target", "."}}});
   json s = statement_of(r, {true});
-  EXPECT_EQ(s["subject"],
-            json::array({{{"name", "receipt.json"}, {"digest", {{"sha256", std::string(64, '9')}}}}}));
+  EXPECT_EQ(
+      s["subject"],
+      json::array({{{"name", "receipt.json"}, {"digest", {{"sha256", std::string(64, '9')}}}}}));
   r["outputs"] = json::array();
   EXPECT_EQ(statement_of(r, {true})["subject"][0]["name"], "receipt.json");
   EXPECT_NE(refusal(r).find("state is failed"), std::string::npos) << "still only when asked";

@@ -21,8 +21,8 @@
 #include <fstream>
 
 #include "containment/caps.h"
-#include "core/job_user.h"
 #include "containment/resgroup/resource_group.h"
+#include "core/job_user.h"
 #include "core/syscall.h"
 #include "tests/containment/bwrap_job.h"
 #include "tests/support/raw_pty.h"

@@ -13,8 +13,8 @@
 
 #include "containment/bwrap.h"
 #include "containment/grant.h"
-#include "core/job_user.h"
 #include "containment/resgroup/resource_group.h"
+#include "core/job_user.h"
 #include "tests/support/temp_dir.h"
 
 namespace sealrun::testing {

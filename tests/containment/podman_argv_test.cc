@@ -355,7 +355,8 @@ TEST(PodmanProbeVerdicts, EachWeaknessIsSeen) {
 // reason (issue 10 item 11: it was hidden behind the last line, "dir: ...: not a directory").
 TEST(PodmanErrors, LoadFailureNamesTheRealReason) {
   const std::string err =
-      "time=\"x\" level=error msg=\"While applying layer: ApplyLayer stdout:  stderr: open /a/b: not "
+      "time=\"x\" level=error msg=\"While applying layer: ApplyLayer stdout:  stderr: open /a/b: "
+      "not "
       "a directory exit status 1\"\n"
       "Error: payload does not match any of the supported image formats:\n"
       " * oci: initializing source oci:/i.tar:: open /i.tar/index.json: not a directory\n"

@@ -6,8 +6,8 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
-#include <poll.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -210,8 +210,8 @@ TEST_F(PodmanIntegration, AJobKilledByASignalIsRecordedWithTheSignal) {
   o = run({"/bin/sh", "-c", "kill -TERM $$"});
   EXPECT_EQ(o.exit.status.signal, SIGTERM) << o.exit.status.describe();
   o = run({"/bin/sh", "-c", "exit 137"});
-  EXPECT_EQ(o.exit.status.signal, SIGKILL) << "podman cannot tell these apart: "
-                                           << o.exit.status.describe();
+  EXPECT_EQ(o.exit.status.signal, SIGKILL)
+      << "podman cannot tell these apart: " << o.exit.status.describe();
   o = run({"/bin/sh", "-c", "exit 128"});  // not 128 + a signal
   EXPECT_EQ(o.exit.status.code, 128);
   EXPECT_EQ(o.exit.status.signal, 0);
@@ -231,11 +231,10 @@ TEST_F(PodmanIntegration, AHostileLayerIsRefusedWithPodmansOwnReason) {
   testing::write_text(
       docker,
       testing::make_tar(
-          {{"manifest.json",
-            nlohmann::json::array({{{"Config", config_name},
-                                    {"RepoTags", {"localhost/hostile:1"}},
-                                    {"Layers", {img.layer_hex + "/layer.tar"}}}})
-                .dump()},
+          {{"manifest.json", nlohmann::json::array({{{"Config", config_name},
+                                                     {"RepoTags", {"localhost/hostile:1"}},
+                                                     {"Layers", {img.layer_hex + "/layer.tar"}}}})
+                                 .dump()},
            {config_name, img.config},
            {img.layer_hex + "/layer.tar", img.layer}}));
   for (const std::string& archive : {oci, docker}) {

@@ -324,9 +324,9 @@ TEST(ReceiptDiff, TheRunIdIsMaskedOnlyWhereItNamesARunPlace) {
       {"/state/results/r1/out", "r1", "/state/results/<id>/out"},
       {"/state/exports/r1.3567.671581/source", "r1", "/state/exports/<id>.<n>/source"},
       {"/state/owned/r1", "r1", "/state/owned/<id>"},
-      {"/state/owned/r10/x", "r1", "/state/owned/r10/x"},    // another id
-      {"/state/owned/xr1/x", "r1", "/state/owned/xr1/x"},    // not a whole component
-      {"/state/owned/r1.img", "r1", "/state/owned/r1.img"},  // not .<pid>.<n>
+      {"/state/owned/r10/x", "r1", "/state/owned/r10/x"},              // another id
+      {"/state/owned/xr1/x", "r1", "/state/owned/xr1/x"},              // not a whole component
+      {"/state/owned/r1.img", "r1", "/state/owned/r1.img"},            // not .<pid>.<n>
       {"/state/owned/r1+out/out", "r1", "/state/owned/<id>+out/out"},  // its result space
       {"/state/owned/r1+out", "r1", "/state/owned/<id>+out"},
       {"/state/owned/r1+outx/out", "r1", "/state/owned/r1+outx/out"},

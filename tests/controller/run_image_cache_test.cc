@@ -4,8 +4,8 @@
 // digest cache (a stat walk), and a rootfs changed since — or one without a recorded digest — is
 // replaced from the pinned archive before the job sees it — unless another run holds it (then the
 // run is refused). `sweep --images` removes only roots no run holds. Real binary, real bwrap.
-#include <gtest/gtest.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/file.h>
 #include <unistd.h>
@@ -13,8 +13,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "core/syscall.h"
 #include "core/process.h"
+#include "core/syscall.h"
 #include "tests/controller/run_test_support.h"
 
 namespace sealrun::testing {

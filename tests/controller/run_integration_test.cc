@@ -154,7 +154,7 @@ TEST_F(RunTest, ForkBombIsHeldByThePidsLimitAndTheGroupIsEmptiedAfterwards) {
   auto a = freeze(
       "bomb() { bomb | bomb & }; bomb; i=0; while [ $i -lt 1000000 ]; do i=$((i+1)); done; "
       "echo done > /out/done",
-                  {"limits.pids_max=64", "limits.wall_clock_s=20"});
+      {"limits.pids_max=64", "limits.wall_clock_s=20"});
   auto c = run(a, "bomb");
   json r = receipt("bomb");
   EXPECT_EQ(r["stop_confirmed"], true) << c.out << c.err;

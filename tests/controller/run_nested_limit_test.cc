@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // ACCEPTANCE 33: nested under a parent group with a lower memory limit (a Slurm job step, a
 // systemd slice, a CI runner's group), the receipt reports the limit that binds and the group that
-// sets it — here with real cgroup v1 groups: the test makes a parent group with memory.limit 256 MiB
-// under its own, starts the controller inside it, and the run keeps sealrun's default 8 GiB.
+// sets it — here with real cgroup v1 groups: the test makes a parent group with memory.limit 256
+// MiB under its own, starts the controller inside it, and the run keeps sealrun's default 8 GiB.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <unistd.h>

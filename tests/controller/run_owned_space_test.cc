@@ -54,9 +54,8 @@ class OwnedSpaceTest : public RunTest {
 };
 
 TEST_F(OwnedSpaceTest, AWritePastTheLimitFailsWithEnospcAndTheGuardSaysFull) {
-  auto a = freeze(
-      "dd if=/dev/zero of=/scratch/big bs=1M count=200; echo dd-exit=$? >&2; sleep 60",
-      {"limits.owned_max_bytes=67108864", "limits.census_interval_ms=100"});
+  auto a = freeze("dd if=/dev/zero of=/scratch/big bs=1M count=200; echo dd-exit=$? >&2; sleep 60",
+                  {"limits.owned_max_bytes=67108864", "limits.census_interval_ms=100"});
   auto c = run(a, "full");
   EXPECT_EQ(c.status.code, 6) << c.out << c.err;
   json r = receipt("full");
@@ -103,7 +102,8 @@ TEST_F(OwnedSpaceTest, ASpaceTooSmallForAFileSystemStaysADirectoryAndSaysWhy) {
   EXPECT_EQ(c.status.code, 0) << c.out << c.err;
   json r = receipt("small");
   EXPECT_EQ(r["owned_space"]["kind"], "directory");
-  EXPECT_NE(r["owned_space"]["why_not"].get<std::string>().find("too small for a file system"), std::string::npos)
+  EXPECT_NE(r["owned_space"]["why_not"].get<std::string>().find("too small for a file system"),
+            std::string::npos)
       << r["owned_space"].dump();
   expect_nothing_left("small");
 }

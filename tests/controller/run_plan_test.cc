@@ -1,9 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "controller/run_plan.h"
 
-#include <sys/sysmacros.h>
-
 #include <gtest/gtest.h>
+#include <sys/sysmacros.h>
 
 namespace sealrun::run {
 namespace {

@@ -50,7 +50,8 @@ class SigkillSweep : public RunTest {
  public:  // the kill points' predicates read the fixture
   void SetUp() override {
     RunTest::SetUp();
-    if (::geteuid() != 0) GTEST_SKIP() << "runs jobs as the job user and makes cgroups: root (CI is root)";
+    if (::geteuid() != 0)
+      GTEST_SKIP() << "runs jobs as the job user and makes cgroups: root (CI is root)";
     // Rootless podman (the job user) takes its storage by path.
     fs::permissions(dir_.path(), fs::perms::owner_all | fs::perms::others_exec);
   }
@@ -60,7 +61,7 @@ class SigkillSweep : public RunTest {
   bool kill_when(const Frozen& a, const std::string& id, const std::vector<std::string>& extra,
                  const Probe& ready, int64_t delay_ms = -1) {
     std::vector<std::string> args = {"run",  a.path, "--sha256",    a.sha256,
-                                      "--id", id,     "--state-dir", state_};
+                                     "--id", id,     "--state-dir", state_};
     args.insert(args.end(), extra.begin(), extra.end());
     SpawnOptions o = sealrun_options(args);
     auto log = open_at(AT_FDCWD, dir_ / (id + ".log"), O_WRONLY | O_CREAT | O_TRUNC, 0600);
@@ -153,7 +154,7 @@ class SigkillSweep : public RunTest {
     if (std::getenv("SEALRUN_TEST_VERBOSE") != nullptr) std::cerr << "[" << id << "]\n" << s.out;
     for (const auto& what : must_say)
       EXPECT_NE(s.out.find(what), std::string::npos) << "sweep did not say '" << what << "':\n"
-                                                       << s.out;
+                                                     << s.out;
     auto left = leftovers(id, marker);
     std::string all;
     for (const auto& l : left) all += "  " + l + "\n";
@@ -193,16 +194,26 @@ struct Point {
 TEST_F(SigkillSweep, BwrapAtEveryEarlyMoment) {
   const std::vector<Point> points = {
       {"10ms", nullptr, 10, {}},
-      {"temporaries", [](const SigkillSweep& t, const std::string&) { return !t.temp_dir().empty(); },
-       -1, {"temporaries"}},
-      {"record", [](const SigkillSweep& t, const std::string& id) {
+      {"temporaries",
+       [](const SigkillSweep& t, const std::string&) { return !t.temp_dir().empty(); },
+       -1,
+       {"temporaries"}},
+      {"record",
+       [](const SigkillSweep& t, const std::string& id) {
          return t.exists("grants/" + id + ".json");
-       }, -1, {"record"}},
-      {"owned", [](const SigkillSweep& t, const std::string& id) { return t.exists("owned/" + id); },
-       -1, {"owned root"}},
-      {"scratch", [](const SigkillSweep& t, const std::string& id) {
+       },
+       -1,
+       {"record"}},
+      {"owned",
+       [](const SigkillSweep& t, const std::string& id) { return t.exists("owned/" + id); },
+       -1,
+       {"owned root"}},
+      {"scratch",
+       [](const SigkillSweep& t, const std::string& id) {
          return t.exists("owned/" + id + "/scratch");
-       }, -1, {"owned root"}},
+       },
+       -1,
+       {"owned root"}},
       {"250ms", nullptr, 250, {}},
   };
   for (const auto& p : points) {
@@ -210,8 +221,9 @@ TEST_F(SigkillSweep, BwrapAtEveryEarlyMoment) {
     std::string id = std::string("bw-") + p.name;
     std::string marker = "marker-" + id;
     auto a = freeze("touch /out/started; sleep 120 # " + marker, {}, id + ".json");
-    bool killed = kill_when(a, id, {"--mechanism", "bwrap"},
-                            [&] { return p.ready ? p.ready(*this, id) : false; }, p.delay_ms);
+    bool killed = kill_when(
+        a, id, {"--mechanism", "bwrap"}, [&] { return p.ready ? p.ready(*this, id) : false; },
+        p.delay_ms);
     if (!killed) continue;
     expect_swept(id, marker, p.sweep_says);
   }
@@ -230,26 +242,42 @@ TEST_F(SigkillSweep, PodmanDuringItsProbeAndItsStart) {
     return false;
   };
   const std::vector<Point> points = {
-      {"probe-dir", [](const SigkillSweep& t, const std::string&) { return !t.probe_dir().empty(); },
-       -1, {"temporaries"}},
-      {"probe-link", [&](const SigkillSweep& t, const std::string&) { return link_into_test(t); },
-       -1, {"podman probe storage"}},
-      {"probe-pause", [](const SigkillSweep& t, const std::string&) {
+      {"probe-dir",
+       [](const SigkillSweep& t, const std::string&) { return !t.probe_dir().empty(); },
+       -1,
+       {"temporaries"}},
+      {"probe-link",
+       [&](const SigkillSweep& t, const std::string&) { return link_into_test(t); },
+       -1,
+       {"podman probe storage"}},
+      {"probe-pause",
+       [](const SigkillSweep& t, const std::string&) {
          std::string p = t.probe_dir();
          return !p.empty() && fs::exists(p + "/owned/podman/tmp/pause.pid");
-       }, -1, {"killed podman pause process"}},
-      {"run-storage", [](const SigkillSweep& t, const std::string& id) {
+       },
+       -1,
+       {"killed podman pause process"}},
+      {"run-storage",
+       [](const SigkillSweep& t, const std::string& id) {
          return t.exists("owned/" + id + "/podman/xdg");
-       }, -1, {"owned root"}},
-      {"run-pause", [](const SigkillSweep& t, const std::string& id) {
+       },
+       -1,
+       {"owned root"}},
+      {"run-pause",
+       [](const SigkillSweep& t, const std::string& id) {
          return t.exists("owned/" + id + "/podman/tmp/pause.pid");
-       }, -1, {"killed podman pause process"}},
-      {"container", [](const SigkillSweep& t, const std::string& id) {
+       },
+       -1,
+       {"killed podman pause process"}},
+      {"container",
+       [](const SigkillSweep& t, const std::string& id) {
          return t.exists("owned/" + id + "/podman/container.id");
          // The storage is out of sweep's sight once the controller's mount namespace is gone (its
          // podman processes live in their pause process's): they are killed by their
          // XDG_RUNTIME_DIR, and the container goes with its storage's file system.
-       }, -1, {"killed podman"}},
+       },
+       -1,
+       {"killed podman"}},
   };
   for (const auto& p : points) {
     SCOPED_TRACE(p.name);
@@ -261,8 +289,7 @@ TEST_F(SigkillSweep, PodmanDuringItsProbeAndItsStart) {
                        "touch /out/started; sleep 120 # " + marker});
     ASSERT_EQ(c0.status.code, 0) << c0.err;
     Frozen a{dir_ / (id + ".json"), c0.out.substr(0, 64)};
-    bool killed = kill_when(a, id, {"--mechanism", "podman"},
-                            [&] { return p.ready(*this, id); });
+    bool killed = kill_when(a, id, {"--mechanism", "podman"}, [&] { return p.ready(*this, id); });
     if (!killed) continue;
     expect_swept(id, marker, p.sweep_says);
   }

@@ -44,8 +44,7 @@ class SignedRunTest : public RunTest {
     std::ifstream in(path);
     json doc = json::parse(in);
     edit(doc);
-    doc["digest"] = {{"algorithm", "sha256"},
-                     {"value", sha256_hex(receipt::digest_payload(doc))}};
+    doc["digest"] = {{"algorithm", "sha256"}, {"value", sha256_hex(receipt::digest_payload(doc))}};
     write_text(path, doc.dump(2) + "\n");
   }
   std::string pub_;
@@ -128,8 +127,7 @@ TEST_F(SignedRunTest, ExportRefusesAFailedRunUnlessAskedAndThenSaysSo) {
   auto included = sealrun({"receipt", "export", receipt_path("e1"), "--include-failed"});
   ASSERT_EQ(included.status.code, 0) << included.err;
   json st = json::parse(included.out);
-  EXPECT_EQ(st["predicate"]["buildDefinition"]["internalParameters"]["outcome"]["state"],
-            "failed");
+  EXPECT_EQ(st["predicate"]["buildDefinition"]["internalParameters"]["outcome"]["state"], "failed");
 }
 
 TEST_F(SignedRunTest, TheLedgerCatchesADeletedReorderedOrEditedLine) {

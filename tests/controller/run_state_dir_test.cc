@@ -92,8 +92,8 @@ TEST_F(StateDirTest, ALinkOrAJobUsersDirectoryForAFixedSubdirectoryIsRefused) {
   // A link to the state directory itself, owned by the job user: not followed.
   fs::create_directory_symlink(state_, dir_ / "state-link");
   ASSERT_EQ(::lchown((dir_ / "state-link").c_str(), user_.uid, user_.gid), 0);
-  auto c = sealrun({"run", a.path, "--sha256", a.sha256, "--id", "vialink", "--state-dir",
-                    dir_ / "state-link"});
+  auto c = sealrun(
+      {"run", a.path, "--sha256", a.sha256, "--id", "vialink", "--state-dir", dir_ / "state-link"});
   EXPECT_EQ(c.status.code, 2) << c.err;
   EXPECT_NE(c.err.find("is a symlink that belongs to"), std::string::npos) << c.err;
 }
@@ -125,9 +125,9 @@ TEST_F(StateDirTest, ResultsSwappedForALinkDuringTheRunCatchesNoWrite) {
   fs::create_directory_symlink(target_, state_ + "/results");
   // What a write that followed the link would need to succeed: the run's directory in the target.
   fs::create_directory(target_ + "/swap");
-  write_text(live.starts_with(state_ + "/results/") ? state_ + "/results.real/swap/out/go"
-                                                     : live + "/go",
-             "");
+  write_text(
+      live.starts_with(state_ + "/results/") ? state_ + "/results.real/swap/out/go" : live + "/go",
+      "");
   auto st = controller->wait_for(120000);
   ASSERT_TRUE(st.ok() && st->has_value()) << "the controller did not finish";
   std::string said = read_text(dir_ / "controller.err");

@@ -148,7 +148,7 @@ TEST_F(RunVaryTest, BuildPathMovesSrcAndScratchAndAJobNamingSrcRuns) {
   ASSERT_EQ(r.status.code, 1) << r.out << r.err;  // it ran, and its outputs name the place
   EXPECT_EQ(out("moved", "scratch"), "/build/sealrun-rebuild/scratch/x\n");
   EXPECT_EQ(out("moved", "copy"), "/build/sealrun-rebuild/scratch/s\n");
-  EXPECT_EQ(out("moved", "src"), "/src\n");  // bound there too: a directory, not a link
+  EXPECT_EQ(out("moved", "src"), "/src\n");     // bound there too: a directory, not a link
   EXPECT_EQ(out("moved", "fixed"), "built\n");  // /out kept its name
   json report = json::parse(r.out, nullptr, false);
   ASSERT_FALSE(report.is_discarded()) << r.out;

@@ -2,6 +2,8 @@
 // /proc parsing against a fake proc tree (awkward comm names, missing fields), and ProcessRef
 // against real processes: it pins one, tells it from a recorded {pid, starttime} of another, sees
 // it exit, and refuses a pid that runs nothing.
+#include "core/proc.h"
+
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -9,7 +11,6 @@
 
 #include <filesystem>
 
-#include "core/proc.h"
 #include "core/process.h"
 #include "core/process_ref.h"
 #include "tests/support/temp_dir.h"

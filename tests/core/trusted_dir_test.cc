@@ -65,7 +65,8 @@ TEST(CheckTrustedDir, OwnerAndModeTable) {
 class TrustedWalk : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (::geteuid() != 0) GTEST_SKIP() << "handing directories to another user needs root (CI is root)";
+    if (::geteuid() != 0)
+      GTEST_SKIP() << "handing directories to another user needs root (CI is root)";
     auto user = lookup_job_user(testing::test_job_user_name());
     ASSERT_TRUE(user.ok()) << user.error().message();
     user_ = *user;
@@ -79,7 +80,8 @@ TEST_F(TrustedWalk, AcceptsRootsOwnDirectoriesAndKeepsTheDescriptor) {
   auto d = open_trusted_dir(tmp_ / "a/state", false);
   ASSERT_TRUE(d.ok()) << d.error().message();
   EXPECT_EQ(d->path, tmp_ / "a/state");
-  struct stat a {}, b {};
+  struct stat a {
+  }, b{};
   ASSERT_EQ(::fstat(d->fd.get(), &a), 0);
   ASSERT_EQ(::stat((tmp_ / "a/state").c_str(), &b), 0);
   EXPECT_EQ(a.st_ino, b.st_ino);

@@ -71,7 +71,8 @@ inline std::string descriptor_json(const std::string& type, const std::string& h
   return nlohmann::json{{"mediaType", type}, {"digest", "sha256:" + hex}, {"size", size}}.dump();
 }
 
-inline OciImage make_oci_image(std::string layer = make_tar({{"hello", "hello from the layer\n"}})) {
+inline OciImage make_oci_image(std::string layer = make_tar({{"hello",
+                                                              "hello from the layer\n"}})) {
   OciImage img;
   img.layer = std::move(layer);
   img.layer_hex = sha256_hex(img.layer);

@@ -61,10 +61,10 @@ TEST(Deb, DeclaresItsDependenciesAndMetadata) {
   EXPECT_NE(field(deb, "Description").find("hermetic, sandboxed build/run controller"),
             std::string::npos);
   auto contents = shell("dpkg-deb -c " + shell_quote(deb));
-  for (const char* want : {"./usr/bin/sealrun", "./usr/share/man/man1/sealrun.1",
-                           "./usr/share/bash-completion/completions/sealrun",
-                           "./usr/share/sealrun/examples/hello/build.sh",
-                           "./usr/libexec/sealrun/sealrun-runner"})
+  for (const char* want :
+       {"./usr/bin/sealrun", "./usr/share/man/man1/sealrun.1",
+        "./usr/share/bash-completion/completions/sealrun",
+        "./usr/share/sealrun/examples/hello/build.sh", "./usr/libexec/sealrun/sealrun-runner"})
     EXPECT_NE(contents.out.find(want), std::string::npos) << want << "\n" << contents.out;
 }
 
@@ -120,13 +120,15 @@ TEST(Deb, InstallsIntoAFreshDebianRootAndRunsFromUsrBin) {
   auto deps = in_root(
       deps_of + "cd " + root +
       "/tmp/debs\n"
-      "queue=$(chroot " + root +
+      "queue=$(chroot " +
+      root +
       " dpkg-query -W -f='${Depends}' sealrun | deps_of)\n"
       "seen=' '; first=''\n"
       "while [ -n \"$queue\" ]; do\n"
       "  p=$(echo \"$queue\" | head -n1); queue=$(echo \"$queue\" | tail -n +2)\n"
       "  case \"$seen\" in *\" $p \"*) continue;; esac; seen=\"$seen$p \"\n"
-      "  chroot " + root +
+      "  chroot " +
+      root +
       " dpkg-query -W -f='${Status}' \"$p\" 2>/dev/null | grep -q 'ok installed' && continue\n"
       "  dpkg-query -W \"$p\" >/dev/null 2>&1 || continue  # virtual: a provider comes along\n"
       "  first=\"$first $p\"; dpkg-repack \"$p\" >/dev/null\n"
@@ -134,9 +136,11 @@ TEST(Deb, InstallsIntoAFreshDebianRootAndRunsFromUsrBin) {
       "  queue=$(printf '%s\\n%s' \"$queue\" \"$more\" | sed '/^$/d')\n"
       "done\n"
       "echo \"missing:$first \"\n"
-      "chroot " + root +
+      "chroot " +
+      root +
       " sh -c 'dpkg -i /tmp/debs/*.deb' >dpkg.log 2>&1 || { cat dpkg.log; exit 1; }\n"
-      "chroot " + root + " dpkg-query -W -f='${Status}\\n' sealrun");
+      "chroot " +
+      root + " dpkg-query -W -f='${Status}\\n' sealrun");
   ASSERT_EQ(deps.status.code, 0) << deps.out << deps.err;
   EXPECT_NE(deps.out.find("missing:"), std::string::npos) << deps.out;
   EXPECT_NE(deps.out.find(" bubblewrap "), std::string::npos) << deps.out;

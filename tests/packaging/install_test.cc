@@ -53,8 +53,9 @@ TEST(Install, PutsTheExecutableManPageAndCompletionUnderThePrefix) {
   // `sealrun runner` execs its helper from ../libexec/sealrun/: the installed pair finds it (the
   // helper's own check of --listen answers, exit 2).
   EXPECT_EQ(::access((prefix + "/libexec/sealrun/sealrun-runner").c_str(), X_OK), 0);
-  auto runner = shell(prefix + "/bin/sealrun runner --listen nowhere --build-dir /tmp --toolchain " +
-                      "/tmp 2>&1 && echo \"exit 0\" || echo \"exit $?\"");
+  auto runner =
+      shell(prefix + "/bin/sealrun runner --listen nowhere --build-dir /tmp --toolchain " +
+            "/tmp 2>&1 && echo \"exit 0\" || echo \"exit $?\"");
   EXPECT_NE(runner.out.find("expected unix:PATH or HOST:PORT"), std::string::npos) << runner.out;
   EXPECT_NE(runner.out.find("exit 2"), std::string::npos) << runner.out;
 }

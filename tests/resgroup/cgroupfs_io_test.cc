@@ -2,13 +2,13 @@
 // Unit tests of the cgroupfs seam's pure parts: /proc/<pid>/cgroup, limit values, keyed files, pid
 // lists, the names sealrun gives its groups, path hygiene, and process liveness by starttime.
 #include "containment/resgroup/cgroupfs_io.h"
-#include "core/run_id.h"
 
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "core/process.h"
+#include "core/run_id.h"
 
 namespace sealrun::resgroup {
 namespace {

@@ -28,7 +28,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static void report(const char *name, long rc) {
+static void report(const char* name, long rc) {
   if (rc >= 0)
     printf("%s=ok\n", name);
   else
@@ -37,14 +37,17 @@ static void report(const char *name, long rc) {
 }
 
 static void print_status_fields(void) {
-  FILE *f = fopen("/proc/self/status", "r");
+  FILE* f = fopen("/proc/self/status", "r");
   char line[512];
-  if (!f) { printf("status=%s\n", strerrorname_np(errno)); return; }
+  if (!f) {
+    printf("status=%s\n", strerrorname_np(errno));
+    return;
+  }
   while (fgets(line, sizeof line, f)) {
     if (!strncmp(line, "Cap", 3) || !strncmp(line, "NoNewPrivs", 10) ||
         !strncmp(line, "Seccomp:", 8)) {
-      char *colon = strchr(line, ':');
-      char *v = colon + 1;
+      char* colon = strchr(line, ':');
+      char* v = colon + 1;
       while (*v == ' ' || *v == '\t') ++v;
       *colon = '\0';
       printf("%s=%s", line, v);
@@ -67,12 +70,15 @@ static int cmd_tiocsti(void) {
 }
 
 static int cmd_fds(void) {
-  DIR *d = opendir("/proc/self/fd");
-  if (!d) { report("fds", -1); return 1; }
+  DIR* d = opendir("/proc/self/fd");
+  if (!d) {
+    report("fds", -1);
+    return 1;
+  }
   int self = dirfd(d);
   printf("fds=");
   int first = 1;
-  struct dirent *e;
+  struct dirent* e;
   while ((e = readdir(d))) {
     if (e->d_name[0] == '.' || atoi(e->d_name) == self) continue;
     printf("%s%s", first ? "" : ",", e->d_name);
@@ -83,7 +89,7 @@ static int cmd_fds(void) {
   return 0;
 }
 
-static int cmd_write(int argc, char **argv) {
+static int cmd_write(int argc, char** argv) {
   for (int i = 0; i < argc; ++i) {
     char name[600];
     snprintf(name, sizeof name, "write:%s", argv[i]);
@@ -107,7 +113,7 @@ static int cmd_write(int argc, char **argv) {
   return 0;
 }
 
-static int run_program(char *const argv[]) {
+static int run_program(char* const argv[]) {
   pid_t pid = fork();
   if (pid == 0) {
     int null = open("/dev/null", O_WRONLY);
@@ -141,8 +147,8 @@ static int cmd_userns(void) {
 #endif
   /* The unshare(1) program, if the sandbox shows one: exit status 0 would be an escape. */
   if (access("/usr/bin/unshare", X_OK) == 0) {
-    char *u[] = {"/usr/bin/unshare", "-U", "/bin/true", NULL};
-    char *ur[] = {"/usr/bin/unshare", "-Ur", "/bin/true", NULL};
+    char* u[] = {"/usr/bin/unshare", "-U", "/bin/true", NULL};
+    char* ur[] = {"/usr/bin/unshare", "-Ur", "/bin/true", NULL};
     printf("unshare_U_exit=%d\n", run_program(u));
     printf("unshare_Ur_exit=%d\n", run_program(ur));
   }
@@ -152,7 +158,7 @@ static int cmd_userns(void) {
 static int cmd_mount(void) {
   mkdir("/tmp/x", 0700);
   report("mount_tmpfs", mount("x", "/tmp/x", "tmpfs", 0, NULL));
-  const char *ns[] = {"user", "mnt", "pid", "net", "ipc", "uts", "cgroup"};
+  const char* ns[] = {"user", "mnt", "pid", "net", "ipc", "uts", "cgroup"};
   for (unsigned i = 0; i < sizeof ns / sizeof ns[0]; ++i) {
     char path[64], name[64];
     snprintf(path, sizeof path, "/proc/1/ns/%s", ns[i]);
@@ -189,18 +195,19 @@ static int cmd_kernel(void) {
   return 0;
 }
 
-static int cmd_connect(int argc, char **argv) {
+static int cmd_connect(int argc, char** argv) {
   /* UDP connect() only picks a route: it sends nothing, yet fails with ENETUNREACH when there is
    * no route. The address is never contacted either way. */
   int u = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
   struct sockaddr_in out = {.sin_family = AF_INET, .sin_port = htons(80)};
   inet_pton(AF_INET, "10.255.255.1", &out.sin_addr);
-  report("route_outside", u < 0 ? u : connect(u, (struct sockaddr *)&out, sizeof out));
+  report("route_outside", u < 0 ? u : connect(u, (struct sockaddr*)&out, sizeof out));
   if (argc >= 1) { /* a TCP listener the test holds on the host's 127.0.0.1 */
     int t = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    struct sockaddr_in lo = {.sin_family = AF_INET, .sin_port = htons((unsigned short)atoi(argv[0]))};
+    struct sockaddr_in lo = {.sin_family = AF_INET,
+                             .sin_port = htons((unsigned short)atoi(argv[0]))};
     inet_pton(AF_INET, "127.0.0.1", &lo.sin_addr);
-    report("connect_host_loopback", t < 0 ? t : connect(t, (struct sockaddr *)&lo, sizeof lo));
+    report("connect_host_loopback", t < 0 ? t : connect(t, (struct sockaddr*)&lo, sizeof lo));
   }
   if (argc >= 2) { /* a host abstract unix socket: abstract names live in the network namespace */
     int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -208,9 +215,9 @@ static int cmd_connect(int argc, char **argv) {
     size_t n = strlen(argv[1]);
     memcpy(a.sun_path + 1, argv[1], n);
     report("connect_abstract",
-           s < 0 ? s : connect(s, (struct sockaddr *)&a, (socklen_t)(sizeof(sa_family_t) + 1 + n)));
+           s < 0 ? s : connect(s, (struct sockaddr*)&a, (socklen_t)(sizeof(sa_family_t) + 1 + n)));
   }
-  FILE *f = fopen("/proc/net/dev", "r");
+  FILE* f = fopen("/proc/net/dev", "r");
   char line[512];
   int ifaces = 0;
   while (f && fgets(line, sizeof line, f))
@@ -220,16 +227,22 @@ static int cmd_connect(int argc, char **argv) {
   return 0;
 }
 
-static int cmd_forkbomb(int argc, char **argv) {
+static int cmd_forkbomb(int argc, char** argv) {
   /* Forks until fork fails or `limit` children exist; each child waits for its parent to end. */
   long limit = argc >= 1 ? atol(argv[0]) : 100000;
   long made = 0;
   int err = 0;
-  pid_t *kids = calloc((size_t)limit, sizeof(pid_t));
+  pid_t* kids = calloc((size_t)limit, sizeof(pid_t));
   while (made < limit) {
     pid_t p = fork();
-    if (p < 0) { err = errno; break; }
-    if (p == 0) { pause(); _exit(0); }
+    if (p < 0) {
+      err = errno;
+      break;
+    }
+    if (p == 0) {
+      pause();
+      _exit(0);
+    }
     kids[made++] = p;
   }
   printf("forked=%ld\nfork_error=%s\n", made, err ? strerrorname_np(err) : "none");
@@ -241,7 +254,7 @@ static int cmd_forkbomb(int argc, char **argv) {
 
 static void on_term(int sig) { (void)sig; }
 
-static int cmd_sleep(int argc, char **argv) {
+static int cmd_sleep(int argc, char** argv) {
   /* sleep SECONDS [ignore-term] [children N]: children sleep too (a tree to tear down). */
   int secs = argc >= 1 ? atoi(argv[0]) : 60;
   int ignore = 0, children = 0;
@@ -261,16 +274,20 @@ static int cmd_sleep(int argc, char **argv) {
   return 0;
 }
 
-int main(int argc, char **argv) {
+int main(int argc, char** argv) {
   if (argc < 2) {
-    fprintf(stderr, "usage: hostile status|tiocsti|fds|write PATH...|userns|mount|kernel|"
-                    "connect [PORT [ABSTRACT]]|forkbomb [N]|sleep S [ignore-term] [children N]\n");
+    fprintf(stderr,
+            "usage: hostile status|tiocsti|fds|write PATH...|userns|mount|kernel|"
+            "connect [PORT [ABSTRACT]]|forkbomb [N]|sleep S [ignore-term] [children N]\n");
     return 2;
   }
-  const char *cmd = argv[1];
+  const char* cmd = argv[1];
   int rest = argc - 2;
-  char **args = argv + 2;
-  if (!strcmp(cmd, "status")) { print_status_fields(); return 0; }
+  char** args = argv + 2;
+  if (!strcmp(cmd, "status")) {
+    print_status_fields();
+    return 0;
+  }
   if (!strcmp(cmd, "tiocsti")) return cmd_tiocsti();
   if (!strcmp(cmd, "fds")) return cmd_fds();
   if (!strcmp(cmd, "write")) return cmd_write(rest, args);
