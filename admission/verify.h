@@ -89,7 +89,7 @@ std::string toolchain_stand_in(const AdmissionDocument& doc);
 // The pins of what the job's view binds from the host, and only those: the toolchain tree, each
 // --tree (a changed one named entry by entry from the digest cache, as verify_pins() does), and
 // the closure files. The same checks and targets as verify_pins() makes of them; a run makes
-// them again after its job (controller/run_stage_post.cc).
+// them again after its job (controller/run/run_stage_post.cc).
 std::vector<PinCheck> verify_view_pins(const AdmissionDocument& doc,
                                        const VerifyOptions& options = {});
 

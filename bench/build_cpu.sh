@@ -32,8 +32,8 @@ fi
 sample=(core/strict_json.cc core/process.cc fingerprint/tree.cc fingerprint/image.cc
   admission/parse.cc admission/canonical.cc containment/bwrap_argv.cc containment/podman.cc
   containment/grant_journal.cc census/guards.cc attest/dsse.cc learn/closure.cc
-  controller/cmd_run.cc controller/receipt.cc controller/receipt_show.cc
-  controller/run_stage_containment.cc controller/cli_model.cc controller/cmd_receipt.cc)
+  controller/cli/cmd_run.cc controller/receipt/receipt.cc controller/receipt/receipt_show.cc
+  controller/run/run_stage_containment.cc controller/cli/cli_model.cc controller/cli/cmd_receipt.cc)
 # What must exist before a file compiles alone: the generated version file and, with PCH on,
 # the precompiled headers (their cost is counted once each, as a build pays it).
 cmake --build "$dir" --target sealrun_version_stamp >/dev/null

@@ -39,7 +39,7 @@ struct MechanismContext {
   JobIdPool job_id_pool;
   // Test-only (docs/containment.md): the bwrap binary to run instead of the one on PATH, so that a
   // test can show the probe cache notices a changed binary. The controller sets it from
-  // $SEALRUN_TEST_BWRAP (controller/host_config.cc); no library reads the environment.
+  // $SEALRUN_TEST_BWRAP (controller/common/host_config.cc); no library reads the environment.
   std::string test_bwrap_path;
 };
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// A pinned tree's read-only image (an EROFS file, controller/pin_images.h) mounted for one job: an
-// erofs mount of the image file (opened read-only and verified by the caller) that is attached
+// A pinned tree's read-only image (an EROFS file, controller/run/pin_images.h) mounted for one job:
+// an erofs mount of the image file (opened read-only and verified by the caller) that is attached
 // nowhere — fsopen/fsmount give a detached mount, which the bwrap launch clones into its private
 // mount stage (mount_stage.h) and nowhere else. erofs mounts the file itself where the kernel can
 // (6.12 on); else the file goes on a loop device that the kernel clears by itself when its last

@@ -16,8 +16,8 @@
 // direct call, spelled out or hidden in a macro, fails to link.
 //
 // How a missing library surfaces: every sealrun command that may hash loads it up front
-// (controller/crypto_gate.cc) and stops with this module's error; functions that already return a
-// Result (attest/) call crypto_api() themselves. Sha256, which cannot return an error, then finds
+// (controller/cli/crypto_gate.cc) and stops with this module's error; functions that already return
+// a Result (attest/) call crypto_api() themselves. Sha256, which cannot return an error, then finds
 // the table loaded (loaded_crypto_api()).
 #pragma once
 

@@ -14,8 +14,8 @@
 #include <cstring>
 #include <memory>
 
-#include "controller/commands.h"
-#include "controller/output.h"
+#include "controller/cli/commands.h"
+#include "controller/cli/printing.h"
 #include "core/exit_codes.h"
 #include "remote/runner_cli.h"
 

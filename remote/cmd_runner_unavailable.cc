@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // `sealrun runner` in a build without gRPC C++ (libgrpc++-dev, protobuf-compiler-grpc): the
 // command exists, says why it cannot serve, and exits 1, so a script gets a clear answer.
-#include "controller/commands.h"
-#include "controller/output.h"
+#include "controller/cli/commands.h"
+#include "controller/cli/printing.h"
 
 namespace sealrun::cli {
 

@@ -13,8 +13,8 @@
 #include <memory>
 #include <thread>
 
-#include "controller/host_config.h"
-#include "controller/output.h"
+#include "controller/cli/printing.h"
+#include "controller/common/host_config.h"
 #include "core/exit_codes.h"
 #include "remote/runner_cli.h"
 #include "remote/runner_service.h"

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// The demo without root (controller/demo_unprivileged.h): which directories it pins (nested ones
-// once, the compiler's include list read from `gcc -E -v`, the real compiler's parts on this
+// The demo without root (controller/cli/demo_unprivileged.h): which directories it pins (nested
+// ones once, the compiler's include list read from `gcc -E -v`, the real compiler's parts on this
 // host), and the one line that names the containment an ordinary user lacks.
-#include "controller/demo_unprivileged.h"
+#include "controller/cli/demo_unprivileged.h"
 
 #include <gtest/gtest.h>
 

@@ -1,16 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
-// Escaping what a job chose (names, tails) before a person sees it (controller/display_text.h),
-// and `receipt show` built on it (controller/receipt_review.cc; `receipt diff` has
-// receipt_diff_test.cc).
-#include "controller/display_text.h"
+// Escaping what a job chose (names, tails) before a person sees it
+// (controller/common/display_text.h), and `receipt show` built on it
+// (controller/receipt/receipt_review.cc; `receipt diff` has receipt_diff_test.cc).
+#include "controller/common/display_text.h"
 
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "controller/receipt.h"
-#include "controller/receipt_review.h"
+#include "controller/receipt/receipt.h"
+#include "controller/receipt/receipt_review.h"
 
 namespace sealrun::display {
 namespace {

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// limits_hit() (controller/limits_hit.h): which figures name which limit, in the fixed order.
-#include "controller/limits_hit.h"
+// limits_hit() (controller/run/limits_hit.h): which figures name which limit, in the fixed order.
+#include "controller/run/limits_hit.h"
 
 #include <gtest/gtest.h>
 

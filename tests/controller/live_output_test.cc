@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
-// The live output's parts without a job (controller/live_output.h): bytes to prefixed, escaped,
-// cut lines; and the follower over plain files written by the test, its bound and its notice.
-#include "controller/live_output.h"
-
+// The live output's parts without a job (controller/run/live_job_log.h): bytes to prefixed,
+// escaped, cut lines; and the follower over plain files written by the test, its bound and its
+// notice.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <poll.h>
 
 #include <atomic>
 
+#include "controller/run/live_job_log.h"
 #include "core/syscall.h"
 #include "tests/support/temp_dir.h"
 

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// The output walker (controller/output_walk.h) against real trees in a temp dir: kinds recorded
-// and never followed, hard links hashed once, the allowance judged before reading (sparse and
-// preallocated files), the entry and path bounds, deep trees in linear work, interruption.
-#include "controller/output_walk.h"
+// The output walker (controller/receipt/output_walk.h) against real trees in a temp dir: kinds
+// recorded and never followed, hard links hashed once, the allowance judged before reading (sparse
+// and preallocated files), the entry and path bounds, deep trees in linear work, interruption.
+#include "controller/receipt/output_walk.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // --explain's search for the variations that cause a difference (rebuild_causes.h), on a fake
 // rebuild whose outputs differ under a chosen rule: the causes found, sorted, and what it costs.
-#include "controller/rebuild_causes.h"
+#include "controller/rebuild/rebuild_causes.h"
 
 #include <gtest/gtest.h>
 

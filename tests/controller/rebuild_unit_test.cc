@@ -6,8 +6,8 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
-#include "controller/output_compare.h"
-#include "controller/variations.h"
+#include "controller/receipt/output_compare.h"
+#include "controller/run/variations.h"
 
 namespace sealrun {
 namespace {

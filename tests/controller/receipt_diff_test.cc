@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// `receipt diff` as pure functions (controller/receipt_diff.h): a table of changes made to one
-// receipt, each with the verdict and the differences it must give; the masking of the run id;
+// `receipt diff` as pure functions (controller/receipt/receipt_diff.h): a table of changes made to
+// one receipt, each with the verdict and the differences it must give; the masking of the run id;
 // plain JSON values; escaping for a terminal; and that every receipt field has a class.
-#include "controller/receipt_diff.h"
+#include "controller/receipt/receipt_diff.h"
 
 #include <gtest/gtest.h>
 
@@ -11,7 +11,7 @@
 #include <set>
 #include <stdexcept>
 
-#include "controller/receipt_fields.h"
+#include "controller/receipt/receipt_fields.h"
 
 namespace sealrun::receipt::diff {
 namespace {

@@ -9,11 +9,11 @@
 #include <nlohmann/json.hpp>
 #include <regex>
 
-#include "controller/html_text.h"
-#include "controller/receipt_facts.h"
-#include "controller/receipt_report_html.h"
-#include "controller/receipt_show.h"
-#include "controller/svg_timeline.h"
+#include "controller/receipt/html_text.h"
+#include "controller/receipt/receipt_facts.h"
+#include "controller/receipt/receipt_report_html.h"
+#include "controller/receipt/receipt_show.h"
+#include "controller/receipt/svg_timeline.h"
 
 namespace sealrun::report {
 namespace {

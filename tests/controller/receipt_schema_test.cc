@@ -5,8 +5,8 @@
 // verdict lists folded into counters). Each is validated with Debian's python3-jsonschema
 // (Draft 2020-12), an implementation independent of ours. The schema is shown not to be vacuous
 // (an extra or renamed top-level key, a wrong state, a bad owned_space all fail), and every field
-// of the writer's table (controller/receipt_fields.h) must be in the schema, with the same JSON
-// kinds and the same required-ness, and in docs/receipt.md's "Fields" section: a field added
+// of the writer's table (controller/receipt/receipt_fields.h) must be in the schema, with the same
+// JSON kinds and the same required-ness, and in docs/receipt.md's "Fields" section: a field added
 // without its documentation fails here.
 #include <gtest/gtest.h>
 
@@ -14,8 +14,8 @@
 #include <fstream>
 #include <set>
 
-#include "controller/receipt.h"
-#include "controller/receipt_fields.h"
+#include "controller/receipt/receipt.h"
+#include "controller/receipt/receipt_fields.h"
 #include "core/process.h"
 #include "tests/controller/run_test_support.h"
 #include "tests/support/temp_dir.h"
@@ -313,7 +313,8 @@ TEST(ReceiptSchema, EveryFieldOfTheWriterIsInTheSchemaAndDocumented) {
   // describe everything the schema has.
   for (const auto& [key, value] : props.items()) {
     SCOPED_TRACE(key);
-    EXPECT_EQ(table.count(key), 1u) << "in the schema but not in controller/receipt_fields.h";
+    EXPECT_EQ(table.count(key), 1u)
+        << "in the schema but not in controller/receipt/receipt_fields.h";
     EXPECT_NE(section.find("`" + key + "`"), std::string::npos)
         << "not documented in docs/receipt.md, section Fields";
   }

@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
-// The receipt's shrinking (controller/receipt.cc): at every size bound, with 50,000 outputs or
-// 10,000 cleanup entries, every verdict-bearing field survives — whole at every level, and in
+// The receipt's shrinking (controller/receipt/receipt.cc): at every size bound, with 50,000 outputs
+// or 10,000 cleanup entries, every verdict-bearing field survives — whole at every level, and in
 // the last resort as counts with every failing entry — while the output list stays pinned by
 // outputs_total and outputs_list_sha256. And the outputs' lossless spelling (receipt_outputs.cc).
 #include <gtest/gtest.h>
 
 #include <set>
 
-#include "controller/receipt.h"
+#include "controller/receipt/receipt.h"
 #include "core/strict_json.h"
 #include "fingerprint/sha256.h"
 #include "fingerprint/tree_json.h"

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "controller/receipt.h"
+#include "controller/receipt/receipt.h"
 
 #include <gtest/gtest.h>
 
-#include "controller/receipt_review.h"
+#include "controller/receipt/receipt_review.h"
 #include "core/strict_json.h"
 
 namespace sealrun::receipt {

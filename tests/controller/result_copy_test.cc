@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// copy_result_tree() (controller/result_copy.h) on real directories: a device node — which a job on
-// a nodev file system in a user namespace cannot make, but root copying a tree could recreate — is
-// refused by name, and a regular file beside it is copied with its mode and times.
-#include "controller/result_copy.h"
+// copy_result_tree() (controller/run/result_copy.h) on real directories: a device node — which a
+// job on a nodev file system in a user namespace cannot make, but root copying a tree could
+// recreate — is refused by name, and a regular file beside it is copied with its mode and times.
+#include "controller/run/result_copy.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>

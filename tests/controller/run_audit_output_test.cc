@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "controller/receipt.h"
+#include "controller/receipt/receipt.h"
 #include "fingerprint/sha256.h"
 #include "tests/controller/run_test_support.h"
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// What `run` and `rebuild` show on a stderr that is not a terminal (controller/run_console.h,
+// What `run` and `rebuild` show on a stderr that is not a terminal (controller/run/run_console.h,
 // issue 29), end to end with the real binary and bwrap: a silent job is said to run every 5 s
 // ("job running 5 s", "job running 10 s"), --quiet shows no line of it, `rebuild` streams the
 // job's `job| ` lines and its summary as `run` does; and a command whose ELF interpreter the view

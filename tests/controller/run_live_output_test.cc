@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Live job output (docs/run-output.md; controller/live_output.h), end to end with the real
+// Live job output (docs/run-output.md; controller/run/live_job_log.h), end to end with the real
 // binary and bwrap: the job's lines reach the controller's stderr, prefixed `job| `, while the job
 // still runs; --quiet shows none; what a terminal would act on is escaped; at most 16 MiB is
 // shown, then one notice; --json keeps stdout one JSON document.
@@ -16,7 +16,7 @@
 namespace sealrun::testing {
 namespace {
 
-constexpr uint64_t kBound = 16ULL << 20;  // controller/run_outputs.h kLogReadMaxBytes
+constexpr uint64_t kBound = 16ULL << 20;  // controller/run/run_outputs.h kLogReadMaxBytes
 constexpr const char* kPrefix = "job| ";
 
 // A controller whose stderr the test reads as it comes (its stdout goes to a file).

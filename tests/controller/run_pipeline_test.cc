@@ -3,7 +3,7 @@
 // tiny source and toolchain: stages run in docs/contract.md's order, a failure at every point is
 // followed by the cleanup of what was acquired, the most serious exit code wins, and the reason a
 // person reads is the one the priority rule picks. A run that executed nothing keeps no id.
-#include "controller/run_pipeline.h"
+#include "controller/run/run_pipeline.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -15,7 +15,7 @@
 
 #include "admission/freeze.h"
 #include "containment/grant.h"
-#include "controller/exit_codes.h"
+#include "core/exit_codes.h"
 #include "tests/support/temp_dir.h"
 
 namespace sealrun::run {

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "controller/run_plan.h"
+#include "controller/run/run_plan.h"
 
 #include <gtest/gtest.h>
 #include <sys/sysmacros.h>

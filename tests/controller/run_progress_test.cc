@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// TerminalProgress (controller/run_progress.h): silent when off (no callback at all, so the hashing
-// code does not even compute progress); on a terminal one line rewritten in place with bytes,
-// percentage and rate, at most ten times a second, erased at the end; elsewhere plain lines, none
-// before 5 s, then at most one every 5 s with the time so far, and a last one at the end.
-#include "controller/run_progress.h"
+// TerminalProgress (controller/run/run_progress.h): silent when off (no callback at all, so the
+// hashing code does not even compute progress); on a terminal one line rewritten in place with
+// bytes, percentage and rate, at most ten times a second, erased at the end; elsewhere plain lines,
+// none before 5 s, then at most one every 5 s with the time so far, and a last one at the end.
+#include "controller/run/run_progress.h"
 
 #include <gtest/gtest.h>
 

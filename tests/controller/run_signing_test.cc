@@ -13,7 +13,7 @@
 #include "attest/base64.h"
 #include "attest/dsse.h"
 #include "attest/keys.h"
-#include "controller/receipt.h"
+#include "controller/receipt/receipt.h"
 #include "fingerprint/sha256.h"
 #include "tests/controller/run_test_support.h"
 

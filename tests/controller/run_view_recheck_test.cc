@@ -19,9 +19,9 @@
 #include <functional>
 #include <thread>
 
-#include "controller/exit_codes.h"
-#include "controller/run_closure_bound.h"
-#include "controller/run_pipeline.h"
+#include "controller/run/run_closure_bound.h"
+#include "controller/run/run_pipeline.h"
+#include "core/exit_codes.h"
 #include "fingerprint/sha256.h"
 #include "tests/controller/run_test_support.h"
 #include "tests/support/temp_dir.h"

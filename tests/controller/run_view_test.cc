@@ -14,7 +14,7 @@
 #include <set>
 #include <sstream>
 
-#include "controller/receipt.h"
+#include "controller/receipt/receipt.h"
 #include "fingerprint/sha256.h"
 #include "tests/controller/run_test_support.h"
 #include "tests/support/temp_dir.h"

@@ -2,7 +2,7 @@
 // Unit tests of which entries of a writable source copy are outputs (admission mounts.outputs_from
 // "source"): new and changed regular files, never an unchanged input or a link, with hard links
 // named after the first path kept.
-#include "controller/source_outputs.h"
+#include "controller/run/source_outputs.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>

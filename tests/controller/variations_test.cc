@@ -2,7 +2,7 @@
 // `rebuild --vary`'s pure part (issue 26), table by table: every reprotest name parses (and `all`
 // is all fourteen), each variation changes exactly its part of the containment spec, and each is
 // described for the receipt with how it was applied and where it cannot apply.
-#include "controller/variations.h"
+#include "controller/run/variations.h"
 
 #include <gtest/gtest.h>
 

@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "controller/bash_completion.h"
-#include "controller/cli_model.h"
-#include "controller/cli_name_list.h"
-#include "controller/man_page.h"
+#include "controller/cli/bash_completion.h"
+#include "controller/cli/cli_model.h"
+#include "controller/cli/cli_name_list.h"
+#include "controller/cli/man_page.h"
 #include "core/process.h"
 #include "tests/support/temp_dir.h"
 

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "controller/variations.h"
+#include "controller/run/variations.h"
 #include "core/mechanism_kind.h"
 #include "tests/packaging/shell.h"
 #include "tests/support/temp_dir.h"
@@ -154,7 +154,7 @@ TEST(Install, BashCompletesTheRealCommandsWithBashCompletionLoaded) {
   EXPECT_EQ(complete({"sealrun", "__"}, dir.str()), (Words{}));
 }
 
-// The values of rebuild's --vary (reprotest's names, as controller/variations.h lists them, and
+// The values of rebuild's --vary (reprotest's names, as controller/run/variations.h lists them, and
 // "all") and of --mechanism (the mechanism registry, and "auto") are offered, never file names.
 TEST(Install, BashCompletesVaryAndMechanismValues) {
   TempDir dir;

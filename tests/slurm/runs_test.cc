@@ -186,7 +186,7 @@ TEST_F(RunsTest, ReceiptListListsEveryJobsReceipt) {
   EXPECT_NE(c.out.find("list-2"), std::string::npos) << c.out;
 }
 
-// The receipt records where in the cluster the run happened (controller/slurm_context.h).
+// The receipt records where in the cluster the run happened (controller/run/slurm_context.h).
 TEST_F(RunsTest, ReceiptRecordsTheSlurmJobAndStep) {
   Workspace ws(ordinary_user());
   Frozen a = ws.freeze("adm.json", "echo built > /out/result.txt");

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // slurm_context(): the Slurm job, step and node a receipt records, from SLURM_* variables.
-#include "controller/slurm_context.h"
+#include "controller/run/slurm_context.h"
 
 #include <gtest/gtest.h>
 
