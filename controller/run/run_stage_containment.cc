@@ -177,8 +177,9 @@ StageStatus stage_acquire_grant(RunContext& run) {
   run.receipt.view = receipt::view_json(plan_view(g.spec, run.chosen->view_root()));
   receipt::annotate_source_view(&run.receipt.view, run.admitted->document());
   // A command that cannot start in this view (its ELF interpreter absent) is refused before it
-  // runs, naming what is missing (view_exec_check.h). Podman's root is the image: not read here.
-  if (g.mechanism == "bwrap")
+  // runs, naming what is missing (view_exec_check.h). A mechanism whose root is its own image
+  // (podman) is not read here: only a view made wholly of planned entries can be checked.
+  if (run.chosen->view_root() == ViewRoot::kEmptyTmpfs)
     if (auto st = check_job_can_exec(plan_view(g.spec, ViewRoot::kEmptyTmpfs), g.spec.argv,
                                      g.spec.env, g.spec.cwd);
         !st)
