@@ -10,12 +10,7 @@ namespace sealrun {
 
 namespace {
 
-Status resolve_crypto(const SharedLibrary& library, CryptoApi& table) {
-#define SEALRUN_CRYPTO_RESOLVE(name) SEALRUN_RESOLVE_INTO(library, table, name);
-  SEALRUN_CRYPTO_FUNCTIONS(SEALRUN_CRYPTO_RESOLVE)
-#undef SEALRUN_CRYPTO_RESOLVE
-  return ok_status();
-}
+SEALRUN_DEFINE_RESOLVER(resolve_crypto, CryptoApi, SEALRUN_CRYPTO_FUNCTIONS)
 
 Result<std::unique_ptr<CryptoLibrary>> open_process_crypto() {
   return open_crypto_library(kLibcryptoSoname);

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // dlopen() and dlsym() with errors that name the library, the symbol and what to install: the
 // common half of the libraries sealrun loads on first use instead of linking (libcrypto,
-// core/crypto_library.h; libsystemd, containment/resgroup/sd_bus_library.h), each of which keeps a
-// table of the functions it resolves with these.
+// core/crypto_library.h; libsystemd, containment/resgroup/sd_bus_library.h; libpq,
+// index/libpq_library.h), each of which keeps a table of the functions it resolves with these.
 #pragma once
 
 #include <memory>
@@ -49,6 +49,15 @@ class SharedLibrary {
 // through dlsym's void*.
 #define SEALRUN_RESOLVE_INTO(library, table, name) \
   (table).name = reinterpret_cast<decltype((table).name)>(SEALRUN_TRY((library).symbol(#name)))
+
+// Defines `Status function(const SharedLibrary& library, Api& table)`, which resolves every
+// function the X-macro `list` names (`list(F)` expands to `F(name)` for each) into `table`: the
+// resolver each library's table (crypto, sd-bus, libpq) hands to ResolvedLibrary::open.
+#define SEALRUN_RESOLVE_ONE_(name) SEALRUN_RESOLVE_INTO(library, table, name);
+#define SEALRUN_DEFINE_RESOLVER(function, Api, list)          \
+  Status function(const SharedLibrary& library, Api& table) { \
+    list(SEALRUN_RESOLVE_ONE_) return ok_status();            \
+  }
 
 // One dlopen()ed copy of a library with every function of its table `Api` (a struct of function
 // pointers) resolved by `resolve` (SEALRUN_RESOLVE_INTO for each member). Closing it (the

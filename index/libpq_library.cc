@@ -7,12 +7,7 @@ namespace {
 
 using LibpqLibrary = ResolvedLibrary<LibpqApi>;
 
-Status resolve_libpq(const SharedLibrary& library, LibpqApi& table) {
-#define SEALRUN_LIBPQ_RESOLVE(name) SEALRUN_RESOLVE_INTO(library, table, name);
-  SEALRUN_LIBPQ_FUNCTIONS(SEALRUN_LIBPQ_RESOLVE)
-#undef SEALRUN_LIBPQ_RESOLVE
-  return ok_status();
-}
+SEALRUN_DEFINE_RESOLVER(resolve_libpq, LibpqApi, SEALRUN_LIBPQ_FUNCTIONS)
 
 Result<std::unique_ptr<LibpqLibrary>> open_process_libpq() {
   return LibpqLibrary::open(kLibpqSoname,

@@ -6,12 +6,7 @@ namespace sealrun::resgroup {
 
 namespace {
 
-Status resolve_sd_bus(const SharedLibrary& library, SdBusApi& table) {
-#define SEALRUN_SD_BUS_RESOLVE(name) SEALRUN_RESOLVE_INTO(library, table, name);
-  SEALRUN_SD_BUS_FUNCTIONS(SEALRUN_SD_BUS_RESOLVE)
-#undef SEALRUN_SD_BUS_RESOLVE
-  return ok_status();
-}
+SEALRUN_DEFINE_RESOLVER(resolve_sd_bus, SdBusApi, SEALRUN_SD_BUS_FUNCTIONS)
 
 Result<std::unique_ptr<SdBusLibrary>> open_process_sd_bus() {
   return open_sd_bus_library(kLibsystemdSoname);
