@@ -108,13 +108,15 @@ TEST(Deb, InstallsIntoAFreshDebianRootAndRunsFromUsrBin) {
   // 2. The missing dependencies, from this host's installed packages, then sealrun configures.
   // The closure is transitive (the runner's gRPC libraries pull in abseil, re2, c-ares, ...): a
   // package the root lacks is repacked from the host and its own Depends and Pre-Depends are
-  // followed; of alternatives the first one the host has is taken.
+  // followed; of alternatives the first one the host has is taken. (The loop that picks one stops
+  // at the first: the writer before it may then die of SIGPIPE, which pipefail would turn into
+  // the script's exit 141, hence `|| true` there.)
   const std::string deps_of =
       "deps_of() { sed -e 's/([^)]*)//g' -e 's/:any//g' | tr ',' '\\n' | while read -r alts; do\n"
       "  [ -n \"$alts\" ] || continue\n"
       "  pick=$(echo \"$alts\" | tr '|' '\\n' | tr -d ' ' | while read -r a; do\n"
       "    if dpkg-query -W -f='${Status}' \"$a\" 2>/dev/null | grep -q 'ok installed';"
-      " then echo \"$a\"; break; fi; done)\n"
+      " then echo \"$a\"; break; fi; done || true)\n"
       "  echo \"${pick:-$(echo \"$alts\" | cut -d'|' -f1 | tr -d ' ')}\"\n"
       "done; }\n";
   auto deps = in_root(
