@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 # CPack: `cpack -G DEB` in the build directory makes sealrun_<version>_<arch>.deb from the install
-# rules (controller/CMakeLists.txt: bin/sealrun, the man page, the bash completion, the example).
+# rules (controller/cli/CMakeLists.txt: bin/sealrun, the man page, the bash completion, the example).
 # Its Depends are the shared libraries' packages, computed by dpkg-shlibdeps from the executable,
 # plus bubblewrap (the default containment mechanism, run as a program); rootless podman and what
 # it needs are Recommends, since bubblewrap alone is a complete sandbox.
