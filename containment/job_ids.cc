@@ -13,6 +13,7 @@
 #include <set>
 
 #include "containment/grant_journal.h"
+#include "containment/process_ids.h"
 #include "core/bounded_file.h"
 #include "core/proc.h"
 #include "core/strict_json.h"
@@ -33,43 +34,6 @@ std::optional<uint64_t> decimal(std::string_view s) {
   auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
   if (s.empty() || ec != std::errc() || end != s.data() + s.size()) return std::nullopt;
   return v;
-}
-
-struct IdsInUse {
-  std::set<uint64_t> uids, gids;
-};
-
-// "Uid:\tR\tE\tS\tF" (or Gid:) of one status text, each value added to `out`.
-void add_ids(std::string_view status, std::string_view key, std::set<uint64_t>& out) {
-  size_t at = status.find(key);
-  if (at == std::string_view::npos) return;
-  size_t end = status.find('\n', at);
-  std::string_view line = status.substr(at + key.size(), end - at - key.size());
-  size_t i = 0;
-  while (i < line.size()) {
-    while (i < line.size() && (line[i] == ' ' || line[i] == '\t')) ++i;
-    size_t j = i;
-    while (j < line.size() && line[j] != ' ' && line[j] != '\t') ++j;
-    if (auto v = decimal(line.substr(i, j - i))) out.insert(*v);
-    i = j;
-  }
-}
-
-// Every uid and gid some process holds, from one pass over /proc.
-IdsInUse ids_in_use() {
-  IdsInUse in_use;
-  auto proc = open_at(AT_FDCWD, "/proc", O_RDONLY | O_DIRECTORY);
-  if (!proc) return in_use;
-  for (const std::string& name : list_dir_names(proc->get())) {
-    if (!decimal(name)) continue;
-    auto text = read_bounded_file(proc->get(), name + "/status", 16384);
-    if (!text) continue;  // gone meanwhile
-    // A zombie runs nothing and holds nothing; it is gone once its parent reaps it.
-    if (text->find("\nState:\tZ") != std::string::npos) continue;
-    add_ids(*text, "\nUid:", in_use.uids);
-    add_ids(*text, "\nGid:", in_use.gids);
-  }
-  return in_use;
 }
 
 Result<SubidRange> read_range(const std::string& path, const JobUser& user) {

@@ -23,6 +23,7 @@
 
 #include <cerrno>
 #include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 
 #include "core/syscall.h"
@@ -112,7 +113,51 @@ SeccompPolicy job_seccomp_policy() {
   return p;
 }
 
+namespace {
+
+// Everything of a policy the compiled program depends on, as one string: the memo's key.
+std::string policy_key(const SeccompPolicy& policy) {
+  std::string key = policy.include_compat_arches ? "compat\n" : "native\n";
+  auto add_args = [&](const std::vector<ArgMatch>& args) {
+    for (const auto& a : args) key += fmt::format(" {}:{:x}:{:x}", a.index, a.mask, a.value);
+    key += '\n';
+  };
+  for (const auto& d : policy.denials) {
+    key += fmt::format("deny {} {}", d.name, d.errno_value);
+    add_args(d.args);
+  }
+  for (const auto& t : policy.traces) {
+    key += fmt::format("trace {} {}", t.name, t.data);
+    add_args(t.args);
+  }
+  return key;
+}
+
+Result<std::string> compile_uncached(const SeccompPolicy& policy);
+
+}  // namespace
+
+// A run compiles the job's policy twice (the bwrap probe cache's key, then the job's program) and
+// libseccomp takes about a millisecond each time: the program of the last policy compiled is kept
+// for this process. The same rules give the same program, so nothing is skipped.
 Result<std::string> compile_seccomp_bpf(const SeccompPolicy& policy) {
+  static std::mutex mu;
+  static std::string last_key, last_bpf;
+  std::string key = policy_key(policy);
+  {
+    std::lock_guard<std::mutex> hold(mu);
+    if (!last_key.empty() && key == last_key) return last_bpf;
+  }
+  std::string bpf = SEALRUN_TRY(compile_uncached(policy));
+  std::lock_guard<std::mutex> hold(mu);
+  last_key = std::move(key);
+  last_bpf = bpf;
+  return bpf;
+}
+
+namespace {
+
+Result<std::string> compile_uncached(const SeccompPolicy& policy) {
   FilterCtx ctx(seccomp_init(SCMP_ACT_ALLOW));
   if (!ctx) return Error::make("seccomp_init failed (out of memory?)");
   if (policy.include_compat_arches && seccomp_arch_native() == SCMP_ARCH_X86_64) {
@@ -163,6 +208,8 @@ Result<std::string> compile_seccomp_bpf(const SeccompPolicy& policy) {
   if (::lseek(fd.get(), 0, SEEK_SET) != 0) return Error::from_errno("lseek seccomp memfd");
   return read_up_to(fd.get(), 1 << 20, "seccomp program");
 }
+
+}  // namespace
 
 Result<UniqueFd> seccomp_program_fd(const std::string& bpf) {
   int mem = ::memfd_create("sealrun-seccomp", MFD_CLOEXEC | MFD_ALLOW_SEALING);

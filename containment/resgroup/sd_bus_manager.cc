@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
 
 #include "core/syscall.h"
@@ -16,6 +17,7 @@ constexpr const char* kDestination = "org.freedesktop.systemd1";
 constexpr const char* kManagerPath = "/org/freedesktop/systemd1";
 constexpr const char* kManagerInterface = "org.freedesktop.systemd1.Manager";
 constexpr uint64_t kCallTimeoutUs = 30ULL * 1000 * 1000;
+constexpr const char* kSystemBusSocket = "/run/dbus/system_bus_socket";
 
 struct FreeDeleter {
   void operator()(char* p) const { std::free(p); }
@@ -71,10 +73,16 @@ int SystemdManagerClient::on_job_removed(sd_bus_message* m, void* userdata,
 }
 
 Result<SystemdManagerClient> SystemdManagerClient::connect(const std::string& address) {
+  bool root = geteuid() == 0;
+  // Without a system bus socket sd_bus_open_system can only fail as below, and loading libsystemd
+  // to be told so costs 0.7 ms of every run on a host without systemd: the same answer first.
+  // (libsystemd's own rule: $DBUS_SYSTEM_BUS_ADDRESS, else this path.)
+  if (address.empty() && root && std::getenv("DBUS_SYSTEM_BUS_ADDRESS") == nullptr &&
+      ::access(kSystemBusSocket, F_OK) != 0 && errno == ENOENT)
+    return Error::with_errno(ENOENT, "connect to the system bus");
   const SdBusApi* api = SEALRUN_TRY(sd_bus_api());
   sd_bus* raw = nullptr;
   if (address.empty()) {
-    bool root = geteuid() == 0;
     int r = root ? api->sd_bus_open_system(&raw) : api->sd_bus_open_user(&raw);
     SdBusPtr bus(raw, SdBusCloser{api});
     if (r < 0) {

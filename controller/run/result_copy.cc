@@ -48,9 +48,9 @@ struct Handle {
 
 class Copier {
  public:
-  Copier(const StopCheck& stop, CopyStats* stats) : stop_(stop), stats_(stats) {
-    buffer_.resize(kBufferBytes);
-  }
+  // The buffer grows to what the largest file copied needs (at most kBufferBytes): outputs of a
+  // few bytes need no megabyte cleared and faulted in.
+  Copier(const StopCheck& stop, CopyStats* stats) : stop_(stop), stats_(stats) {}
 
   Status run(int from_root, int to_root, size_t max_depth, size_t max_entries) {
     UniqueFd from(::fcntl(from_root, F_DUPFD_CLOEXEC, 0));
@@ -202,6 +202,8 @@ class Copier {
 
   Status copy_range(int in, int out, off_t begin, off_t end, const std::string& shown) {
     off_t at = begin;
+    size_t need = static_cast<size_t>(std::min<off_t>(end - begin, kBufferBytes));
+    if (buffer_.size() < need) buffer_.resize(need);
     while (at < end) {
       size_t want = static_cast<size_t>(std::min<off_t>(end - at, kBufferBytes));
       ssize_t n = ::pread(in, buffer_.data(), want, at);

@@ -3,11 +3,15 @@
 // exist, one with none of the sd-bus functions (the C library) and one with all but one of them
 // each give an error naming the library and what is missing, without crashing; the real
 // libsystemd resolves every function, its table works for real calls, the process's copy is loaded
-// once for all threads, and the executable under test does not link libsystemd at all.
+// once for all threads, the executable under test does not link libsystemd at all, and a root
+// process on a host without a system bus socket is told so without loading it.
 #include "containment/resgroup/sd_bus_library.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <cerrno>
+#include <cstdlib>
 #include <thread>
 #include <vector>
 
@@ -108,6 +112,26 @@ TEST(SdBusLibrary, NotLoadedBeforeItIsAskedFor) {
       << "libsystemd is mapped at start: it is linked, not loaded on demand";
   ASSERT_TRUE(sd_bus_api().ok());
   EXPECT_EQ(sealrun::testing::mapped_objects_named("libsystemd.so"), 1);
+}
+
+TEST(SdBusLibrary, NoSystemBusSocketIsAnsweredWithoutLoadingIt) {
+  // Only the root's system bus has the shortcut; a host with a system bus loads the library.
+  constexpr const char* kFresh = "SEALRUN_SD_BUS_FRESH_PROCESS";
+  if (!sealrun::testing::in_fresh_process(kFresh)) {
+    sealrun::testing::rerun_current_test_in_fresh_process(kFresh);
+    return;
+  }
+  ::unsetenv("DBUS_SYSTEM_BUS_ADDRESS");
+  bool no_socket = ::geteuid() == 0 && ::access("/run/dbus/system_bus_socket", F_OK) != 0;
+  auto client = SystemdManagerClient::connect("");
+  if (no_socket) {
+    ASSERT_FALSE(client.ok());
+    EXPECT_EQ(client.error().err(), ENOENT) << client.error().message();
+    EXPECT_TRUE(contains(client.error().message(), "system bus")) << client.error().message();
+    EXPECT_EQ(sealrun::testing::mapped_objects_named("libsystemd.so"), 0);
+  } else {
+    EXPECT_EQ(sealrun::testing::mapped_objects_named("libsystemd.so"), 1);
+  }
 }
 
 }  // namespace
