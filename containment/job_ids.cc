@@ -15,6 +15,7 @@
 #include "containment/grant_journal.h"
 #include "containment/process_ids.h"
 #include "core/bounded_file.h"
+#include "core/decimal.h"
 #include "core/proc.h"
 #include "core/strict_json.h"
 #include "core/syscall.h"
@@ -29,12 +30,7 @@ namespace {
 constexpr uint64_t kTopReserve = 1024;
 constexpr uint64_t kMinRange = 4096;
 
-std::optional<uint64_t> decimal(std::string_view s) {
-  uint64_t v = 0;
-  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (s.empty() || ec != std::errc() || end != s.data() + s.size()) return std::nullopt;
-  return v;
-}
+std::optional<uint64_t> decimal(std::string_view s) { return parse_decimal<uint64_t>(s); }
 
 Result<SubidRange> read_range(const std::string& path, const JobUser& user) {
   auto text =

@@ -16,6 +16,7 @@
 #include <string_view>
 
 #include "core/bounded_file.h"
+#include "core/decimal.h"
 #include "core/syscall.h"
 #include "core/unique_fd.h"
 
@@ -40,12 +41,7 @@ constexpr unsigned long kPidfdGetInfo = _IOWR(0xFF, 11, PidfdInfo);
 // Cleared once the kernel says it has no PIDFD_GET_INFO (ENOTTY, EINVAL): not asked again.
 std::atomic<bool> g_pidfd_info{true};
 
-std::optional<uint64_t> decimal(std::string_view s) {
-  uint64_t v = 0;
-  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (s.empty() || ec != std::errc() || end != s.data() + s.size()) return std::nullopt;
-  return v;
-}
+std::optional<uint64_t> decimal(std::string_view s) { return parse_decimal<uint64_t>(s); }
 
 // "Uid:\tR\tE\tS\tF" (or Gid:) of one status text, each value added to `out`.
 void add_status_ids(std::string_view status, std::string_view key, std::set<uint64_t>& out) {

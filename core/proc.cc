@@ -10,6 +10,7 @@
 #include <charconv>
 #include <string_view>
 
+#include "core/decimal.h"
 #include "core/syscall.h"
 
 namespace sealrun {
@@ -26,8 +27,9 @@ Result<std::string> read_proc_file(const std::string& path, size_t max) {
 
 template <typename T>
 bool parse_number(std::string_view s, T& out) {
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
-  return ec == std::errc() && p == s.data() + s.size() && !s.empty();
+  auto v = parse_decimal<T>(s);
+  if (v) out = *v;
+  return v.has_value();
 }
 
 }  // namespace

@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <charconv>
 
+#include "core/decimal.h"
 #include "core/process.h"
 #include "core/run_id.h"
 #include "core/syscall.h"
@@ -36,10 +37,7 @@ std::string_view trim(std::string_view s) {
 
 template <typename T>
 std::optional<T> to_number(std::string_view s) {
-  T v{};
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || p != s.data() + s.size() || s.empty()) return std::nullopt;
-  return v;
+  return parse_decimal<T>(s);
 }
 
 std::vector<std::string_view> split(std::string_view s, char sep) {

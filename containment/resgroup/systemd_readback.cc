@@ -7,6 +7,7 @@
 
 #include <charconv>
 
+#include "core/decimal.h"
 #include "core/run_id.h"
 
 namespace sealrun::resgroup::systemd {
@@ -23,13 +24,7 @@ std::string_view trim(std::string_view s) {
   return s;
 }
 
-std::optional<uint64_t> parse_u64(std::string_view s) {
-  s = trim(s);
-  uint64_t v = 0;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || p != s.data() + s.size() || s.empty()) return std::nullopt;
-  return v;
-}
+std::optional<uint64_t> parse_u64(std::string_view s) { return parse_decimal<uint64_t>(trim(s)); }
 
 std::string show(std::optional<uint64_t> v) {
   if (!v) return "unreadable";
