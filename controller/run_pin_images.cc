@@ -59,7 +59,9 @@ StageStatus serve_pins_from_images(RunContext& run) {
   if (!has_pinned_host_bytes(spec) || run.req.learning) return stage_ok();
   std::string why;
   if (!run.chosen->serves_pins_from_images())
-    why = "under " + run.grant->mechanism + " the pins are bound by path";
+    why = "under " + run.grant->mechanism +
+          " they cannot be served from images here (podman: only from the controller's own "
+          "mount namespace)";
   else if (run.req.pins_live)
     why = "asked for by the caller";
   else if (!run.job_user.drop)
