@@ -21,6 +21,9 @@
 #include <sstream>
 
 #include "containment/grant.h"
+#include "containment/ownedfs/private_ns.h"
+#include "containment/pin_mount.h"
+#include "containment/podman_pins.h"
 #include "containment/podman_probe.h"
 #include "containment/podman_runner.h"
 #include "containment/podman_storage.h"
@@ -51,7 +54,7 @@ class PodmanJob final : public ContainedJob {
   PodmanJob(JobUser user, StorageLayout layout, HostFacts facts, std::string run_id, Child child,
             podman::Watchdog watchdog, int64_t wall_clock_ms, int64_t grace_ms,
             int64_t command_timeout_ms, std::vector<std::string> setup_actions,
-            std::string not_before)
+            std::string not_before, podman::PinImageMounts pins)
       : user_(std::move(user)),
         layout_(std::move(layout)),
         facts_(std::move(facts)),
@@ -62,7 +65,8 @@ class PodmanJob final : public ContainedJob {
         grace_ms_(grace_ms),
         command_timeout_ms_(command_timeout_ms),
         setup_actions_(std::move(setup_actions)),
-        not_before_(std::move(not_before)) {}
+        not_before_(std::move(not_before)),
+        pins_(std::move(pins)) {}
 
   ~PodmanJob() override {
     if (!cleaned_) {
@@ -138,6 +142,9 @@ class PodmanJob final : public ContainedJob {
     }
     Status removed = podman::remove_storage(layout_, user_, facts_, not_before_, actions);
     confirmed = confirmed && removed.ok();
+    // Now that podman's processes (its pause process holds a copy of them) are gone.
+    Status unpinned = pins_.detach(actions);
+    confirmed = confirmed && unpinned.ok();
     cleaned_ = true;
     if (!confirmed)
       return Error::make(fmt::format("podman cleanup not confirmed: {}", join(actions, "; ")));
@@ -162,6 +169,7 @@ class PodmanJob final : public ContainedJob {
   int64_t command_timeout_ms_;
   std::vector<std::string> setup_actions_;
   std::string not_before_;  // the controller's starttime: what runs from the storage came later
+  podman::PinImageMounts pins_;
   mutable std::mutex mu_;
   mutable std::string cid_;
   std::atomic<bool> cleaned_{false};
@@ -172,9 +180,12 @@ class PodmanMechanism final : public Mechanism {
   explicit PodmanMechanism(PodmanOptions options) : options_(std::move(options)) {}
 
   MechanismKind kind() const override { return MechanismKind::kPodman; }
-  // Podman runs the admitted image's own root, and binds pins by path; it has no moment between
-  // the sandbox and the command (so no learning, no check of the closure files bound).
+  // Podman runs the admitted image's own root; it has no moment between the sandbox and the
+  // command (so no learning, no check of the closure files bound).
   ViewRoot view_root() const override { return ViewRoot::kImage; }
+  // Bound by path from where the images are attached in the controller's private mount namespace
+  // (podman_pins.h): only a thread in one (the run's, a root controller's) can.
+  bool serves_pins_from_images() const override { return ownedfs::in_private_mount_namespace(); }
 
   MechanismProbe probe() override {
     std::lock_guard<std::mutex> lock(mu_);
@@ -229,26 +240,34 @@ class PodmanMechanism final : public Mechanism {
     StorageLayout layout = podman::storage_layout(spec.owned_root, options_.link_dir);
     std::string not_before = SEALRUN_TRY(own_starttime());
     std::vector<std::string> actions;
+    // Before podman's first command for this run makes its pause process, whose mount namespace
+    // (a copy of ours, taken then) is where `podman run` binds from.
+    podman::PinImageMounts pins;
+    auto served = pins.attach(spec, actions);
+    if (!served) return std::move(served).error();
     Status prepared = podman::prepare_storage(layout, user);
-    auto job = prepared ? start_in(grant, group, io, user, layout, not_before, actions)
+    auto job = prepared ? start_in(*served, group, io, user, layout, not_before, actions, pins)
                         : Result<std::unique_ptr<ContainedJob>>(prepared.error());
     if (!job) {
-      // Nothing may stay behind from a refused or failed start: no container, no storage.
+      // Nothing may stay behind from a refused or failed start: no container, no storage, no
+      // pin image mounted.
       std::vector<std::string> undo;
       (void)podman::run_as_job_user(user, layout, podman::rm_argv(layout, facts_, spec.run_id),
                                     options_.command_timeout_ms);
       (void)podman::remove_storage(layout, user, facts_, not_before, undo);
+      (void)pins.detach(undo);
     }
     return job;
   }
 
  private:
-  Result<std::unique_ptr<ContainedJob>> start_in(const Grant& grant, resgroup::ResourceGroup* group,
-                                                 const JobIo& io, const JobUser& user,
-                                                 const StorageLayout& layout,
+  // `spec`: the grant's, its pinned mounts and closure files pointing into the attached images.
+  Result<std::unique_ptr<ContainedJob>> start_in(const ContainmentSpec& spec,
+                                                 resgroup::ResourceGroup* group, const JobIo& io,
+                                                 const JobUser& user, const StorageLayout& layout,
                                                  const std::string& not_before,
-                                                 std::vector<std::string>& actions) {
-    const ContainmentSpec& spec = grant.spec;
+                                                 std::vector<std::string>& actions,
+                                                 podman::PinImageMounts& pins) {
     SEALRUN_TRY(podman::write_seccomp_profile(layout, user, podman::job_seccomp_profile_json()));
     std::string archive = SEALRUN_TRY(
         podman::accessible_image_archive(layout, user, spec.image->archive_path, actions));
@@ -297,10 +316,10 @@ class PodmanMechanism final : public Mechanism {
     Child child = SEALRUN_TRY_CTX(spawn_process(o), "start podman run");
     if (group != nullptr)
       SEALRUN_TRY_CTX(resgroup::release_into_group(child, *group), "start podman run");
-    return std::unique_ptr<ContainedJob>(
-        std::make_unique<PodmanJob>(user, layout, facts_, spec.run_id, std::move(child),
-                                    std::move(watchdog), spec.wall_clock_ms, spec.stop_grace_ms,
-                                    options_.command_timeout_ms, std::move(actions), not_before));
+    return std::unique_ptr<ContainedJob>(std::make_unique<PodmanJob>(
+        user, layout, facts_, spec.run_id, std::move(child), std::move(watchdog),
+        spec.wall_clock_ms, spec.stop_grace_ms, options_.command_timeout_ms, std::move(actions),
+        not_before, std::move(pins)));
   }
 
   static Result<Child> spawn_process(const SpawnOptions& o) { return sealrun::spawn(o); }
@@ -383,6 +402,10 @@ std::vector<SweepStep> PodmanMechanism::sweep_leftovers(const LeftoverRun& run) 
   // The run's runroot link, if its storage was out of sight (a killed controller's namespace) and
   // so left: it is this run's (it points at this storage), and the run is being swept.
   podman::remove_runroot_link(layout, *actions);
+  // Its pin images went with the last process of the killed controller's namespace (podman's,
+  // ended just now); a loop device, had erofs needed one, clears itself then (autoclear).
+  for (const SweepStep& loop : sweep_pin_loops(run.run_id))
+    actions->push_back(loop.what + ": " + loop.outcome);
   for (const auto& a : *actions) s.outcome += (s.outcome.empty() ? "" : "; ") + a;
   if (s.outcome.empty()) s.outcome = "nothing of podman's was left";
   return {s};

@@ -61,9 +61,9 @@ sealrun_acceptance(36 forged_receipt_fails_with_the_key run_signing_test
 sealrun_acceptance(35 pinned_tree_swapped_and_host_outside_the_view run_view_test
   "ViewTest.AFileChangedInAPinnedTreeRefusesTheRunNamingIt:Mechanisms/ViewBothMechanisms.AHostFileOutsideThePinnedViewIsNotVisible/*")
 
-# Third wave: a pinned file changed and put back during the job never reaches it (bwrap)
+# Third wave: a pinned file changed and put back during the job never reaches it (bwrap, podman)
 sealrun_acceptance(39 pinned_file_changed_and_restored_during_the_job run_pin_images_test
-  "PinImages.AChangeMadeAndUndoneOnTheHostDuringTheJobNeverReachesIt")
+  "PinImages.AChangeMadeAndUndoneOnTheHostDuringTheJobNeverReachesIt:PinImages.UnderPodmanTooAChangeMadeAndUndoneOnTheHostNeverReachesTheJob")
 # Third wave: /out and a writable source (the runner's /src) on the kernel's bound, bwrap and
 # podman; through the runner itself: reapi_harness.ResultSpaceBound (tests/remote).
 sealrun_acceptance(40 enospc_at_the_result_bound run_result_space_test

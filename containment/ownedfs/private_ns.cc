@@ -11,7 +11,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <climits>
+#include <cstdint>
 #include <sstream>
 
 #include "containment/ownedfs/mounts.h"
@@ -23,10 +25,18 @@ namespace sealrun::ownedfs {
 
 namespace {
 thread_local bool entered = false;
+// The namespace the first enter_private_mount_namespace() left (its nsfs inode), 0 before.
+std::atomic<uint64_t> left_namespace{0};
+
+uint64_t thread_namespace() {
+  struct stat st {};
+  return ::stat("/proc/thread-self/ns/mnt", &st) == 0 ? st.st_ino : 0;
 }
+}  // namespace
 
 Status enter_private_mount_namespace() {
   if (entered) return ok_status();
+  const uint64_t before = thread_namespace();
   if (::unshare(CLONE_NEWNS) != 0)
     return Error::from_errno("unshare a private mount namespace for the owned file systems");
   // Slaves, not shared: on a host whose / is shared (systemd), a mount made here would otherwise
@@ -34,14 +44,16 @@ Status enter_private_mount_namespace() {
   if (::mount(nullptr, "/", nullptr, MS_REC | MS_SLAVE, nullptr) != 0)
     return Error::from_errno("make the private mount namespace's mounts slaves of the host's");
   entered = true;
+  uint64_t none = 0;
+  left_namespace.compare_exchange_strong(none, before);
   return ok_status();
 }
 
 bool in_private_mount_namespace() {
-  struct stat mine {
-  }, host{};
-  return ::stat("/proc/thread-self/ns/mnt", &mine) == 0 && ::stat("/proc/1/ns/mnt", &host) == 0 &&
-         mine.st_ino != host.st_ino;
+  // Not pid 1's namespace: pid 1 may be out of reach (here it is: EACCES on /proc/1/ns/mnt).
+  const uint64_t left = left_namespace.load();
+  const uint64_t mine = thread_namespace();
+  return left != 0 && mine != 0 && mine != left;
 }
 
 namespace {

@@ -33,8 +33,9 @@ namespace sealrun::ownedfs {
 // Idempotent per thread (a second call does nothing). Needs CAP_SYS_ADMIN; the error says why not.
 Status enter_private_mount_namespace();
 
-// Whether the calling thread is in a mount namespace other than pid 1's (the host's, seen from
-// here): what the receipt's owned space reports as where it was mounted. False when unknown.
+// Whether the calling thread is in the private mount namespace this process entered (by
+// enter_private_mount_namespace(), on it or on the thread that started it), not in the one that
+// call left. False when unknown, and in a thread still in the namespace left.
 bool in_private_mount_namespace();
 
 // For `sweep`: a killed controller's namespace outlives it while a process of its run does (its

@@ -58,12 +58,14 @@ StageStatus serve_pins_from_images(RunContext& run) {
   // A learning run shows the job the host's trees themselves (its view entries say `live`).
   if (!has_pinned_host_bytes(spec) || run.req.learning) return stage_ok();
   std::string why;
-  if (!run.chosen->serves_pins_from_images())
-    why = "under " + run.grant->mechanism + " the pins are bound by path";
+  if (!run.job_user.drop)
+    why = "the controller is not root";
+  else if (!run.chosen->serves_pins_from_images())
+    why = "under " + run.grant->mechanism +
+          " they cannot be served from images here (podman: only from the controller's own "
+          "mount namespace)";
   else if (run.req.pins_live)
     why = "asked for by the caller";
-  else if (!run.job_user.drop)
-    why = "the controller is not root";
   else
     why = pin_images_unavailable();
   if (!why.empty()) {

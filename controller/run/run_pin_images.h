@@ -3,9 +3,9 @@
 // docs/view.md "How pinned bytes are served"): for a bwrap grant of a controller run as root,
 // after the image root is planned and before the view is recorded, each read-only pinned mount
 // and the closure files get a verified image, which the launch mounts read-only for the job alone
-// (containment/pin_mount.h). Where that cannot be done (podman, no root, no loop devices or
-// erofs, a learning run) they are bound live from the host, and the receipt says so: each view
-// entry's `served`, and a note naming why.
+// (bwrap: containment/pin_mount.h; podman: containment/podman_pins.h). Where that cannot be done
+// (no root, no loop devices or erofs, a learning run) they are bound live from the host, and the
+// receipt says so: each view entry's `served`, and a note naming why.
 #pragma once
 
 #include "controller/run/run_context.h"

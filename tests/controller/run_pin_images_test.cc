@@ -3,7 +3,9 @@
 // served"), proven with the real binary, real bwrap, real loop devices and real erofs:
 // - a file of the toolchain, of a --tree and of the learned closure, each changed on the host
 //   while the job runs and put back (bytes and mtime) before it ends: the job reads the pinned
-//   bytes, never the changed ones, and every view entry says it was served from an image;
+//   bytes, never the changed ones, and every view entry says it was served from an image — under
+//   bwrap and under rootless podman (whose images are attached in the controller's namespace
+//   only, and gone after the run and after `sweep` of a killed one);
 // - a second run uses the cached image (nothing built again);
 // - a cached image changed in place is found, not used, and built again from the verified tree;
 // - after the runs no loop device of theirs is left and no erofs mount is in the host's table;
@@ -18,8 +20,10 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <csignal>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <thread>
 
@@ -106,6 +110,21 @@ bool host_has_erofs_mount() {
   return read_text("/proc/self/mountinfo").find(" - erofs ") != std::string::npos;
 }
 
+// Processes (any mount namespace) that have a mount below `dir` (a run's pins directory, where
+// its podman's images are attached), each "pid: mountinfo line".
+std::vector<std::string> mounts_below(const std::string& dir) {
+  std::vector<std::string> found;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator("/proc", ec)) {
+    std::string pid = e.path().filename();
+    if (pid.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream in(e.path() / "mountinfo");
+    for (std::string line; std::getline(in, line);)
+      if (line.find(" " + dir + "/") != std::string::npos) found.push_back(pid + ": " + line);
+  }
+  return found;
+}
+
 std::string verification_of(const json& r, const std::string& start) {
   for (const json& v : r["verifications"])
     if (v["target"].get<std::string>().rfind(start, 0) == 0) return v.dump();
@@ -131,27 +150,29 @@ class PinImages : public RunTest {
   }
   void TearDown() override { fs::remove_all(closure_dir_); }
 
-  Frozen freeze_reading(const std::string& name) {
+  Frozen freeze_reading(const std::string& name, const std::string& mechanism = "bwrap") {
     // The job waits (gate 1) while the host files are changed, reads them, says so (read), then
     // waits (gate 2) while they are put back.
     std::string script =
         "mkfifo /scratch/g1 /scratch/g2 && cat /scratch/g1 > /dev/null && cat /opt/data/a.txt "
         "/opt/toolchain/tool.txt " +
         closure_file_ + " > /out/seen.txt && : > /scratch/read && cat /scratch/g2 > /dev/null";
-    return freeze_for("bwrap", script, name,
+    return freeze_for(mechanism, script, name,
                       {"--tree", tree_ + "=/opt/data", "--draft", dir_ / "draft.json"});
   }
+
+  // ACCEPTANCE 39 under `mechanism`: see the test below.
+  void change_and_restore(const std::string& mechanism, const std::string& id);
 
   std::string closure_dir_, closure_file_, tree_;
 };
 
-TEST_F(PinImages, AChangeMadeAndUndoneOnTheHostDuringTheJobNeverReachesIt) {
-  Frozen a = freeze_reading("acc39.json");
-  const std::string id = "pin-acc39";
+void PinImages::change_and_restore(const std::string& mechanism, const std::string& id) {
+  Frozen a = freeze_reading(id + ".json", mechanism);
   std::atomic<bool> done{false};
   Captured c;
   std::thread runner([&] {
-    c = run(a, id, {"--mechanism", "bwrap"});
+    c = run(a, id, {"--mechanism", mechanism});
     done = true;
   });
   const std::string scratch = state_ + "/owned/" + id + "/scratch";
@@ -189,6 +210,60 @@ TEST_F(PinImages, AChangeMadeAndUndoneOnTheHostDuringTheJobNeverReachesIt) {
   EXPECT_NE(verification_of(r, "pin image of the closure (1 files)"), "");
   EXPECT_EQ(pin_loops_left(id), 0);
   EXPECT_FALSE(host_has_erofs_mount());
+  EXPECT_EQ(mounts_below(state_ + "/owned/" + id + "/pins"), std::vector<std::string>{});
+}
+
+TEST_F(PinImages, AChangeMadeAndUndoneOnTheHostDuringTheJobNeverReachesIt) {
+  change_and_restore("bwrap", "pin-acc39");
+}
+
+// Podman binds by path: the images are attached below the run's owned root in the controller's
+// private mount namespace before podman's pause process copies it, and unmounted at cleanup.
+TEST_F(PinImages, UnderPodmanTooAChangeMadeAndUndoneOnTheHostNeverReachesTheJob) {
+  change_and_restore("podman", "pin-acc39-podman");
+  json r = receipt("pin-acc39-podman");
+  std::string cleanup = r["cleanup"].dump();
+  EXPECT_NE(cleanup.find("unmounted the pin image at"), std::string::npos) << cleanup;
+  EXPECT_EQ(cleanup.find("pin images:"), std::string::npos) << cleanup;
+}
+
+// A podman run killed with its controller while the job reads from the images: `sweep` ends the
+// run's podman processes, and with the last of them the controller's namespace and the images'
+// mounts go; nothing of them is left in any process's mount table, and no loop device.
+TEST_F(PinImages, SweepOfAKilledPodmanRunLeavesNoPinImageMounted) {
+  Frozen a = freeze_reading("killed.json", "podman");
+  const std::string id = "pin-killed-podman";
+  SpawnOptions o = sealrun_options({"run", a.path, "--sha256", a.sha256, "--id", id, "--state-dir",
+                                    state_, "--mechanism", "podman"});
+  auto controller = spawn(o);
+  ASSERT_TRUE(controller.ok()) << controller.error().message();
+  std::atomic<bool> done{false};
+  const std::string scratch = state_ + "/owned/" + id + "/scratch";
+  bool at_gate = wait_for_path([&] { return live(state_, scratch + "/g1"); }, done);
+  const std::string pins = state_ + "/owned/" + id + "/pins";
+  // While the job runs, the images are mounted in the run's namespaces and nowhere else.
+  std::vector<std::string> during = mounts_below(pins);
+  bool ours_only = !during.empty();
+  for (const auto& m : during)
+    ours_only = ours_only && m.find(" - erofs ") != std::string::npos &&
+                m.find(" ro,") != std::string::npos;
+  EXPECT_FALSE(host_has_erofs_mount());
+  (void)controller->signal(SIGKILL);
+  (void)controller->wait();
+  ASSERT_TRUE(at_gate) << "the job never reached its gate";
+  EXPECT_TRUE(ours_only) << ::testing::PrintToString(during);
+  auto s = sealrun({"sweep", "--state-dir", state_});
+  EXPECT_EQ(s.status.code, 0) << s.out << s.err;
+  EXPECT_NE(s.out.find("sweep: nothing left behind"), std::string::npos) << s.out << s.err;
+  std::vector<std::string> left;
+  for (int i = 0; i < 100; ++i) {  // the namespace goes when its last process is reaped
+    left = mounts_below(pins);
+    if (left.empty()) break;
+    ::usleep(20 * 1000);
+  }
+  EXPECT_EQ(left, std::vector<std::string>{}) << s.out;
+  EXPECT_EQ(pin_loops_left(id), 0);
+  EXPECT_FALSE(fs::exists(state_ + "/owned/" + id));
 }
 
 TEST_F(PinImages, ASecondRunUsesTheCachedImageAndAChangedOneIsBuiltAgain) {
