@@ -127,6 +127,7 @@ Status AccessRecorder::watch_sandbox(pid_t pid, const std::vector<std::string>& 
                               "the learning sandbox's mounts");
   const std::vector<MountEntry> mounts = mountinfo_mounts(text);
   std::vector<std::string> all_points;
+  all_points.reserve(mounts.size());
   for (const MountEntry& m : mounts) all_points.push_back(m.point);
   const std::vector<std::string> points = mounts_to_mark(all_points, roots, excluded);
   // The mounts a mark may land on: the sandbox's own, at the chosen places. Checked by id after

@@ -59,6 +59,7 @@ Status check_exclude_path(const std::string& path) {
 
 Result<std::vector<Exclusion>> learning_exclusions(const std::vector<std::string>& caller) {
   std::vector<Exclusion> out;
+  out.reserve(kGeneratedEtcPaths.size() + caller.size());
   for (std::string_view p : kGeneratedEtcPaths) out.push_back({std::string(p), true});
   for (const std::string& p : caller) {
     SEALRUN_TRY(check_exclude_path(p));

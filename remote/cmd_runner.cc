@@ -42,6 +42,7 @@ int exec_helper(const remote::RunnerArgs& args) {
     words.push_back("--sealrun=" + exe);
     for (auto& w : remote::runner_option_argv(args)) words.push_back(std::move(w));
     std::vector<char*> argv;
+    argv.reserve(words.size() + 1);
     for (auto& w : words) argv.push_back(w.data());
     argv.push_back(nullptr);
     std::fflush(nullptr);
