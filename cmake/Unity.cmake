@@ -26,8 +26,10 @@ function(sealrun_unity)
       endif()
       get_target_property(sources ${t} SOURCES)
       foreach(s ${sources})
-        get_source_file_property(generated ${s} GENERATED)
-        if(generated)
+        # GENERATED is looked up in the target's directory (where protoc's command made the file).
+        get_source_file_property(generated ${s} TARGET_DIRECTORY ${t} GENERATED)
+        cmake_path(IS_PREFIX CMAKE_BINARY_DIR "${s}" NORMALIZE in_binary_dir)
+        if(generated OR in_binary_dir)
           set_source_files_properties(${s} TARGET_DIRECTORY ${t} PROPERTIES
                                       SKIP_UNITY_BUILD_INCLUSION ON)
         endif()
