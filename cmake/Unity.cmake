@@ -9,7 +9,8 @@
 # On in `.ci/setup`'s one-time build; off by default and in `.ci/test`: a unity build recompiles a
 # whole batch for a one-file edit, and clang-tidy (.ci/tidy) needs one compile command per file.
 option(SEALRUN_UNITY "Compile sealrun's libraries as unity builds (batches of files)" OFF)
-set(SEALRUN_UNITY_BATCH 16 CACHE STRING "Files per unity batch (SEALRUN_UNITY)")
+# 0 puts a whole library in one batch: the check that no two files of a library clash.
+set(SEALRUN_UNITY_BATCH 16 CACHE STRING "Files per unity batch (SEALRUN_UNITY; 0: one per library)")
 
 # sealrun_unity(DIR...): every library and executable defined in DIR (and below) is built as a
 # unity build when SEALRUN_UNITY is on. Generated sources (protoc's) stay out of the batches.
