@@ -19,15 +19,16 @@ install_packages() {
   fi
 }
 
-# configure_build: configures ./build. Warnings are errors here (CI and development), not in
-# packagers' builds (SEALRUN_WERROR); ccache keeps a re-run cheap (so does the packaging test for
-# its Release build).
+# configure_build [CMAKE_ARGS...]: configures ./build. Warnings are errors here (CI and
+# development), not in packagers' builds (SEALRUN_WERROR); ccache keeps a re-run cheap (so does the
+# packaging test for its Release build). Callers pass SEALRUN_UNITY and SEALRUN_RUNNER explicitly:
+# CMake would keep the previous run's values otherwise.
 configure_build() {
   local -a launcher=()
   if command -v ccache >/dev/null; then
     launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
     export CCACHE_BASEDIR="$PWD"
   fi
-  cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSEALRUN_WERROR=ON "${launcher[@]}" \
+  cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSEALRUN_WERROR=ON "${launcher[@]}" "$@" \
     >/dev/null
 }

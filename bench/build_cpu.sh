@@ -3,8 +3,12 @@
 # The build's CPU time (user + sys), without ccache, from clean: how bench/README.md's "Build CPU"
 # figures are made.
 #   bench/build_cpu.sh full BUILD_DIR [cmake args...]
-#       configures a fresh BUILD_DIR from this tree and builds sealrun and sealrun-runner with -j2
-#       under /usr/bin/time (the figure that matters; needs a quiet machine for a wall time).
+#       configures a fresh BUILD_DIR from this tree and builds what `.ci/setup` builds (sealrun, its
+#       man page and completion; sealrun-runner too where the configuration has it) with -j2 under
+#       /usr/bin/time (the figure that matters; needs a quiet machine for a wall time), each
+#       compile through bench/tu_time.sh: the CPU per library and the ten heaviest files follow.
+#       .ci/setup's configuration: -DSEALRUN_UNITY=ON -DSEALRUN_RUNNER=OFF; the file-by-file
+#       one before it: -DSEALRUN_UNITY=OFF -DSEALRUN_RUNNER=ON.
 #   bench/build_cpu.sh sample BUILD_DIR [cmake args...]
 #       configures BUILD_DIR, builds what the sample's files need first (generated sources, the
 #       precompiled header), then compiles each file of the sample below one at a time with its
@@ -17,15 +21,39 @@ shift 2
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 export CCACHE_DISABLE=1
 rm -rf "$dir"
-cmake -S "$repo" -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSEALRUN_WERROR=ON "$@" >/dev/null
+launch=()
+if [ "$mode" = full ]; then
+  launch=(-DCMAKE_CXX_COMPILER_LAUNCHER="$repo/bench/tu_time.sh"
+    -DCMAKE_C_COMPILER_LAUNCHER="$repo/bench/tu_time.sh"
+    -DCMAKE_CXX_LINKER_LAUNCHER="$repo/bench/tu_time.sh")
+  mkdir -p "$dir"
+  export SEALRUN_TU_LOG=$dir/tu.log
+fi
+cmake -S "$repo" -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSEALRUN_WERROR=ON "${launch[@]}" \
+  "$@" >/dev/null
 cpu() {  # cpu LOG: user + sys seconds from a /usr/bin/time -v log
   awk -F': ' '/User time/ {u=$2} /System time/ {s=$2} END {printf "%.1f", u + s}' "$1"
 }
 if [ "$mode" = full ]; then
-  /usr/bin/time -v -o "$dir/time.log" cmake --build "$dir" -j2 --target sealrun sealrun-runner \
+  targets=(sealrun sealrun_cli_docs)
+  cmake --build "$dir" --target help | grep -q '\bsealrun-runner\b' && targets+=(sealrun-runner)
+  /usr/bin/time -v -o "$dir/time.log" cmake --build "$dir" -j2 --target "${targets[@]}" \
     >"$dir/build.log"
-  echo "build_cpu: sealrun + sealrun-runner from clean: $(cpu "$dir/time.log") s CPU," \
+  echo "build_cpu: ${targets[*]} from clean: $(cpu "$dir/time.log") s CPU," \
     "$(awk -F': ' '/Elapsed/ {print $2}' "$dir/time.log") wall"
+  # Per library (the folder a file is in; generated protobuf code apart; "link": the links).
+  awk -v repo="$repo/" -v dir="$dir/" '{
+      f = $2
+      if (index(f, dir) == 1) f = substr(f, length(dir) + 1)
+      else if (index(f, repo) == 1) f = substr(f, length(repo) + 1)
+      if (f ~ /\/gen\//) k = "generated"; else if (f == "link") k = "link"
+      else if (f ~ /\/CMakeFiles\//) { k = f; sub(/\/CMakeFiles\/.*/, "", k) }
+      else { k = f; sub(/\/[^\/]*$/, "", k) }
+      s[k] += $1; n[k]++ }
+    END { for (k in s) printf "  %7.1f s  %3d compiles  %s\n", s[k], n[k], k }' "$dir/tu.log" |
+    sort -rn
+  echo "build_cpu: the ten heaviest compiles:"
+  sort -rn "$dir/tu.log" | head -10 | sed "s:$dir/::; s:$repo/::; s:^:  :"
   exit 0
 fi
 # A sample across the modules and the controller's heaviest files.

@@ -280,7 +280,7 @@ Status walk(int dirfd, const std::string& prefix, int depth, size_t* entries, Vi
   return ok_status();
 }
 
-Result<UniqueFd> open_root(const std::string& root) {
+Result<UniqueFd> open_source_root(const std::string& root) {
   auto fd = open_at(AT_FDCWD, root, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
   // O_DIRECTORY | O_NOFOLLOW on a symlink fails with ENOTDIR (or ELOOP); say which it is.
   struct stat st {};
@@ -328,7 +328,7 @@ std::string observe(int rootfd, const std::string& path) {
 }  // namespace
 
 Result<Manifest> build_manifest(const std::string& root) {
-  auto rootfd = SEALRUN_TRY_CTX(open_root(root), "build manifest");
+  auto rootfd = SEALRUN_TRY_CTX(open_source_root(root), "build manifest");
   Manifest manifest;
   size_t entries = 0;
   auto visit = [&](const std::string& path, int dirfd, const std::string& name,
@@ -435,7 +435,7 @@ Result<Manifest> parse_manifest(std::string_view jsonl, size_t max_entries) {
 
 Result<std::vector<ManifestMismatch>> verify_manifest(const std::string& root,
                                                       const Manifest& manifest) {
-  auto rootfd = SEALRUN_TRY_CTX(open_root(root), "verify manifest");
+  auto rootfd = SEALRUN_TRY_CTX(open_source_root(root), "verify manifest");
   std::vector<ManifestMismatch> mismatches;
   std::set<std::string> listed;
   for (const auto& e : manifest) {

@@ -25,15 +25,15 @@ std::array<struct timespec, 2> stamped_times(std::optional<int64_t> epoch, const
   return {st.st_mtim, {0, UTIME_OMIT}};
 }
 
-constexpr int kDirFlags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW;
+constexpr int kMtimeDirFlags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW;
 
 bool listed_kind(mode_t mode) { return S_ISDIR(mode) || S_ISREG(mode) || S_ISLNK(mode); }
 
-std::string join(const std::string& dir, const std::string& name) {
+std::string rel_join(const std::string& dir, const std::string& name) {
   return dir == "." ? name : dir + "/" + name;
 }
 
-struct Walker {
+struct MtimeWalker {
   size_t max_entries;
   size_t entries = 0;
   std::string root;
@@ -46,13 +46,13 @@ struct Walker {
 
   Status list(int dir, const std::string& rel, std::vector<MtimeEntry>* out) {
     for (const std::string& name : list_dir_names(dir)) {
-      std::string path = join(rel, name);
+      std::string path = rel_join(rel, name);
       SEALRUN_TRY(count(path));
       auto st = SEALRUN_TRY(lstat_at(dir, name));
       if (!listed_kind(st.st_mode)) continue;
       out->push_back({path, st.st_mtim});
       if (S_ISDIR(st.st_mode)) {
-        auto sub = SEALRUN_TRY(open_at(dir, name, kDirFlags));
+        auto sub = SEALRUN_TRY(open_at(dir, name, kMtimeDirFlags));
         SEALRUN_TRY(list(sub.get(), path, out));
       }
     }
@@ -62,12 +62,12 @@ struct Walker {
   // Children first, then the entry itself: a directory's times are set after everything in it.
   Status stamp(int dir, const std::string& rel, const std::optional<int64_t>& epoch) {
     for (const std::string& name : list_dir_names(dir)) {
-      std::string path = join(rel, name);
+      std::string path = rel_join(rel, name);
       SEALRUN_TRY(count(path));
       auto st = SEALRUN_TRY(lstat_at(dir, name));
       if (!listed_kind(st.st_mode)) continue;
       if (S_ISDIR(st.st_mode)) {
-        auto sub = SEALRUN_TRY(open_at(dir, name, kDirFlags));
+        auto sub = SEALRUN_TRY(open_at(dir, name, kMtimeDirFlags));
         SEALRUN_TRY(stamp(sub.get(), path, epoch));
       }
       std::array<struct timespec, 2> times = stamped_times(epoch, st);
@@ -81,10 +81,10 @@ struct Walker {
 }  // namespace
 
 Result<std::vector<MtimeEntry>> list_mtimes(const std::string& root, size_t max_entries) {
-  auto fd = SEALRUN_TRY_CTX(open_at(AT_FDCWD, root, kDirFlags), "mtimes of " + root);
+  auto fd = SEALRUN_TRY_CTX(open_at(AT_FDCWD, root, kMtimeDirFlags), "mtimes of " + root);
   auto st = SEALRUN_TRY(fstat_fd(fd.get(), root));
   std::vector<MtimeEntry> out = {{".", st.st_mtim}};
-  Walker walker{max_entries, 0, root};
+  MtimeWalker walker{max_entries, 0, root};
   SEALRUN_TRY_CTX(walker.list(fd.get(), ".", &out), "mtimes of " + root);
   std::sort(out.begin(), out.end(),
             [](const MtimeEntry& a, const MtimeEntry& b) { return a.path < b.path; });
@@ -150,9 +150,9 @@ std::optional<std::string> first_mtime_difference(const std::vector<MtimeEntry>&
 }
 
 Status stamp_tree_times(const std::string& root, std::optional<int64_t> epoch, size_t max_entries) {
-  auto fd = SEALRUN_TRY_CTX(open_at(AT_FDCWD, root, kDirFlags), "set the times of " + root);
+  auto fd = SEALRUN_TRY_CTX(open_at(AT_FDCWD, root, kMtimeDirFlags), "set the times of " + root);
   auto st = SEALRUN_TRY(fstat_fd(fd.get(), root));
-  Walker walker{max_entries, 0, root};
+  MtimeWalker walker{max_entries, 0, root};
   SEALRUN_TRY(walker.stamp(fd.get(), ".", epoch));
   std::array<struct timespec, 2> times = stamped_times(epoch, st);
   if (::futimens(fd.get(), times.data()) != 0)

@@ -18,7 +18,7 @@
 namespace sealrun::resgroup {
 namespace {
 
-uint64_t page_floor(uint64_t v) {
+uint64_t v2_page_floor(uint64_t v) {
   if (v == kUnlimited) return v;
   uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
   return v / page * page;
@@ -195,7 +195,7 @@ class CgroupV2Group final : public ResourceGroup {
     LimitReadback l{name, want};
     l.observed =
         SEALRUN_TRY(parse_limit_value(SEALRUN_TRY(read_cgroup_file(dir_.get(), file)), file));
-    uint64_t expect = bytes ? page_floor(want) : want;  // the kernel rounds bytes down to pages
+    uint64_t expect = bytes ? v2_page_floor(want) : want;  // the kernel rounds bytes down to pages
     l.applied = *l.observed == expect;
     l.note = l.applied ? std::string(file)
                        : fmt::format("{} reads {}, expected {}", file, v2_value(*l.observed),

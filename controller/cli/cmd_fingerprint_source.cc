@@ -45,7 +45,7 @@ struct SourceArgs {
   bool json = false;
 };
 
-struct Check {
+struct SourceCheck {
   std::string target, expected, observed;
   bool pass() const { return expected == observed; }
 };
@@ -83,7 +83,7 @@ struct SourceReport {
   std::string manifest_sha256;
   size_t files = 0;
   bool has_manifest = false;
-  std::vector<Check> checks;
+  std::vector<SourceCheck> checks;
 };
 
 Result<SourceReport> fingerprint_source(const SourceArgs& args) {

@@ -43,7 +43,7 @@ struct ReportArgs {
   bool json = false;
 };
 
-std::string generated_by() { return "sealrun " + version_text(sealrun_version()); }
+std::string index_generated_by() { return "sealrun " + version_text(sealrun_version()); }
 
 std::string short_hex(const std::string& hex) {
   return hex.empty() ? "-"
@@ -96,7 +96,7 @@ std::string run_page(const index::IndexedRun& r) {
   report::ReceiptPage page;
   page.source = r.receipt_path;
   page.index_href = "index.html";
-  page.generated_by = generated_by();
+  page.generated_by = index_generated_by();
   page.checks.push_back(
       {"index", "pass",
        fmt::format("verified when indexed: ledger line {} of node {}, {}", r.seq, r.node,
@@ -139,7 +139,7 @@ std::string index_page(const std::vector<index::NodeSummary>& nodes,
       "<th>admission</th><th>command</th></tr>\n{}</table>\n<p class=\"muted\">Ask the index "
       "for the rest: <code>sealrun index query</code>.</p></section>\n"
       "<footer>Written by {}. A static page: no script, nothing loaded from anywhere.</footer>\n",
-      node_rows, runs.size(), total, run_rows, html::entities(generated_by()));
+      node_rows, runs.size(), total, run_rows, html::entities(index_generated_by()));
   return report::parts::document(html::text("sealrun fleet index"), body);
 }
 

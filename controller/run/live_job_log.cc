@@ -18,7 +18,7 @@ namespace sealrun::run {
 namespace {
 
 // Bytes read from one stream at a time, so that one busy stream does not keep the other waiting.
-constexpr size_t kChunkBytes = 64 * 1024;
+constexpr size_t kLiveChunkBytes = 64 * 1024;
 
 std::string size_words(uint64_t bytes) {
   if (bytes >= (1u << 20) && bytes % (1u << 20) == 0) return fmt::format("{} MiB", bytes >> 20);
@@ -185,7 +185,7 @@ bool LiveOutput::read_chunk(Stream& s) {
   }
   // Never more than is new, what may still be shown, or one chunk: a stream made 100 GiB with one
   // ftruncate(2) is read no further than the bound.
-  size_t want = static_cast<size_t>(std::min<uint64_t>({size - s.offset, left, kChunkBytes}));
+  size_t want = static_cast<size_t>(std::min<uint64_t>({size - s.offset, left, kLiveChunkBytes}));
   std::string buf(want, '\0');
   ssize_t got = retry_eintr(
       [&] { return ::pread(s.fd.get(), buf.data(), want, static_cast<off_t>(s.offset)); });

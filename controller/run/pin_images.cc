@@ -42,7 +42,7 @@ std::string find_mkfs_erofs() {
 
 // The stat identity of the image file that vouches for its recorded SHA-256 (as the digest cache's
 // stamps do for a tree's files): any write changes ctime, and the cache directory is root's only.
-json identity_of(const struct stat& st) {
+json identity_json(const struct stat& st) {
   return {{"dev", static_cast<uint64_t>(st.st_dev)},
           {"ino", static_cast<uint64_t>(st.st_ino)},
           {"size", static_cast<uint64_t>(st.st_size)},
@@ -103,7 +103,7 @@ Result<PinImage> open_cached(const PinImageRequest& req, const std::string& key)
     return Error::make(rel + "/image.json is not a pin image record");
   out.sha256 = record["image_sha256"].get<std::string>();
   out.bytes = static_cast<uint64_t>(st.st_size);
-  if (!req.rehash && record["identity"] == identity_of(st)) return out;
+  if (!req.rehash && record["identity"] == identity_json(st)) return out;
   out.hashed = true;
   std::string now = SEALRUN_TRY(hash_fd(out.image.get(), rel + "/image.erofs"));
   if (now != out.sha256)
@@ -155,7 +155,7 @@ Status build_into_cache(const PinImageRequest& req, const std::string& key, cons
     return Error::with_errno(err, "rename " + work + " to " + final_path);
   }
   auto st = SEALRUN_TRY(fstat_fd(image->get(), final_path + "/image.erofs"));
-  json record = {{"image_sha256", *sha}, {"identity", identity_of(st)}, {"key", key}};
+  json record = {{"image_sha256", *sha}, {"identity", identity_json(st)}, {"key", key}};
   return state.write_atomic("pins/" + key + "/image.json", record.dump() + "\n", 0600);
 }
 

@@ -82,7 +82,7 @@ Result<std::optional<UniqueFd>> fix_entry(int dirfd, const std::string& name, ui
 
 // One directory on the way down: its entries, the next to visit, and who it is (to check the way
 // back up through "..", which holds only one descriptor open at a time, however deep the tree).
-struct Level {
+struct HandoverLevel {
   std::vector<std::string> names;
   size_t next = 0;
   dev_t dev = 0;
@@ -100,11 +100,11 @@ Result<HandoverCounts> hand_over_tree(const StateDir& state, const std::string& 
   ++c.entries;
   SEALRUN_TRY(fix_open(root.get(), st, uid, gid, c, dir));
   UniqueFd cur = std::move(root);
-  std::vector<Level> stack;
+  std::vector<HandoverLevel> stack;
   stack.push_back({list_dir_names(cur.get()), 0, st.st_dev, st.st_ino});
   std::string path = dir;  // for messages only
   while (!stack.empty()) {
-    Level& level = stack.back();
+    HandoverLevel& level = stack.back();
     if (level.next == level.names.size()) {
       stack.pop_back();
       if (stack.empty()) break;

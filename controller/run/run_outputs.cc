@@ -17,16 +17,16 @@ namespace sealrun::run {
 
 namespace {
 
-constexpr size_t kChunkBytes = 1 << 20;
+constexpr size_t kCopyChunkBytes = 1 << 20;
 
 // Reads bytes [offset, offset + length) of `fd`, feeding each chunk to `sink`.
 Status read_range(int fd, uint64_t offset, uint64_t length, const std::string& what,
                   const std::function<Status(std::string_view)>& sink) {
   // No larger than what is read: a log of a few bytes needs no megabyte cleared and faulted in.
-  std::string buf(static_cast<size_t>(std::min<uint64_t>(kChunkBytes, length)), '\0');
+  std::string buf(static_cast<size_t>(std::min<uint64_t>(kCopyChunkBytes, length)), '\0');
   uint64_t done = 0;
   while (done < length) {
-    size_t want = static_cast<size_t>(std::min<uint64_t>(kChunkBytes, length - done));
+    size_t want = static_cast<size_t>(std::min<uint64_t>(kCopyChunkBytes, length - done));
     ssize_t n = retry_eintr(
         [&] { return ::pread(fd, buf.data(), want, static_cast<off_t>(offset + done)); });
     if (n < 0) return Error::from_errno("read " + what);

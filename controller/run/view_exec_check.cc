@@ -30,7 +30,7 @@ std::string absolute_in_job(const std::string& path, const std::string& cwd) {
 
 // argv[0] as execvp finds it in the view: a path as it is (relative to cwd), a bare name along
 // PATH (the first regular file). nullopt: not certainly found (left to the exec).
-std::optional<ViewLookup> find_program(const std::vector<ViewEntry>& view, const std::string& arg0,
+std::optional<ViewLookup> find_in_view(const std::vector<ViewEntry>& view, const std::string& arg0,
                                        const std::map<std::string, std::string>& env,
                                        const std::string& cwd) {
   if (arg0.find('/') != std::string::npos) {
@@ -85,7 +85,7 @@ Status refuse(const std::string& missing, const std::string& what, const std::st
 Status check_job_can_exec(const std::vector<ViewEntry>& view, const std::vector<std::string>& argv,
                           const std::map<std::string, std::string>& env, const std::string& cwd) {
   if (argv.empty()) return ok_status();
-  auto program = find_program(view, argv[0], env, cwd);
+  auto program = find_in_view(view, argv[0], env, cwd);
   if (!program) return ok_status();
   auto header = header_of(program->host_path);
   if (!header || header->interpreter.empty()) return ok_status();
