@@ -30,8 +30,6 @@ namespace {
 constexpr uint64_t kTopReserve = 1024;
 constexpr uint64_t kMinRange = 4096;
 
-std::optional<uint64_t> decimal(std::string_view s) { return parse_decimal<uint64_t>(s); }
-
 Result<SubidRange> read_range(const std::string& path, const JobUser& user) {
   auto text =
       SEALRUN_TRY_CTX(read_bounded_file(AT_FDCWD, path, 1 << 20), "the job user's subordinate ids");
@@ -106,10 +104,10 @@ Result<SubidRange> find_subid_range(std::string_view text, const std::string& na
     size_t b = a == std::string_view::npos ? a : line.find(':', a + 1);
     if (line.empty() || line[0] == '#' || b == std::string_view::npos) continue;
     std::string_view owner = line.substr(0, a);
-    auto start = decimal(line.substr(a + 1, b - a - 1));
-    auto count = decimal(line.substr(b + 1));
+    auto start = parse_decimal<uint64_t>(line.substr(a + 1, b - a - 1));
+    auto count = parse_decimal<uint64_t>(line.substr(b + 1));
     if (!start || !count || *count == 0) continue;
-    if (owner == name || decimal(owner) == std::optional<uint64_t>(id))
+    if (owner == name || parse_decimal<uint64_t>(owner) == std::optional<uint64_t>(id))
       return SubidRange{*start, *count};
   }
   return Error::make(fmt::format(
@@ -129,10 +127,10 @@ Result<SlotSlice> slot_slice(uint64_t range_count) {
 
 Result<JobIdPool> parse_pool_spec(const std::string& spec) {
   size_t colon = spec.find(':');
-  auto first = decimal(std::string_view(spec).substr(0, colon));
+  auto first = parse_decimal<uint64_t>(std::string_view(spec).substr(0, colon));
   uint64_t count = 0;
   if (colon != std::string::npos)
-    count = decimal(std::string_view(spec).substr(colon + 1)).value_or(0);
+    count = parse_decimal<uint64_t>(std::string_view(spec).substr(colon + 1)).value_or(0);
   if (!first || count == 0)
     return Error::make(fmt::format(
         "job id pool \"{}\" is not FIRST:COUNT (slot indices, COUNT at least 1)", spec));

@@ -41,8 +41,6 @@ constexpr unsigned long kPidfdGetInfo = _IOWR(0xFF, 11, PidfdInfo);
 // Cleared once the kernel says it has no PIDFD_GET_INFO (ENOTTY, EINVAL): not asked again.
 std::atomic<bool> g_pidfd_info{true};
 
-std::optional<uint64_t> decimal(std::string_view s) { return parse_decimal<uint64_t>(s); }
-
 // "Uid:\tR\tE\tS\tF" (or Gid:) of one status text, each value added to `out`.
 void add_status_ids(std::string_view status, std::string_view key, std::set<uint64_t>& out) {
   size_t at = status.find(key);
@@ -54,7 +52,7 @@ void add_status_ids(std::string_view status, std::string_view key, std::set<uint
     while (i < line.size() && (line[i] == ' ' || line[i] == '\t')) ++i;
     size_t j = i;
     while (j < line.size() && line[j] != ' ' && line[j] != '\t') ++j;
-    if (auto v = decimal(line.substr(i, j - i))) out.insert(*v);
+    if (auto v = parse_decimal<uint64_t>(line.substr(i, j - i))) out.insert(*v);
     i = j;
   }
 }
@@ -108,7 +106,7 @@ IdsInUse ids_in_use(IdsVia via) {
   if (!proc) return in_use;
   if (via == IdsVia::kBest && !proc_is_ours(proc->get())) via = IdsVia::kProcStatus;
   for (const std::string& name : list_dir_names(proc->get())) {
-    auto pid = decimal(name);
+    auto pid = parse_decimal<uint64_t>(name);
     if (!pid) continue;
     if (via == IdsVia::kBest && g_pidfd_info) {
       Read r = from_pidfd(static_cast<pid_t>(*pid), in_use);
