@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// What the `index` sub-commands share (controller/cmd_index*.cc): opening the index with its
+// What the `index` sub-commands share (controller/cli/cmd_index*.cc): opening the index with its
 // schema brought up to date, and the default index when no --db is given.
 #pragma once
 

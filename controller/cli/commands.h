@@ -26,7 +26,7 @@ void add_receipt_report(CLI::App& receipt, int* exit_code);  // controller/cli/c
 void register_key(CLI::App& app, int* exit_code);            // controller/cli/cmd_key.cc
 void register_ledger(CLI::App& app, int* exit_code);         // controller/cli/cmd_ledger.cc
 void register_rebuild(CLI::App& app, int* exit_code);        // controller/cli/cmd_rebuild.cc
-// `index ingest|query|report` (controller/cmd_index*.cc).
+// `index ingest|query|report` (controller/cli/cmd_index*.cc).
 void register_index(CLI::App& app, int* exit_code);
 void add_index_query(CLI::App& index, int* exit_code);
 void add_index_report(CLI::App& index, int* exit_code);
