@@ -14,7 +14,7 @@
 #       precompiled header), then compiles each file of the sample below one at a time with its
 #       own command from compile_commands.json and sums their CPU time: a figure that a busy
 #       machine (other builds running) changes little, since only CPU time is counted.
-# Extra cmake args compare configurations, e.g. -DSEALRUN_PCH=OFF for the before figure.
+# Extra cmake args compare configurations, e.g. -DSEALRUN_UNITY=OFF for the before figure.
 set -euo pipefail
 mode=$1 dir=$2
 shift 2
@@ -62,18 +62,9 @@ sample=(core/strict_json.cc core/process.cc fingerprint/tree.cc fingerprint/imag
   containment/grant_journal.cc census/guards.cc attest/dsse.cc learn/closure.cc
   controller/cli/cmd_run.cc controller/receipt/receipt.cc controller/receipt/receipt_show.cc
   controller/run/run_stage_containment.cc controller/cli/cli_model.cc controller/cli/cmd_receipt.cc)
-# What must exist before a file compiles alone: the generated version file and, with PCH on,
-# the precompiled headers (their cost is counted once each, as a build pays it).
+# What must exist before a file compiles alone: the generated version file.
 cmake --build "$dir" --target sealrun_version_stamp >/dev/null
 total=0
-for gch in $(cd "$dir" && grep -l 'cmake_pch.hxx.gch:' -r --include=build.make . | sort); do
-  target=$(grep -o '^[^ ]*cmake_pch.hxx.gch:' "$dir/$gch" | head -1 | tr -d :)
-  [ -n "$target" ] || continue
-  (cd "$dir" && /usr/bin/time -v -o "$dir/one.log" make -s -f "$gch" "$target" >/dev/null)
-  t=$(cpu "$dir/one.log")
-  echo "  $t s  precompiled header $target"
-  total=$(echo "$total + $t" | bc)
-done
 for f in "${sample[@]}"; do
   cmd=$(python3 -c 'import json,sys
 for e in json.load(open(sys.argv[1])):
