@@ -18,6 +18,7 @@
 
 namespace sealrun::admission {
 
+// NOLINTNEXTLINE(bugprone-exception-escape): json members' implicit special functions.
 struct SourceTimesChoice {
   // The source object as the draft and --set left it, before its pins replaced it.
   nlohmann::json given_source;

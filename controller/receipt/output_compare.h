@@ -23,6 +23,7 @@ Result<std::vector<nlohmann::json>> load_output_list(const std::string& receipt_
                                                      const nlohmann::json& doc,
                                                      bool listing_if_complete = false);
 
+// NOLINTNEXTLINE(bugprone-exception-escape): json members' implicit special functions.
 struct OutputChange {
   enum class Kind { kAdded, kRemoved, kChanged };
   Kind kind = Kind::kChanged;

@@ -138,7 +138,8 @@ class Walker {
   // The element of the outermost array a field is in (what class_of() looks at).
   static const json& outer(const json& element, const json* ea, const json* eb) {
     if (!element.is_null()) return element;
-    return ea != nullptr ? *ea : *eb;
+    if (ea != nullptr) return *ea;
+    return eb != nullptr ? *eb : element;  // visit() never passes two nulls
   }
 
   static json masked(const json& v, const std::string& id) {

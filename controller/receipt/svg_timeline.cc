@@ -102,17 +102,22 @@ std::string timeline_svg(const Plot& plot) {
   out += fmt::format("<text x=\"{:.0f}\" y=\"16\" class=\"plot-title\">{}</text>\n", kLeft,
                      html::entities(plot.title));
   // Axes and grid.
-  for (double v = 0; v <= top + y_step / 2; v += y_step)
+  // Integer counters: a double accumulated step by step drifts, and may add or lose the last tick.
+  for (int i = 0; i * y_step <= top + y_step / 2; ++i) {
+    const double v = i * y_step;
     out += fmt::format(
         "<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" class=\"grid\"/>"
         "<text x=\"{:.1f}\" y=\"{:.1f}\" class=\"tick\" text-anchor=\"end\">{}</text>\n",
         kLeft, y(v), kLeft + kPlotW, y(v), kLeft - 6, y(v) + 4,
         html::entities(binary_size_text(static_cast<uint64_t>(v))));
-  for (double t = 0; t <= t_span + x_step / 2; t += x_step)
+  }
+  for (int i = 0; i * x_step <= t_span + x_step / 2; ++i) {
+    const double t = i * x_step;
     out += fmt::format(
         "<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" class=\"grid\"/>"
         "<text x=\"{:.1f}\" y=\"{:.1f}\" class=\"tick\" text-anchor=\"middle\">{}</text>\n",
         x(t), kTop, x(t), kTop + kPlotH, x(t), kTop + kPlotH + 16, seconds_text(t));
+  }
   out += fmt::format(
       "<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" "
       "class=\"frame\"/>\n",

@@ -32,8 +32,8 @@ Status fix_open(int fd, const struct stat& st, uid_t uid, gid_t gid, HandoverCou
   // mode is what this step promises, whatever it was.
   if (::fchmod(fd, mode & kKeptBits) != 0) return Error::from_errno("chmod " + what);
   for (const char* acl : {"system.posix_acl_access", "system.posix_acl_default"})
-    if (::fremovexattr(fd, acl) != 0 && errno != ENODATA && errno != EOPNOTSUPP &&
-        errno != ENOTSUP && errno != EINVAL)
+    // (ENOTSUP is EOPNOTSUPP on Linux: a file system without ACLs.)
+    if (::fremovexattr(fd, acl) != 0 && errno != ENODATA && errno != EOPNOTSUPP && errno != EINVAL)
       return Error::from_errno(fmt::format("remove {} of {}", acl, what));
   return ok_status();
 }
