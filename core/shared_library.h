@@ -54,10 +54,11 @@ class SharedLibrary {
 // function the X-macro `list` names (`list(F)` expands to `F(name)` for each) into `table`: the
 // resolver each library's table (crypto, sd-bus, libpq) hands to ResolvedLibrary::open.
 #define SEALRUN_RESOLVE_ONE_(name) SEALRUN_RESOLVE_INTO(library, table, name);
-// NOLINTNEXTLINE(bugprone-macro-parentheses): Api is a type in a parameter list.
-#define SEALRUN_DEFINE_RESOLVER(function, Api, list)          \
-  Status function(const SharedLibrary& library, Api& table) { \
-    list(SEALRUN_RESOLVE_ONE_) return ok_status();            \
+// (Api is a type in a parameter list: it cannot be parenthesised, hence the NOLINT.)
+#define SEALRUN_DEFINE_RESOLVER(function, Api, list)                     \
+  Status function(const SharedLibrary& library,                          \
+                  Api& table) { /* NOLINT(bugprone-macro-parentheses) */ \
+    list(SEALRUN_RESOLVE_ONE_) return ok_status();                       \
   }
 
 // One dlopen()ed copy of a library with every function of its table `Api` (a struct of function
