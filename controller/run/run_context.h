@@ -33,6 +33,9 @@
 
 namespace sealrun::run {
 
+// The check after the job, running beside the cleanup (view_recheck.h).
+struct PendingViewRecheck;
+
 // Why a stage stopped the run: the exit code it means (docs/contract.md) and what a person reads.
 struct StageFailure {
   int exit_code = 0;
@@ -147,6 +150,8 @@ struct RunContext {
   std::unique_ptr<census::CensusThread> census;
   std::unique_ptr<ContainedJob> job;
   std::optional<JobExit> job_exit;
+  // The check after the job while it runs beside the cleanup (view_recheck.h).
+  std::shared_ptr<PendingViewRecheck> view_recheck;
 
  private:
   int exit_ = 0;

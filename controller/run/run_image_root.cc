@@ -163,20 +163,16 @@ Status add_image_root(RunContext& run) {
   return ok_status();
 }
 
-void recheck_image_root(RunContext& run) {
+std::optional<receipt::Verification> recheck_image_root(
+    const RunContext& run, const std::function<void(const PinCacheRecord&)>& pin_cache) {
   const auto& doc = run.doc();
-  if (!doc.image || !run.image_lock || !run.state) return;
+  if (!doc.image || !run.image_lock || !run.state) return std::nullopt;
   const std::string hex = hex_of(*doc.image);
-  const std::string target = image_root_target(hex) + " (after the run)";
   const std::string recorded = recorded_digest(*run.state, hex);
   const std::string rootfs = run.state->path() + "/images/" + hex + "/rootfs";
-  auto [observed, same] =
-      verify_rootfs(*run.state, rootfs, recorded, run.req.rehash, run.pin_cache_recorder());
-  run.receipt.verifications.push_back({target, recorded, observed, same});
-  if (!same)
-    run.record_failure({kExitJobFailed, fmt::format("the pinned view changed on the host during "
-                                                    "the run; {}: observed {}",
-                                                    target, observed)});
+  auto [observed, same] = verify_rootfs(*run.state, rootfs, recorded, run.req.rehash, pin_cache);
+  return receipt::Verification{image_root_target(hex) + " (after the run)", recorded, observed,
+                               same};
 }
 
 }  // namespace sealrun::run

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "controller/run/run_context.h"
@@ -48,8 +49,11 @@ Result<UniqueFd> lock_image_dir(const StateDir& state, const std::string& hex, b
 Status add_image_root(RunContext& run);
 
 // After the job, for a run whose job saw an image root (bwrap): the rootfs still has the digest
-// recorded when it was unpacked, the same check as before the job. Recorded as the verification
-// "image root (...) (after the run)"; a change fails the run (exit 5), naming the image root.
-void recheck_image_root(RunContext& run);
+// recorded when it was unpacked, the same check as before the job, as the verification
+// "image root (...) (after the run)" (view_recheck.h records it; a change fails the run, exit 5).
+// Nothing for a run without one. Reads the run, changes nothing in it: safe on a thread of its own
+// while the run holds the image's lock.
+std::optional<receipt::Verification> recheck_image_root(
+    const RunContext& run, const std::function<void(const PinCacheRecord&)>& pin_cache);
 
 }  // namespace sealrun::run

@@ -11,6 +11,7 @@
 #include "controller/run/run_owned_space.h"
 #include "controller/run/run_result_space.h"
 #include "controller/run/run_stages.h"
+#include "controller/run/view_recheck.h"
 #include "core/exit_codes.h"
 #include "core/stage_trace.h"
 
@@ -115,6 +116,9 @@ void stage_cleanup(RunContext& run) {
   record_limits_hit(run);
   trace::mark("cleanup.result_and_owned_space");
   remove_result_and_owned_space(run);  // at once (run_result_space.h)
+  // Before the image root's lock or anything else the check reads is let go.
+  trace::mark("cleanup.view_recheck_joined");
+  finish_view_recheck(run);
   trace::mark("cleanup.hand_over");
   hand_over_outputs(run);
   trace::mark("cleanup.roots_and_temps");

@@ -14,14 +14,13 @@
 #include <fmt/format.h>
 #include <sys/stat.h>
 
-#include "admission/verify.h"
 #include "controller/receipt/output_walk.h"
-#include "controller/run/run_image_root.h"
 #include "controller/run/run_outputs.h"
 #include "controller/run/run_progress.h"
 #include "controller/run/run_result_space.h"
 #include "controller/run/run_stages.h"
 #include "controller/run/source_outputs.h"
+#include "controller/run/view_recheck.h"
 #include "core/exit_codes.h"
 #include "core/stage_trace.h"
 #include "core/syscall.h"
@@ -175,48 +174,23 @@ void keep_logs(RunContext& run, uint64_t used) {
   }
 }
 
-// What the view bound from the host — the toolchain, each pinned tree, each closure file — must be
-// exactly what was admitted, after the job as before it: the same checks (admission/verify.h),
-// each recorded again with "(after the run)". A change the job could not make (all of it is
-// mounted read-only) was made on the host while it ran, so the job may have read bytes that are
-// not the pinned ones: the run fails, naming what changed.
-void recheck_view(RunContext& run, const StopCheck& stop) {
-  if (auto why = stop()) {
-    not_finished(run, interruption_code(run), "re-check of the pinned view not done", *why);
-    return;
-  }
-  admission::VerifyOptions options;
-  // Through the digest cache, like the check before the run: a tree the job could not write is
-  // re-verified by a stat walk, any changed file re-hashed.
-  options.digest_cache_state_dir = run.layout.state_dir;
-  options.rehash = run.req.rehash;
-  options.on_pin_cache = run.pin_cache_recorder();
-  std::string changed;
-  for (const admission::PinCheck& c : admission::verify_view_pins(run.doc(), options)) {
-    run.receipt.verifications.push_back(
-        {c.target + " (after the run)", c.expected, c.observed, c.passed()});
-    if (c.passed()) continue;
-    std::string observed = c.observed.size() > 300 ? c.observed.substr(0, 300) + "…" : c.observed;
-    changed += fmt::format("; {}: {}", c.target, observed);
-  }
-  if (!changed.empty())
-    run.record_failure(
-        {kExitJobFailed, "the pinned view changed on the host during the run" + changed});
-  recheck_image_root(run);  // under bwrap, the unpacked image the job saw
-}
-
 }  // namespace
 
 StageStatus stage_post_run(RunContext& run) {
   explain_job_end(run);
   StopCheck stop = post_run_stop_check(run);
+  // The pinned view checked again on a thread of its own while the outputs are recorded and the
+  // cleanup runs; the cleanup joins it and records what it found (view_recheck.h).
+  trace::mark("post.recheck_view_started");
+  if (auto why = stop())
+    not_finished(run, interruption_code(run), "re-check of the pinned view not done", *why);
+  else
+    start_view_recheck(run);
   check_log_sizes(run);
   trace::mark("post.outputs");
   uint64_t used = take_result_space(run, stop) ? record_outputs(run, stop) : 0;
   trace::mark("post.keep_logs");
   keep_logs(run, used);
-  trace::mark("post.recheck_view");
-  recheck_view(run, stop);
   return stage_ok();
 }
 
