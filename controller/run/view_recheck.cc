@@ -66,7 +66,8 @@ void finish_view_recheck(RunContext& run) {
   if (!run.view_recheck) return;
   PendingViewRecheck::Found f = run.view_recheck->found.get();
   run.view_recheck.reset();
-  for (receipt::Verification& v : f.verifications) run.receipt.verifications.push_back(std::move(v));
+  for (receipt::Verification& v : f.verifications)
+    run.receipt.verifications.push_back(std::move(v));
   for (const PinCacheRecord& r : f.pin_cache) run.receipt.pin_cache.push_back(pin_cache_to_json(r));
   if (!f.changed.empty())
     run.record_failure(
