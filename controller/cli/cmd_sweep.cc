@@ -28,6 +28,7 @@
 #include "controller/common/host_config.h"
 #include "controller/run/image_sweep.h"
 #include "controller/run/run_dirs.h"
+#include "controller/run/run_fileordering.h"
 #include "controller/run/run_handover.h"
 #include "controller/run/run_result_space.h"
 #include "controller/run/sweep_outputs.h"
@@ -112,6 +113,7 @@ void sweep_records(const run::StateDir& state, const SweepOptions& opt,
       for (auto& s : ownedfs::sweep_owned_fs_of_run(state.path(), r.id))
         steps.push_back(std::move(s));
       for (auto& s : run::sweep_result_space(state, r.id)) steps.push_back(std::move(s));
+      for (auto& s : run::sweep_reordered_copies(r)) steps.push_back(std::move(s));
       steps.push_back(sweep_owned_root(r, state));
     }
     bool left = false;

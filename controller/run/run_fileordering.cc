@@ -6,7 +6,9 @@
 #include <fmt/format.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include "core/proc.h"
 #include "core/syscall.h"
 #include "core/temp_dir.h"
 #include "fingerprint/source_snapshot.h"
@@ -50,7 +52,10 @@ Status compare_orders(int a, int b, const std::string& shown, ReorderResult* r) 
 Result<ReorderResult> reordered_copy(const std::string& source_root, const Manifest& manifest,
                                      const std::string& base, const std::string& run_id,
                                      std::shared_ptr<void>* holder) {
-  std::string templ = fmt::format("{}/sealrun-fileordering-{}-XXXXXX", base, run_id);
+  auto start = own_starttime();
+  std::string templ = base + "/" +
+                      reordered_copy_prefix(run_id, ::getpid(), start ? *start : std::string("0")) +
+                      "XXXXXX";
   if (::mkdtemp(templ.data()) == nullptr)
     return Error::from_errno(fmt::format("mkdtemp {}", templ));
   auto copy = std::make_shared<CopyHolder>(templ);
@@ -71,6 +76,28 @@ Result<ReorderResult> reordered_copy(const std::string& source_root, const Manif
   SEALRUN_TRY(compare_orders(a.get(), b.get(), "", &r));
   *holder = std::move(copy);
   return r;
+}
+
+std::string reordered_copy_prefix(const std::string& run_id, pid_t controller_pid,
+                                  const std::string& controller_start) {
+  return fmt::format("sealrun-fileordering-{}-{}.{}-", run_id, controller_pid, controller_start);
+}
+
+std::vector<SweepStep> sweep_reordered_copies(const GrantRecord& r, const std::string& base) {
+  std::vector<SweepStep> steps;
+  auto dir = open_at(AT_FDCWD, base, kDirFlags);
+  if (!dir) return steps;  // no tmpfs there: nothing was made there either
+  const std::string prefix = reordered_copy_prefix(r.id, r.controller_pid, r.controller_start);
+  for (const std::string& name : list_dir_names(dir->get())) {
+    if (name.rfind(prefix, 0) != 0) continue;
+    const std::string path = base + "/" + name;
+    bool removed = remove_tree_forcibly(path);
+    steps.push_back(
+        {"reordered source copy " + path,
+         removed ? "removed (--vary fileordering; its controller is gone)" : "remove failed",
+         !removed});
+  }
+  return steps;
 }
 
 Status vary_file_order(RunContext& run, ContainmentSpec& spec) {

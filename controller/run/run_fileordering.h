@@ -6,15 +6,22 @@
 // repeat; so the copy is written on a tmpfs (/dev/shm), which lists a directory's entries by when
 // they were made, newest first: copying in the order the verified copy lists them turns every
 // directory's order round. The copy is checked against the admitted manifest like the verified
-// one, and each directory's order is compared with the original's; it is removed with the run
-// (a controller killed before that leaves it in /dev/shm, named sealrun-fileordering-<id>-*).
+// one, and each directory's order is compared with the original's; it is removed with the run.
+// A controller killed before that leaves it in /dev/shm, named
+// sealrun-fileordering-<id>-<controller pid>.<its start time>-XXXXXX: `sealrun sweep` removes it
+// with the rest of the dead controller's run (the pid and start tell it from another controller's
+// run of the same id in another state directory).
 #pragma once
 
+#include <sys/types.h>
+
 #include <string>
+#include <vector>
 
 #include "containment/spec.h"
 #include "controller/run/run_context.h"
 #include "core/result.h"
+#include "core/sweep_step.h"
 #include "fingerprint/source.h"
 
 namespace sealrun::run {
@@ -32,6 +39,15 @@ struct ReorderResult {
 Result<ReorderResult> reordered_copy(const std::string& source_root, const Manifest& manifest,
                                      const std::string& base, const std::string& run_id,
                                      std::shared_ptr<void>* holder);
+
+// The name's start for a run's copy: "sealrun-fileordering-<id>-<pid>.<start>-".
+std::string reordered_copy_prefix(const std::string& run_id, pid_t controller_pid,
+                                  const std::string& controller_start);
+
+// `sealrun sweep`, for the record of a run whose controller is gone: removes the copies it left
+// below `base`, one step each.
+std::vector<SweepStep> sweep_reordered_copies(const GrantRecord& r,
+                                              const std::string& base = "/dev/shm");
 
 // For the run: when the rebuild varies fileordering and the source is read-only, points the
 // spec's source mount at a reordered copy (kept in run.reordered_source) and warns with what it
