@@ -9,7 +9,6 @@
 #include <stdlib.h>
 
 #include <filesystem>
-#include <future>
 #include <optional>
 
 #include "admission/unreadable.h"
@@ -387,19 +386,8 @@ std::string toolchain_stand_in(const AdmissionDocument& doc) {
 }
 
 std::vector<PinCheck> verify_pins(const AdmissionDocument& doc, const VerifyOptions& options) {
-  // The source (its snapshot or export, hashed against the manifest) reads nothing that the view's
-  // pins read and reports through no hook: it is checked on a thread of its own while this one
-  // checks the view's pins (whose hooks stay on the caller's thread), so that on an idle core the
-  // two take the time of the longer. The list keeps its order: the source's checks first.
-  std::future<std::vector<PinCheck>> source = std::async(std::launch::async, [&] {
-    Checks source_checks(options.skip_reason);
-    check_source(doc.source, doc.source_date_epoch, options, &source_checks);
-    return source_checks.take();
-  });
-  Checks view(options.skip_reason);
-  check_view_pins(doc, options, &view);
   Checks checks(options.skip_reason);
-  for (PinCheck& c : source.get()) checks.add(std::move(c));
+  check_source(doc.source, doc.source_date_epoch, options, &checks);
 
   // An admission without a toolchain says, where the toolchain's check would be, what gives the
   // job its programs instead; that is verified by its own checks (host_files, trees, image).
@@ -410,7 +398,7 @@ std::vector<PinCheck> verify_pins(const AdmissionDocument& doc, const VerifyOpti
     else
       checks.add({"toolchain", instead, instead, CheckStatus::kPass});
   }
-  for (PinCheck& c : view.take()) checks.add(std::move(c));
+  check_view_pins(doc, options, &checks);
 
   if (doc.image) check_image(*doc.image, &checks);
 

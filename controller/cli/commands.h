@@ -5,7 +5,6 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
-#include <thread>
 
 namespace sealrun::cli {
 
@@ -34,13 +33,8 @@ void add_index_report(CLI::App& index, int* exit_code);
 void register_runner(CLI::App& app, int* exit_code);  // remote/cmd_runner.cc
 // Hidden `__generate man|bash-completion`: walks `app` (the root, register it last) at run time.
 void register_generate(CLI::App& app, int* exit_code);
-// Starts loading libcrypto, and OpenSSL's SHA-256 with it, on a thread of its own while the
-// command line is built, when `argv` names a command that may hash (controller/cli/crypto_gate.cc);
-// nothing is started otherwise. load_crypto_before_commands() waits for it.
-std::jthread preload_crypto(int argc, char** argv);
-// Loads libcrypto before a command that may hash runs (after `preload` has ended: no thread of it
-// is left when a command starts); stops the command with the error when it cannot. Call on the
-// root app.
-void load_crypto_before_commands(CLI::App& app, std::jthread& preload);
+// Loads libcrypto before a command that may hash runs; stops it with the error when it cannot
+// (controller/cli/crypto_gate.cc). Call on the root app.
+void load_crypto_before_commands(CLI::App& app);
 
 }  // namespace sealrun::cli

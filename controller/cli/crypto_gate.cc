@@ -19,7 +19,6 @@
 #include "controller/cli/printing.h"
 #include "core/crypto_library.h"
 #include "core/exit_codes.h"
-#include "fingerprint/sha256.h"
 
 namespace sealrun::cli {
 namespace {
@@ -28,28 +27,10 @@ constexpr std::array<std::string_view, 2> kCommandsWithoutDigests = {"census", "
 
 }  // namespace
 
-std::jthread preload_crypto(int argc, char** argv) {
-  // The command is the first word that is not an option (the root takes no option with a value).
-  for (int i = 1; i < argc; ++i) {
-    if (argv[i][0] == '-') continue;
-    const std::string_view command = argv[i];
-    if (std::find(kCommandsWithoutDigests.begin(), kCommandsWithoutDigests.end(), command) !=
-        kCommandsWithoutDigests.end())
-      return {};
-    // Loading the library and OpenSSL's first fetch of SHA-256 (its providers) take ~2 ms of a
-    // process's start; building the command line beside them hides most of that.
-    return std::jthread([] {
-      if (crypto_api().ok()) (void)sha256_hex(std::string_view{});
-    });
-  }
-  return {};
-}
-
-void load_crypto_before_commands(CLI::App& app, std::jthread& preload) {
+void load_crypto_before_commands(CLI::App& app) {
   // The root's parse-complete callback runs after the command line is parsed and before the chosen
   // sub-command's own callback (CLI11 App::run_callback).
-  app.parse_complete_callback([&app, &preload] {
-    if (preload.joinable()) preload.join();  // no thread of ours is left when a command runs
+  app.parse_complete_callback([&app] {
     for (const CLI::App* command : app.get_subcommands()) {
       const std::string& name = command->get_name();
       if (std::find(kCommandsWithoutDigests.begin(), kCommandsWithoutDigests.end(), name) !=

@@ -10,7 +10,6 @@
 #include <exception>
 #include <string>
 #include <system_error>
-#include <thread>
 
 #include "controller/cli/commands.h"
 #include "controller/cli/json_failure.h"
@@ -21,7 +20,7 @@
 
 namespace {
 
-int run_cli(CLI::App& app, int argc, char** argv, std::jthread& crypto_preload) {
+int run_cli(CLI::App& app, int argc, char** argv) {
   int exit_code = sealrun::kExitOk;
   sealrun::cli::register_demo(app, &exit_code);
   sealrun::cli::register_probe(app, &exit_code);
@@ -37,7 +36,7 @@ int run_cli(CLI::App& app, int argc, char** argv, std::jthread& crypto_preload) 
   sealrun::cli::register_index(app, &exit_code);
   sealrun::cli::register_runner(app, &exit_code);
   sealrun::cli::register_generate(app, &exit_code);  // hidden; walks the commands above
-  sealrun::cli::load_crypto_before_commands(app, crypto_preload);
+  sealrun::cli::load_crypto_before_commands(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::RuntimeError& e) {
@@ -70,15 +69,13 @@ int main(int argc, char** argv) {
   ::signal(SIGPIPE, SIG_IGN);
   // Asked for JSON: stdout carries one JSON document on every path (json_failure.h).
   const bool json = sealrun::cli::json_requested(argc, argv);
-  // Joined before any command runs (load_crypto_before_commands), or when it goes out of scope.
-  std::jthread crypto_preload = sealrun::cli::preload_crypto(argc, argv);
   try {
     CLI::App app{"sealrun: hermetic, sandboxed build/run controller with provable receipts",
                  "sealrun"};
     app.require_subcommand(1);
     app.set_version_flag("--version",
                          "sealrun " + sealrun::version_text(sealrun::sealrun_version()));
-    int rc = run_cli(app, argc, argv, crypto_preload);
+    int rc = run_cli(app, argc, argv);
     sealrun::cli::finish_json_command(json, rc, "failed (see stderr)");
     return rc;
   } catch (const std::exception& e) {
