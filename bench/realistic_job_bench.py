@@ -297,11 +297,13 @@ def main():
     parser.add_argument("--base", help="another sealrun binary, run in each round too")
     parser.add_argument("--short", action="store_true", help="a few rounds, for CI")
     parser.add_argument("--sealrun", default=os.environ.get("SEALRUN", "build/sealrun"))
+    parser.add_argument("--dir", default="/var/tmp",
+                        help="where the work directory (source, /bin, state directory) is made")
     args = parser.parse_args()
     if args.short:
         args.n, args.ns, args.rounds, args.trace = 2, "1,2", 1, True
     sealrun = os.path.abspath(args.sealrun)
-    with tempfile.TemporaryDirectory(prefix="sealrun-realistic-", dir="/var/tmp") as work:
+    with tempfile.TemporaryDirectory(prefix="sealrun-realistic-", dir=args.dir) as work:
         shape = Shape(work, sealrun)
         try:
             (pair if args.mode == "pair" else many)(args, shape)
