@@ -29,6 +29,8 @@ import re
 import shlex
 import subprocess
 import sys
+import tempfile
+import time
 
 BATCH_SIZE = 16
 MAX_NODES = 20000
@@ -137,17 +139,27 @@ def does_not_compile(lines):
     return any(line.endswith("[clang-diagnostic-error]") for line in lines)
 
 
+TIMES = []  # (CPU s, wall s, source) of every clang-tidy run, for --times
+
+
 def run_tidy(db_dir, source, extra):
+    """clang-tidy's output for `source` (its exit status says nothing the output does not)."""
     cmd = ["clang-tidy", "--quiet", "-p", db_dir, *extra, source]
-    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                       check=False)
-    return r.stdout
+    start = time.monotonic()
+    with tempfile.TemporaryFile(mode="w+") as out:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
+        _, _, usage = os.wait4(proc.pid, 0)
+        proc.returncode = 0  # reaped above
+        TIMES.append((usage.ru_utime + usage.ru_stime, time.monotonic() - start, source))
+        out.seek(0)
+        return out.read()
 
 
 def main(argv):
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--deep", action="store_true", help="clang's default analyzer budget")
     ap.add_argument("--per-file", action="store_true", help="each file alone, no batches")
+    ap.add_argument("--times", action="store_true", help="each clang-tidy run's CPU and wall")
     ap.add_argument("-j", type=int, default=os.cpu_count() or 1)
     ap.add_argument("db_dir")
     ap.add_argument("out_dir")
@@ -204,6 +216,10 @@ def main(argv):
                 got = per_file(members)
             results.extend(got)
     pool.shutdown()
+    if opt.times:
+        for cpu, wall, source in sorted(TIMES, reverse=True):
+            print(f"tidy: {cpu:7.1f} CPU s {wall:7.1f} s wall  {source}", file=sys.stderr)
+        print(f"tidy: {sum(t[0] for t in TIMES):.1f} CPU s in all", file=sys.stderr)
     unique = sorted(set(results))
     for line in unique:
         print(line)
