@@ -143,16 +143,27 @@ TIMES = []  # (CPU s, wall s, source) of every clang-tidy run, for --times
 
 
 def run_tidy(db_dir, source, extra):
-    """clang-tidy's output for `source` (its exit status says nothing the output does not)."""
+    """clang-tidy's output for `source`, with one more error line when it failed without saying
+    why in a diagnostic (a crash, no compile command): that must not pass for clean."""
     cmd = ["clang-tidy", "--quiet", "-p", db_dir, *extra, source]
     start = time.monotonic()
     with tempfile.TemporaryFile(mode="w+") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
-        _, _, usage = os.wait4(proc.pid, 0)
-        proc.returncode = 0  # reaped above
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
         TIMES.append((usage.ru_utime + usage.ru_stime, time.monotonic() - start, source))
         out.seek(0)
-        return out.read()
+        text = out.read()
+    return text + failure_line(source, proc.returncode, text)
+
+
+def failure_line(source, status, text):
+    """An error line for a clang-tidy run that failed with no error diagnostic, or ''."""
+    if status == 0 or "[clang-diagnostic-error]" in text:
+        return ""
+    last = [line for line in text.splitlines() if line.strip()][-1:] or ["no output"]
+    return (f"\n{source}:1:1: error: clang-tidy exited with status {status} ({last[0][:200]}) "
+            "[clang-diagnostic-error]\n")
 
 
 def main(argv):

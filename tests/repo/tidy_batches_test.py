@@ -88,6 +88,15 @@ with tempfile.TemporaryDirectory() as d:
     check("a batch that does not compile", tb.does_not_compile(got), True)
     check("a batch that compiles", tb.does_not_compile(got[:1] + got[2:]), False)
 
+# A clang-tidy run that failed without an error diagnostic (a crash) is an error, never clean;
+# one that failed on compile errors has said so already.
+crash = tb.failure_line("/r/x.cc", -11, "Stack dump:\n0. Program arguments: clang-tidy\n")
+check("a crash", tb.findings(crash, {}),
+      ["/r/x.cc:1:1: error: clang-tidy exited with status -11 (0. Program arguments: clang-tidy) "
+       "[clang-diagnostic-error]"])
+check("compile errors", tb.failure_line("/r/x.cc", 1, "x [clang-diagnostic-error]\n"), "")
+check("a clean run", tb.failure_line("/r/x.cc", 0, ""), "")
+
 for f in failures:
     print(f)
 print("tidy_batches: " + ("FAILED" if failures else "ok"))
