@@ -110,12 +110,13 @@ TEST(Deb, InstallsIntoAFreshDebianRootAndRunsFromUsrBin) {
   // package the root lacks is repacked from the host and its own Depends and Pre-Depends are
   // followed; of alternatives the first one the host has is taken. (The loop that picks one stops
   // at the first: the writer before it may then die of SIGPIPE, which pipefail would turn into
-  // the script's exit 141, hence `|| true` there.)
+  // the script's exit 141, hence `|| true` there. For the same reason no reader here stops before
+  // the end of its input: `sed -n 1p`, not `head -n1`; `grep >/dev/null`, not `grep -q`.)
   const std::string deps_of =
       "deps_of() { sed -e 's/([^)]*)//g' -e 's/:any//g' | tr ',' '\\n' | while read -r alts; do\n"
       "  [ -n \"$alts\" ] || continue\n"
       "  pick=$(echo \"$alts\" | tr '|' '\\n' | tr -d ' ' | while read -r a; do\n"
-      "    if dpkg-query -W -f='${Status}' \"$a\" 2>/dev/null | grep -q 'ok installed';"
+      "    if dpkg-query -W -f='${Status}' \"$a\" 2>/dev/null | grep 'ok installed' >/dev/null;"
       " then echo \"$a\"; break; fi; done || true)\n"
       "  echo \"${pick:-$(echo \"$alts\" | cut -d'|' -f1 | tr -d ' ')}\"\n"
       "done; }\n";
@@ -127,11 +128,11 @@ TEST(Deb, InstallsIntoAFreshDebianRootAndRunsFromUsrBin) {
       " dpkg-query -W -f='${Depends}' sealrun | deps_of)\n"
       "seen=' '; first=''\n"
       "while [ -n \"$queue\" ]; do\n"
-      "  p=$(echo \"$queue\" | head -n1); queue=$(echo \"$queue\" | tail -n +2)\n"
+      "  p=$(echo \"$queue\" | sed -n 1p); queue=$(echo \"$queue\" | sed 1d)\n"
       "  case \"$seen\" in *\" $p \"*) continue;; esac; seen=\"$seen$p \"\n"
       "  chroot " +
       root +
-      " dpkg-query -W -f='${Status}' \"$p\" 2>/dev/null | grep -q 'ok installed' && continue\n"
+      " dpkg-query -W -f='${Status}' \"$p\" 2>/dev/null | grep 'ok installed' >/dev/null && continue\n"
       "  dpkg-query -W \"$p\" >/dev/null 2>&1 || continue  # virtual: a provider comes along\n"
       "  first=\"$first $p\"; dpkg-repack \"$p\" >/dev/null\n"
       "  more=$(dpkg-query -W -f='${Depends},${Pre-Depends}' \"$p\" | deps_of)\n"
