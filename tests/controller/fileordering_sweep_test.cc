@@ -21,9 +21,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-void write(const std::string& path, const std::string& text) {
-  std::ofstream(path) << text;
-}
+void write(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
 
 TEST(FileorderingCopy, IsNamedForItsControllerAndSweptForItsDeadRecordOnly) {
   testing::TempDir dir;
@@ -49,7 +47,8 @@ TEST(FileorderingCopy, IsNamedForItsControllerAndSweptForItsDeadRecordOnly) {
 
   // Another controller's copy of a run with the same id, and one of another run.
   const std::string other_controller = base + "/" + run::reordered_copy_prefix("r1", 1, "7") + "x";
-  const std::string other_run = base + "/" + run::reordered_copy_prefix("r2", ::getpid(), *start) + "y";
+  const std::string other_run =
+      base + "/" + run::reordered_copy_prefix("r2", ::getpid(), *start) + "y";
   fs::create_directories(other_controller + "/source");
   fs::create_directories(other_run + "/source");
 

@@ -4,8 +4,10 @@
 // removes what the killed run left.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <filesystem>
+#include <string>
 
 #include "core/syscall.h"
 #include "tests/controller/run_test_support.h"
@@ -25,7 +27,10 @@ bool wait_started(const std::string& state, const std::string& id) {
 }
 
 TEST_F(RunTest, SigtermToTheControllerStopsTheJobAndWritesTheReceipt) {
-  auto a = freeze("touch /out/started; exec sleep 120 # marker-sigterm-run");
+  // The marker names this test process: the same case runs under two CTest names (its own and
+  // ACCEPTANCE.14's), possibly at once, and each must look for its own job only.
+  const std::string marker = "marker-sigterm-run-" + std::to_string(::getpid()) + "-";
+  auto a = freeze("touch /out/started; exec sleep 120 # " + marker);
   SpawnOptions o =
       sealrun_options({"run", a.path, "--sha256", a.sha256, "--id", "term", "--state-dir", state_});
   auto controller = spawn(o);
@@ -41,23 +46,23 @@ TEST_F(RunTest, SigtermToTheControllerStopsTheJobAndWritesTheReceipt) {
   EXPECT_EQ(r["state"], "failed");
   EXPECT_NE(r["reason"].get<std::string>().find("SIGTERM"), std::string::npos) << r["reason"];
   EXPECT_EQ(r["stop_confirmed"], true);
-  EXPECT_TRUE(no_process_with("marker-sigterm-run"));
+  EXPECT_TRUE(no_process_with(marker));
 }
 
 TEST_F(RunTest, SigkillToTheControllerLeavesNoJobAndSweepCleansUp) {
-  auto a = freeze("touch /out/started; sleep 120 # marker-sigkill-run");
+  const std::string marker = "marker-sigkill-run-" + std::to_string(::getpid()) + "-";  // as above
+  auto a = freeze("touch /out/started; sleep 120 # " + marker);
   SpawnOptions o = sealrun_options(
       {"run", a.path, "--sha256", a.sha256, "--id", "killed", "--state-dir", state_});
   auto controller = spawn(o);
   ASSERT_TRUE(controller.ok());
   ASSERT_TRUE(wait_started(state_, "killed"));
-  ASSERT_FALSE(no_process_with("marker-sigkill-run"));  // the job runs
+  ASSERT_FALSE(no_process_with(marker));  // the job runs
   ASSERT_TRUE(controller->signal(SIGKILL).ok());
   ASSERT_TRUE(controller->wait().ok());
   int64_t deadline = monotonic_ms() + 1000;
-  while (!no_process_with("marker-sigkill-run") && monotonic_ms() < deadline) ::usleep(20 * 1000);
-  EXPECT_TRUE(no_process_with("marker-sigkill-run"))
-      << "a job process survived its controller by 1 s";
+  while (!no_process_with(marker) && monotonic_ms() < deadline) ::usleep(20 * 1000);
+  EXPECT_TRUE(no_process_with(marker)) << "a job process survived its controller by 1 s";
 
   // What the killed run left: its grant record, owned root and resource group.
   EXPECT_TRUE(fs::exists(state_ + "/owned/killed"));

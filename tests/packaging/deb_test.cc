@@ -132,7 +132,8 @@ TEST(Deb, InstallsIntoAFreshDebianRootAndRunsFromUsrBin) {
       "  case \"$seen\" in *\" $p \"*) continue;; esac; seen=\"$seen$p \"\n"
       "  chroot " +
       root +
-      " dpkg-query -W -f='${Status}' \"$p\" 2>/dev/null | grep 'ok installed' >/dev/null && continue\n"
+      " dpkg-query -W -f='${Status}' \"$p\" 2>/dev/null | grep 'ok installed' >/dev/null && "
+      "continue\n"
       "  dpkg-query -W \"$p\" >/dev/null 2>&1 || continue  # virtual: a provider comes along\n"
       "  first=\"$first $p\"; dpkg-repack \"$p\" >/dev/null\n"
       "  more=$(dpkg-query -W -f='${Depends},${Pre-Depends}' \"$p\" | deps_of)\n"
