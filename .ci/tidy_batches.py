@@ -14,8 +14,9 @@
 # batch that does not compile as a whole (two files' helpers clash) is checked file by file.
 #
 # The analyzer's exploded graph is capped at MAX_NODES nodes per function (clang's default is
-# 225000): a tenth of the time, and a null pointer returned by a callee and read by its caller, a
-# leak or a strcpy are still found. --deep keeps clang's default (before a release); --per-file
+# 225000): a fraction of the time, and a null pointer passed to a callee that reads it, a value a
+# callee leaves undefined and its caller returns, a leak or a strcpy are still found (a null
+# returned by a callee is not, in any mode: clang suppresses null-return paths by default). --deep keeps clang's default (before a release); --per-file
 # checks each file alone with its own compile command, as .ci/tidy did before, for comparing.
 #
 # Usage: tidy_batches.py [--deep] [--per-file] [-j N] DB_DIR OUT_DIR FILE_REGEX
