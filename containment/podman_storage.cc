@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <set>
 #include <system_error>
 
 #include "core/bounded_file.h"
@@ -119,21 +120,21 @@ bool runs_from_storage(pid_t pid, const StorageLayout& layout, const JobUser& us
 }
 
 // Kills `pid` through a pidfd opened before the checks (a recycled pid is never hit) if it runs
-// from this storage; reports what was done.
-void kill_storage_process(pid_t pid, const char* what, const StorageLayout& layout,
+// from this storage; reports what was done. Returns whether it was the storage's.
+bool kill_storage_process(pid_t pid, const char* what, const StorageLayout& layout,
                           const JobUser& user, const std::string& not_before,
                           std::vector<std::string>& actions) {
   UniqueFd pidfd(pidfd_open_raw(pid, 0));
   if (!pidfd) {
     if (std::string_view(what) == "pause process")
       actions.push_back(fmt::format("podman pause process {}: already gone", pid));
-    return;
+    return false;
   }
   if (!runs_from_storage(pid, layout, user, not_before)) {
     if (std::string_view(what) == "pause process")
       actions.push_back(
           fmt::format("podman pause process {}: not this storage's, left alone", pid));
-    return;
+    return false;
   }
   pidfd_send_signal_raw(pidfd.get(), SIGKILL);
   struct pollfd p {
@@ -142,6 +143,7 @@ void kill_storage_process(pid_t pid, const char* what, const StorageLayout& layo
   bool gone = retry_eintr([&] { return ::poll(&p, 1, 5000); }) > 0;
   actions.push_back(gone ? fmt::format("killed podman {} {}", what, pid)
                          : fmt::format("podman {} {}: still alive after KILL", what, pid));
+  return true;
 }
 
 // The runroot link's directory: made when absent (0711: the job user passes through it, nobody
@@ -238,19 +240,35 @@ void stop_storage_processes(const StorageLayout& layout, const JobUser& user,
       if (text) break;
     }
   }
+  constexpr int kStoragePasses = 8;  // listings of /proc, at most
+  std::set<pid_t> seen;              // each process is killed (or reported alive after KILL) once
   if (text) {
     pid_t pid = static_cast<pid_t>(std::strtol(text->c_str(), nullptr, 10));
-    if (pid > 1) kill_storage_process(pid, "pause process", layout, user, not_before, actions);
+    if (pid > 1 && kill_storage_process(pid, "pause process", layout, user, not_before, actions))
+      seen.insert(pid);
   }
-  auto proc = open_at(AT_FDCWD, "/proc", O_RDONLY | O_DIRECTORY);
-  if (!proc) return;
-  for (const std::string& name : list_dir_names(proc->get())) {
-    pid_t pid = 0;
-    auto [end, ec] = std::from_chars(name.data(), name.data() + name.size(), pid);
-    if (ec != std::errc() || end != name.data() + name.size() || pid <= 1 || pid == ::getpid())
-      continue;
-    kill_storage_process(pid, "process", layout, user, not_before, actions);
+  // A process of the storage may start another between the listing of /proc and its own death (a
+  // podman a killed controller left, still starting its pause process): the listing is taken
+  // again until one finds nothing new of the storage (bounded: each pass kills what it found).
+  for (int pass = 0; pass < kStoragePasses; ++pass) {
+    auto proc = open_at(AT_FDCWD, "/proc", O_RDONLY | O_DIRECTORY);
+    if (!proc) return;
+    bool found = false;
+    for (const std::string& name : list_dir_names(proc->get())) {
+      pid_t pid = 0;
+      auto [end, ec] = std::from_chars(name.data(), name.data() + name.size(), pid);
+      if (ec != std::errc() || end != name.data() + name.size() || pid <= 1 || pid == ::getpid() ||
+          seen.count(pid) != 0)
+        continue;
+      if (kill_storage_process(pid, "process", layout, user, not_before, actions)) {
+        seen.insert(pid);
+        found = true;
+      }
+    }
+    if (!found) return;
   }
+  actions.push_back(fmt::format(
+      "processes of the storage were still starting after {} passes over /proc", kStoragePasses));
 }
 
 Status prepare_storage(const StorageLayout& layout, const JobUser& user) {
