@@ -6,9 +6,7 @@
 #include <fmt/format.h>
 #include <stdlib.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
-#include "core/proc.h"
 #include "core/syscall.h"
 #include "core/temp_dir.h"
 #include "fingerprint/source_snapshot.h"
@@ -50,12 +48,9 @@ Status compare_orders(int a, int b, const std::string& shown, ReorderResult* r) 
 }  // namespace
 
 Result<ReorderResult> reordered_copy(const std::string& source_root, const Manifest& manifest,
-                                     const std::string& base, const std::string& run_id,
+                                     const std::string& base, const std::string& name_prefix,
                                      std::shared_ptr<void>* holder) {
-  auto start = own_starttime();
-  std::string templ = base + "/" +
-                      reordered_copy_prefix(run_id, ::getpid(), start ? *start : std::string("0")) +
-                      "XXXXXX";
+  std::string templ = base + "/" + name_prefix + "XXXXXX";
   if (::mkdtemp(templ.data()) == nullptr)
     return Error::from_errno(fmt::format("mkdtemp {}", templ));
   auto copy = std::make_shared<CopyHolder>(templ);
@@ -113,8 +108,12 @@ Status vary_file_order(RunContext& run, ContainmentSpec& spec) {
   for (MountSpec& m : spec.mounts)
     if (m.kind == ViewKind::kSource) source = &m;
   if (source == nullptr) return ok_status();
-  auto r = reordered_copy(source->source, doc.source.manifest, "/dev/shm", run.req.id,
-                          &run.reordered_source);
+  // Named for this controller as its grant record names it, which is what `sweep` matches.
+  const GrantRecord& record = run.journal.record();
+  auto r = reordered_copy(
+      source->source, doc.source.manifest, "/dev/shm",
+      reordered_copy_prefix(run.req.id, record.controller_pid, record.controller_start),
+      &run.reordered_source);
   if (!r) return std::move(r).error().context("--vary fileordering");
   source->source = r->path;
   source->image_fd = -1;

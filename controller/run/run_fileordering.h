@@ -34,10 +34,11 @@ struct ReorderResult {
   size_t reordered = 0;
 };
 
-// Copies `source_root` (verified against `manifest`) onto a tmpfs below `base` ("/dev/shm") in
-// another order and checks it; `holder` keeps the copy and removes it when released.
+// Copies `source_root` (verified against `manifest`) onto a tmpfs below `base` ("/dev/shm"), in
+// a new directory whose name starts with `name_prefix` (reordered_copy_prefix()), in another
+// order and checks it; `holder` keeps the copy and removes it when released.
 Result<ReorderResult> reordered_copy(const std::string& source_root, const Manifest& manifest,
-                                     const std::string& base, const std::string& run_id,
+                                     const std::string& base, const std::string& name_prefix,
                                      std::shared_ptr<void>* holder);
 
 // The name's start for a run's copy: "sealrun-fileordering-<id>-<pid>.<start>-".

@@ -35,12 +35,12 @@ TEST(FileorderingCopy, IsNamedForItsControllerAndSweptForItsDeadRecordOnly) {
   const std::string base = dir / "shm";
   fs::create_directories(base);
 
-  std::shared_ptr<void> holder;
-  auto copy = run::reordered_copy(source, *manifest, base, "r1", &holder);
-  ASSERT_TRUE(copy.ok()) << copy.error().message();
   auto start = own_starttime();
   ASSERT_TRUE(start.ok());
   const std::string prefix = run::reordered_copy_prefix("r1", ::getpid(), *start);
+  std::shared_ptr<void> holder;
+  auto copy = run::reordered_copy(source, *manifest, base, prefix, &holder);
+  ASSERT_TRUE(copy.ok()) << copy.error().message();
   const std::string top = fs::path(copy->path).parent_path().string();
   EXPECT_EQ(fs::path(top).filename().string().rfind(prefix, 0), 0u) << top;
   EXPECT_TRUE(fs::exists(copy->path + "/sub/c.txt"));
