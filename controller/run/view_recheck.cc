@@ -68,7 +68,8 @@ void finish_view_recheck(RunContext& run) {
   run.view_recheck.reset();
   for (receipt::Verification& v : f.verifications)
     run.receipt.verifications.push_back(std::move(v));
-  for (const PinCacheRecord& r : f.pin_cache) run.receipt.pin_cache.push_back(pin_cache_to_json(r));
+  auto record_cache_use = run.pin_cache_recorder();
+  for (const PinCacheRecord& r : f.pin_cache) record_cache_use(r);
   if (!f.changed.empty())
     run.record_failure(
         {kExitJobFailed, "the pinned view changed on the host during the run" + f.changed});

@@ -7,7 +7,7 @@
 // records the outputs, stops the job's group and removes the owned file systems: none of those
 // touches what it reads (host trees and files, and the image root, all read-only to the job), and
 // on an otherwise idle machine the two together take the time of the longer one instead of the
-// sum (bench/README.md, "The check after the job, beside the cleanup"). The cleanup joins it
+// sum (bench/README.md, "A run's wall time on an idle core"). The cleanup joins it
 // before anything the check relies on is let go (the image root's lock, the state directory),
 // and only then are its verifications, pin-cache uses and any failure recorded: the receipt
 // holds the same entries, in the same place, as when the check ran in line.
